@@ -1,0 +1,1 @@
+"""Card Vault: saved items as cards, organised. Layers: handlers -> workers -> domain."""

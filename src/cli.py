@@ -1,0 +1,94 @@
+"""The ``cardvault`` command: serve the API, apply migrations, create accounts and API keys."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cardvault.domain import accounts
+from cardvault.domain.db import Database
+from cardvault.domain.errors import CardVaultError
+from cardvault.settings import Settings, SettingsError
+
+
+def _local_key(db: Database, data_dir: Path) -> str:
+    """Return the embedded default's ready-to-use key, creating its account on first run."""
+    key_file = data_dir / "api_key"
+    if key_file.exists():
+        key = key_file.read_text().strip()
+        with db.transaction(write=False) as session:
+            if accounts.account_for_key(session, key=key) is not None:
+                return key
+    with db.transaction() as session:
+        try:
+            account = accounts.find_account(session, name_or_id="local")
+        except CardVaultError:
+            account = accounts.create_account(session, name="local")
+        key = accounts.issue_api_key(session, account_id=account.id)
+    key_file.write_text(key + "\n")
+    key_file.chmod(0o600)
+    return key
+
+
+def serve(settings: Settings, host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    db = Database.from_url(settings.database_url)
+    db.migrate()
+    print(f"Card Vault listening on http://{host}:{port}/v1 (docs at /v1/ui/)", flush=True)
+    if db.dialect == "sqlite":
+        print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
+    db.dispose()
+    uvicorn.run(
+        "cardvault.handlers.app:app_from_env", factory=True,
+        host=host, port=port, workers=workers, log_level="info",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cardvault", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_cmd = commands.add_parser("serve", help="run the API (migrations are applied first)")
+    serve_cmd.add_argument("--host", default="127.0.0.1")
+    serve_cmd.add_argument("--port", type=int, default=8000)
+    serve_cmd.add_argument("--workers", type=int, default=1, help="API processes (PostgreSQL only)")
+    commands.add_parser("migrate", help="apply pending database migrations")
+    account_cmd = commands.add_parser("accounts", help="manage accounts")
+    account_cmd.add_argument("action", choices=["create"])
+    account_cmd.add_argument("name")
+    key_cmd = commands.add_parser("keys", help="manage API keys")
+    key_cmd.add_argument("action", choices=["create"])
+    key_cmd.add_argument("account", help="the account's name or id")
+    args = parser.parse_args(argv)
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"cardvault: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "serve":
+        if args.workers > 1 and settings.database_url.startswith("sqlite"):
+            print("cardvault: several API processes need PostgreSQL", file=sys.stderr)
+            return 2
+        serve(settings, args.host, args.port, args.workers)
+        return 0
+    db = Database.from_url(settings.database_url)
+    try:
+        db.migrate()
+        with db.transaction() as session:
+            if args.command == "accounts":
+                print(accounts.create_account(session, name=args.name).id)
+            elif args.command == "keys":
+                account = accounts.find_account(session, name_or_id=args.account)
+                print(accounts.issue_api_key(session, account_id=account.id))
+    except CardVaultError as exc:
+        print(f"cardvault: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

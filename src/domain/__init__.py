@@ -1,0 +1,1 @@
+"""Rules and persistence. Imports neither handlers nor workers."""

@@ -1,0 +1,240 @@
+"""Cards: creating, reading, editing, favoriting, marking done and listing them."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+
+from sqlalchemy import ColumnElement, exists, func, select, tuple_
+from sqlalchemy.orm import Session
+
+from cardvault.domain import search
+from cardvault.domain.classify import infer_card_type, url_in
+from cardvault.domain.clock import now_ms
+from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.errors import ContentTooLarge, NotFound, TypeMismatch, UploadNotFound
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Card, CardTag
+from cardvault.domain.tags import clean_tag, clean_tags, tag_key
+
+MAX_CONTENT_BYTES = 512 * 1024
+_UNSET = object()
+
+
+def check_content_size(content: str) -> None:
+    """Refuse a content over 512 KiB of UTF-8."""
+    size = len(content.encode("utf-8"))
+    if size > MAX_CONTENT_BYTES:
+        raise ContentTooLarge("content", limit=MAX_CONTENT_BYTES, actual=size)
+
+
+def _set_tags(card: Card, kind: str, names: Sequence[str]) -> None:
+    """Make the card's tags of one kind exactly these names, in this order."""
+    wanted = {tag_key(name): (position, name) for position, name in enumerate(names)}
+    for row in list(card.tag_rows):
+        if row.kind != kind:
+            continue
+        if row.name_key in wanted:
+            row.position, row.name = wanted.pop(row.name_key)
+        else:
+            card.tag_rows.remove(row)
+    for key, (position, name) in wanted.items():
+        card.tag_rows.append(
+            CardTag(
+                kind=kind, name_key=key, name=name, position=position, account_id=card.account_id
+            )
+        )
+
+
+def add_card(
+    session: Session,
+    *,
+    account_id: str,
+    card_type: str | None = None,
+    content: str | None = None,
+    notes: str | None = None,
+    tags: Sequence[str] = (),
+    url: str | None = None,
+    source: str | None = None,
+    file_key: str | None = None,
+    file_name: str | None = None,
+    file_size: int | None = None,
+    mime_type: str | None = None,
+) -> Card:
+    """Create a card; its type is inferred from content and url when not given."""
+    content = "" if content is None else content
+    check_content_size(content)
+    clean = clean_tags(tags)
+    if file_key is not None:
+        # Uploads do not exist yet, so no key can name a completed one.
+        raise UploadNotFound(f"No completed upload has the key {file_key[:80]!r}.")
+    card_type = card_type or infer_card_type(content, url)
+    if card_type == "link" and url is None:
+        url = url_in(content)
+    now = now_ms()
+    card = Card(
+        id=new_id("crd"),
+        account_id=account_id,
+        type=card_type,
+        content=content,
+        notes=notes,
+        url=url,
+        source=source,
+        file_name=file_name,
+        file_size=file_size,
+        mime_type=mime_type,
+        is_favorited=False,
+        created_at=now,
+        updated_at=now,
+    )
+    _set_tags(card, "user", clean)
+    session.add(card)
+    session.flush()
+    search.index_card(session, card)
+    return card
+
+
+def get_card(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Return the account's card, or raise NotFound (also for another account's card)."""
+    card = session.scalar(select(Card).where(Card.id == card_id, Card.account_id == account_id))
+    if card is None:
+        raise NotFound("Card not found.")
+    return card
+
+
+def update_card(
+    session: Session,
+    *,
+    account_id: str,
+    card_id: str,
+    content: str | None = None,
+    notes: str | None | object = _UNSET,
+    tags: Sequence[str] | None = None,
+    url: str | None = None,
+) -> Card:
+    """Set the given fields; updatedAt moves only when a value changes."""
+    if content is not None:
+        check_content_size(content)
+    clean = clean_tags(tags) if tags is not None else None
+    card = get_card(session, account_id=account_id, card_id=card_id)
+    before = (card.content, card.notes, card.url, card.tags)
+    if content is not None:
+        card.content = content
+    if notes is not _UNSET:
+        card.notes = notes  # type: ignore[assignment]
+    if url is not None:
+        card.url = url
+    if clean is not None:
+        _set_tags(card, "user", clean)
+    if (card.content, card.notes, card.url, card.tags) != before:
+        card.updated_at = max(now_ms(), card.updated_at)
+        session.flush()
+        search.index_card(session, card)
+    return card
+
+
+def set_favorite(session: Session, *, account_id: str, card_id: str, is_favorited: bool) -> Card:
+    """Mark or unmark the card as a favorite."""
+    card = get_card(session, account_id=account_id, card_id=card_id)
+    if card.is_favorited != is_favorited:
+        card.is_favorited = is_favorited
+        card.updated_at = max(now_ms(), card.updated_at)
+    return card
+
+
+def mark_done(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Set a link card's completedAt once; later calls keep the first value."""
+    card = get_card(session, account_id=account_id, card_id=card_id)
+    if card.type != "link":
+        raise TypeMismatch(f"Only link cards can be marked done; this card is a {card.type} card.")
+    if card.completed_at is None:
+        card.completed_at = now_ms()
+        card.updated_at = max(card.completed_at, card.updated_at)
+    return card
+
+
+@dataclasses.dataclass(frozen=True)
+class CardFilter:
+    """What a listing asks for, apart from paging."""
+
+    sort: str = "newest"
+    card_type: str | None = None
+    tag: str | None = None
+    favorited: bool | None = None
+    created_after: int | None = None
+    created_before: int | None = None
+    q: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CardPage:
+    """One page of a listing."""
+
+    cards: list[Card]
+    next_cursor: str | None
+    total: int
+
+
+def _conditions(session: Session, account_id: str, filters: CardFilter) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = [Card.account_id == account_id]
+    if filters.card_type is not None:
+        conditions.append(Card.type == filters.card_type)
+    if filters.favorited is not None:
+        conditions.append(Card.is_favorited.is_(filters.favorited))
+    if filters.created_after is not None:
+        conditions.append(Card.created_at > filters.created_after)
+    if filters.created_before is not None:
+        conditions.append(Card.created_at < filters.created_before)
+    if filters.tag is not None:
+        key = tag_key(clean_tag(filters.tag))
+        conditions.append(
+            exists().where(
+                CardTag.account_id == account_id,
+                CardTag.name_key == key,
+                CardTag.card_pk == Card.pk,
+            )
+        )
+    words = search.query_words(filters.q or "")
+    if words:
+        conditions.append(search.matches(session.get_bind().dialect.name, words))
+    return conditions
+
+
+def _scope(account_id: str, filters: CardFilter) -> str:
+    """The query a cursor belongs to: the account, the sort and every filter."""
+    described = json.dumps([account_id, dataclasses.asdict(filters)], sort_keys=True)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def list_cards(
+    session: Session,
+    *,
+    account_id: str,
+    secret: str,
+    filters: CardFilter,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> CardPage:
+    """Return one page of the account's cards matching the filters, in the chosen order."""
+    conditions = _conditions(session, account_id, filters)
+    total = session.scalar(select(func.count()).select_from(Card).where(*conditions)) or 0
+    position = tuple_(Card.created_at, Card.pk)
+    newest = filters.sort == "newest"
+    query = select(Card).where(*conditions)
+    scope = _scope(account_id, filters)
+    if cursor is not None:
+        after = tuple_(*decode_cursor(secret, cursor, scope=scope, size=2))
+        query = query.where(position < after if newest else position > after)
+    if newest:
+        query = query.order_by(Card.created_at.desc(), Card.pk.desc())
+    else:
+        query = query.order_by(Card.created_at.asc(), Card.pk.asc())
+    cards = list(session.scalars(query.limit(limit + 1)))
+    next_cursor = None
+    if len(cards) > limit:
+        cards = cards[:limit]
+        last = cards[-1]
+        next_cursor = encode_cursor(secret, scope=scope, position=[last.created_at, last.pk])
+    return CardPage(cards=cards, next_cursor=next_cursor, total=total)

@@ -1,0 +1,106 @@
+"""Engines, transactions and migrations for SQLite (embedded) and PostgreSQL (production)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = str(Path(__file__).resolve().parent / "migrations")
+_MIGRATION_LOCK = 4_275_001  # pg_advisory_lock key: one migrator at a time across processes
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # We issue BEGIN ourselves (below), so the driver must not.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            "foreign_keys=ON",
+            "busy_timeout=10000",
+            "synchronous=NORMAL",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # A writer takes the write lock up front: a deferred transaction that reads and then
+        # writes fails at once with SQLITE_BUSY when another writer got in between.
+        mode = "IMMEDIATE" if connection.get_execution_options().get("write") else "DEFERRED"
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(database_url: str) -> Engine:
+    """Create the engine for a sqlite:/// or postgresql+psycopg:// URL."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+
+
+class Database:
+    """An engine and the transactions opened on it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            engine.execution_options(write=True), expire_on_commit=False
+        )
+
+    @classmethod
+    def from_url(cls, database_url: str) -> Database:
+        """Open the database at a sqlite:/// or postgresql+psycopg:// URL."""
+        return cls(make_engine(database_url))
+
+    @property
+    def dialect(self) -> str:
+        """Return ``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Session]:
+        """Open a session in one transaction: commit when the block ends, roll back on error."""
+        factory = self._write_sessions if write else self._sessions
+        with factory() as session, session.begin():
+            yield session
+
+    def migrate(self) -> None:
+        """Apply every pending migration; safe to call from several processes at once."""
+        config = Config()
+        config.set_main_option("script_location", MIGRATIONS)
+        with self.engine.connect() as connection:
+            is_postgres = connection.dialect.name == "postgresql"
+            if is_postgres:
+                connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+                connection.commit()
+            try:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                connection.commit()
+            finally:
+                if is_postgres:
+                    connection.execute(
+                        text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK}
+                    )
+                    connection.commit()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()

@@ -1,0 +1,113 @@
+"""ORM models. Times are integer milliseconds since the epoch, as the API shows them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (and so auto-increment).
+SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+            "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    name_key: Mapped[str] = mapped_column(String(800), unique=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[str] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), index=True
+    )
+    lookup: Mapped[str] = mapped_column(String(16), unique=True)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    revoked_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Card(Base):
+    __tablename__ = "cards"
+    __table_args__ = (Index("ix_cards_account_created", "account_id", "created_at", "pk"),)
+
+    pk: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    notes: Mapped[str | None] = mapped_column(Text)
+    url: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(String(200))
+    file_name: Mapped[str | None] = mapped_column(String(255))
+    file_size: Mapped[int | None] = mapped_column(BigInteger)
+    mime_type: Mapped[str | None] = mapped_column(String(255))
+    metadata_title: Mapped[str | None] = mapped_column(Text)
+    metadata_description: Mapped[str | None] = mapped_column(Text)
+    ai_summary: Mapped[str | None] = mapped_column(Text)
+    ai_transcript: Mapped[str | None] = mapped_column(Text)
+    is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
+    completed_at: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+    tag_rows: Mapped[list[CardTag]] = relationship(
+        back_populates="card",
+        cascade="all, delete-orphan",
+        order_by="CardTag.position",
+        lazy="selectin",
+        passive_deletes=True,
+    )
+
+    @property
+    def tags(self) -> list[str]:
+        """The user's tags, in the order given."""
+        return [row.name for row in self.tag_rows if row.kind == "user"]
+
+    @property
+    def ai_tags(self) -> list[str]:
+        """The tags the AI step chose, in its order."""
+        return [row.name for row in self.tag_rows if row.kind == "ai"]
+
+
+class CardTag(Base):
+    """One tag on one card: a user tag (``kind='user'``) or an AI tag (``kind='ai'``)."""
+
+    __tablename__ = "card_tags"
+    __table_args__ = (Index("ix_card_tags_account_key", "account_id", "name_key", "card_pk"),)
+
+    card_pk: Mapped[int] = mapped_column(
+        ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    name_key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer)
+    account_id: Mapped[str] = mapped_column(String(64))
+
+    card: Mapped[Card] = relationship(back_populates="tag_rows")

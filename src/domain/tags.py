@@ -1,0 +1,41 @@
+"""Tag rules shared by every place that takes a tag: trimmed, 1 to 64 characters, no control
+characters, compared ignoring case."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+from cardvault.domain.errors import InvalidTag
+
+MAX_TAG_LENGTH = 64
+
+
+def tag_key(name: str) -> str:
+    """Return the comparison key of a tag: canonical caseless form (Unicode case folding)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", name).casefold())
+
+
+def clean_tag(raw: str) -> str:
+    """Return the tag trimmed, or raise InvalidTag naming it."""
+    tag = raw.strip()
+    if not tag:
+        raise InvalidTag(raw, "it is empty")
+    if len(tag) > MAX_TAG_LENGTH:
+        raise InvalidTag(raw, f"it is longer than {MAX_TAG_LENGTH} characters")
+    if any(unicodedata.category(char) == "Cc" for char in tag):
+        raise InvalidTag(raw, "it contains a control character")
+    return tag
+
+
+def clean_tags(raws: Iterable[str]) -> list[str]:
+    """Clean each tag and drop later duplicates that differ only in case."""
+    seen: set[str] = set()
+    tags = []
+    for raw in raws:
+        tag = clean_tag(raw)
+        key = tag_key(tag)
+        if key not in seen:
+            seen.add(key)
+            tags.append(tag)
+    return tags

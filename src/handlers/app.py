@@ -1,0 +1,104 @@
+"""The HTTP app's composition root: create_app(settings) builds the Connexion AsyncApp."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from connexion import AsyncApp
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import MiddlewarePosition
+from connexion.options import SwaggerUIOptions
+from connexion.resolver import Resolver
+from starlette.exceptions import HTTPException
+
+from cardvault.domain.db import Database
+from cardvault.domain.errors import CardVaultError
+from cardvault.handlers import runtime
+from cardvault.handlers.errors import error_response, render_exception
+from cardvault.handlers.middleware import BodyLimit, RequestContext, ResponseRequestId
+from cardvault.handlers.validation import VALIDATORS
+from cardvault.settings import SPEC_PATH, Settings
+
+BASE_PATH = "/v1"
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class TagResolver(Resolver):
+    """operationId ``listCards`` tagged ``cards`` -> ``cardvault.handlers.cards.list_cards``."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.modules = {
+            operation["operationId"]: operation["tags"][0]
+            for item in spec["paths"].values()
+            for method, operation in item.items()
+            if method in _HTTP_METHODS
+        }
+
+    def resolve_operation_id(self, operation: Any) -> str:
+        name = operation.operation_id
+        return f"cardvault.handlers.{self.modules[name]}.{_snake(name)}"
+
+
+def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
+    """For each path template of the spec, a matcher and the methods it documents."""
+    table = []
+    for template, item in spec["paths"].items():
+        pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(BASE_PATH + template))
+        methods = [m.upper() for m in _HTTP_METHODS if m in item]
+        table.append((re.compile(pattern), ", ".join(methods)))
+    return table
+
+
+def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
+    """Build the API app over the database named in the settings (or the one given)."""
+    db = db or Database.from_url(settings.database_url)
+    spec = yaml.safe_load(SPEC_PATH.read_text())
+    allowed = _allowed_methods(spec)
+
+    def method_not_allowed(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+        # Starlette reports only the first matching route's methods in Allow; the spec knows all.
+        methods = next((m for p, m in allowed if p.fullmatch(request.url.path)), "")
+        return error_response(
+            (request.scope.get("state") or {}).get("request_id"),
+            405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on this path.",
+            details={"allowed": methods.split(", ") if methods else []},
+            headers={"Allow": methods},
+        )
+
+    app = AsyncApp(
+        __name__,
+        specification_dir=str(SPEC_PATH.parent),
+        swagger_ui_options=SwaggerUIOptions(swagger_ui=settings.swagger_ui, serve_spec=True),
+    )
+    app.add_api(
+        SPEC_PATH.name,
+        base_path=BASE_PATH,
+        resolver=TagResolver(spec),
+        pythonic_params=True,
+        strict_validation=True,
+        validate_responses=settings.validate_responses,
+        validator_map=VALIDATORS,
+    )
+    app.add_middleware(
+        RequestContext, position=MiddlewarePosition.BEFORE_EXCEPTION,
+        runtime=runtime.Runtime(settings=settings, db=db),
+    )
+    app.add_middleware(BodyLimit, position=MiddlewarePosition.BEFORE_SWAGGER)
+    app.add_middleware(ResponseRequestId, position=MiddlewarePosition.BEFORE_CONTEXT)
+    for exc in (CardVaultError, ProblemException, HTTPException, Exception):
+        app.add_error_handler(exc, render_exception)
+    app.add_error_handler(405, method_not_allowed)
+    return app
+
+
+def app_from_env() -> AsyncApp:
+    """App factory for ASGI servers: ``uvicorn --factory cardvault.handlers.app:app_from_env``."""
+    return create_app(Settings.from_env())

@@ -1,0 +1,25 @@
+"""Bearer authentication: the API key names the account every operation acts for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from cardvault.domain import accounts
+from cardvault.handlers import runtime
+
+
+def _lookup(rt: runtime.Runtime, key: str) -> str | None:
+    with rt.db.transaction(write=False) as session:
+        return accounts.account_for_key(session, key=key)
+
+
+async def authenticate(token: str) -> dict[str, Any] | None:
+    """Return the token info of a live API key, or None (answered as 401 INVALID_API_KEY)."""
+    # The checksum refuses a mistyped or made-up key without touching the database.
+    if not accounts.is_well_formed_key(token):
+        return None
+    # The lookup blocks, so it runs in a worker thread, off the event loop.
+    account_id = await anyio.to_thread.run_sync(_lookup, runtime.current(), token)
+    return None if account_id is None else {"sub": account_id}

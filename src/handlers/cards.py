@@ -1,0 +1,194 @@
+"""Card operations: thin edges over cardvault.domain.cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cardvault.domain import cards
+from cardvault.domain.models import Card
+from cardvault.handlers import runtime
+
+_NO_FILE = {
+    "compactUrl": None,
+    "placeholderUrl": None,
+    "detailUrl": None,
+    "fileExtension": None,
+    "fileKind": None,
+    "fileLanguage": None,
+    "filePreview": None,
+    "fileUrl": None,
+    "screenshotUrl": None,
+    "thumbnailUrl": None,
+    "linkPreviewImageUrl": None,
+}
+
+
+def _app_url(card: Card) -> str:
+    return f"{runtime.current().settings.public_url}/cards/{card.id}"
+
+
+def _base_json(card: Card) -> dict[str, Any]:
+    """The fields every card representation carries."""
+    return {
+        "id": card.id,
+        "type": card.type,
+        "createdAt": card.created_at,
+        "updatedAt": card.updated_at,
+        "appUrl": _app_url(card),
+        "aiTags": card.ai_tags,
+        "tags": card.tags,
+        "isFavorited": card.is_favorited,
+        "url": card.url,
+        "fileName": card.file_name,
+        "fileSize": card.file_size,
+        "mimeType": card.mime_type,
+        **_NO_FILE,
+    }
+
+
+def _card_json(card: Card) -> dict[str, Any]:
+    return {
+        **_base_json(card),
+        "content": card.content,
+        "notes": card.notes,
+        "aiSummary": card.ai_summary,
+        "metadataTitle": card.metadata_title,
+        "metadataDescription": card.metadata_description,
+    }
+
+
+def _list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
+    item = _base_json(card)
+    for name in ("linkPreviewImageUrl", "filePreview"):
+        del item[name]
+    if "content" in include:
+        item.update(content=card.content, notes=card.notes, aiSummary=card.ai_summary)
+    if "metadata" in include:
+        item.update(
+            metadataTitle=card.metadata_title,
+            metadataDescription=card.metadata_description,
+            linkPreviewImageUrl=None,
+            filePreview=None,
+        )
+    if "processing" in include:
+        item["processingStatus"] = None
+    return item
+
+
+def _done_card_json(card: Card) -> dict[str, Any]:
+    return {
+        **_card_json(card),
+        "aiTranscript": card.ai_transcript,
+        "isDeleted": False,
+        "isArchived": False,
+        "archivedAt": None,
+        "completedAt": card.completed_at,
+        "isHidden": False,
+        "metadataStatus": None,
+        "processingStatus": None,
+        "linkPreviewTitle": None,
+        "linkPreviewDescription": None,
+        "linkCategory": None,
+        "linkFacts": [],
+        "linkPrice": None,
+        "linkFaviconUrl": None,
+        "linkSiteName": None,
+        "linkAuthor": None,
+        "linkPublisher": None,
+        "linkPublishedAt": None,
+        "linkPreviewMedia": [],
+        "fileWidth": None,
+        "fileHeight": None,
+        "audioWaveform": None,
+        "videoScrub": None,
+        "colors": [],
+        "folderIds": [],
+        "sourceTitle": None,
+        "sourceUrl": None,
+        "thumbnailOverridden": False,
+    }
+
+
+def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        card = cards.add_card(
+            session,
+            account_id=user,
+            card_type=body.get("cardType"),
+            content=body.get("content"),
+            notes=body.get("notes"),
+            tags=body.get("tags", ()),
+            url=body.get("url"),
+            source=body.get("source"),
+            file_key=body.get("fileKey"),
+            file_name=body.get("fileName"),
+            file_size=body.get("fileSize"),
+            mime_type=body.get("mimeType"),
+        )
+        card_json = _card_json(card)
+    return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
+
+
+def list_cards(
+    user: str,
+    q: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+    sort: str = "newest",
+    type: str | None = None,  # noqa: A002 - the spec's parameter name
+    tag: str | None = None,
+    favorited: bool | None = None,
+    created_after: int | None = None,
+    created_before: int | None = None,
+    include: str | None = None,
+) -> dict[str, Any]:
+    rt = runtime.current()
+    filters = cards.CardFilter(
+        sort=sort,
+        card_type=type,
+        tag=tag,
+        favorited=favorited,
+        created_after=created_after,
+        created_before=created_before,
+        q=q,
+    )
+    groups = set((include or "").split(","))
+    with rt.db.transaction(write=False) as session:
+        page = cards.list_cards(
+            session, account_id=user, secret=rt.settings.secret_key,
+            filters=filters, limit=limit, cursor=cursor,
+        )
+        items = [_list_item_json(card, groups) for card in page.cards]
+    return {
+        "items": items,
+        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
+        "total": page.total,
+    }
+
+
+def get_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction(write=False) as session:
+        return _card_json(cards.get_card(session, account_id=user, card_id=card_id))
+
+
+def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    notes = {"notes": body["notes"]} if "notes" in body else {}
+    with runtime.current().db.transaction() as session:
+        card = cards.update_card(
+            session, account_id=user, card_id=card_id,
+            content=body.get("content"), tags=body.get("tags"), url=body.get("url"), **notes,
+        )
+        return _card_json(card)
+
+
+def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        card = cards.set_favorite(
+            session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"]
+        )
+        return _card_json(card)
+
+
+def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _done_card_json(cards.mark_done(session, account_id=user, card_id=card_id))

@@ -1,0 +1,151 @@
+"""The one error table: every failure, ours or the framework's, becomes the interface's error
+body {code, error, details, requestId, retryAt} as application/json."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from connexion.exceptions import (
+    BadRequestProblem,
+    ExtraParameterProblem,
+    NonConformingResponse,
+    OAuthProblem,
+    OAuthResponseProblem,
+    UnsupportedMediaTypeProblem,
+)
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from starlette.exceptions import HTTPException
+
+from cardvault.domain import errors as domain
+
+log = logging.getLogger("cardvault.errors")
+
+# Domain error -> (status, code). Looked up along the exception's class hierarchy.
+DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
+    domain.CardVaultError: (400, "INVALID_INPUT"),
+    domain.NotFound: (404, "NOT_FOUND"),
+    domain.UploadNotFound: (404, "UPLOAD_NOT_FOUND"),
+    domain.InvalidInput: (400, "INVALID_INPUT"),
+    domain.InvalidTag: (400, "INVALID_TAG"),
+    domain.InvalidCursor: (400, "INVALID_CURSOR"),
+    domain.TypeMismatch: (400, "TYPE_MISMATCH"),
+    domain.ContentTooLarge: (413, "CONTENT_TOO_LARGE"),
+    domain.Conflict: (409, "CONFLICT"),
+}
+
+_BEARER_CHALLENGE = 'Bearer realm="cardvault"'
+
+
+class InvalidRequest(BadRequestProblem):
+    """A request that breaks the spec, described field by field."""
+
+    def __init__(
+        self, message: str, *, code: str = "INVALID_INPUT", details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(detail=message)
+        self.code = code
+        self.details = details
+
+
+class BodyTooLarge(HTTPException):
+    """The request body is over the size every operation accepts."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is over {limit} bytes.")
+        self.details = {"limitBytes": limit}
+
+
+def error_response(
+    request_id: str | None,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    details: dict[str, Any] | None = None,
+    retry_at: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> ConnexionResponse:
+    """Render the error body."""
+    body = {
+        "code": code,
+        "error": message,
+        "details": details,
+        "requestId": request_id,
+        "retryAt": retry_at,
+    }
+    return ConnexionResponse(
+        status_code=status,
+        body=json.dumps(body),
+        content_type="application/json",
+        headers=headers or {},
+    )
+
+
+def _request_id(request: ConnexionRequest) -> str | None:
+    state = request.scope.get("state") or {}
+    return state.get("request_id")
+
+
+def _domain(exc: domain.CardVaultError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in DOMAIN_ERRORS:
+            return DOMAIN_ERRORS[cls]
+    raise AssertionError("unreachable: CardVaultError is in the table")
+
+
+def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    """Turn any exception raised while serving a request into the error body."""
+    request_id = _request_id(request)
+    if isinstance(exc, domain.CardVaultError):
+        status, code = _domain(exc)
+        return error_response(request_id, status, code, exc.message, details=exc.details)
+    if isinstance(exc, InvalidRequest):
+        return error_response(request_id, 400, exc.code, str(exc.detail), details=exc.details)
+    if isinstance(exc, ExtraParameterProblem):
+        fields = [
+            {"location": "query", "field": name, "message": "is not a parameter of this operation"}
+            for name in sorted(exc.extra_params)
+        ]
+        message = "Unknown query parameter: " + ", ".join(sorted(exc.extra_params)) + "."
+        return error_response(request_id, 400, "INVALID_INPUT", message, details={"fields": fields})
+    if isinstance(exc, OAuthResponseProblem):
+        return error_response(
+            request_id, 401, "INVALID_API_KEY", "The API key is not valid.",
+            headers={"WWW-Authenticate": f'{_BEARER_CHALLENGE}, error="invalid_token"'},
+        )
+    if isinstance(exc, OAuthProblem):
+        return error_response(
+            request_id, 401, "UNAUTHORIZED",
+            "This operation needs an API key: send Authorization: Bearer <key>.",
+            headers={"WWW-Authenticate": _BEARER_CHALLENGE},
+        )
+    if isinstance(exc, UnsupportedMediaTypeProblem):
+        return error_response(
+            request_id, 415, "UNSUPPORTED_MEDIA_TYPE",
+            "The request body must be application/json.",
+        )
+    if isinstance(exc, BadRequestProblem):
+        return error_response(request_id, 400, "INVALID_INPUT", str(exc.detail or exc.title))
+    if isinstance(exc, BodyTooLarge):
+        return error_response(
+            request_id, 413, "CONTENT_TOO_LARGE", exc.detail, details=exc.details
+        )
+    if isinstance(exc, HTTPException) and not isinstance(exc, NonConformingResponse):
+        if exc.status_code == 404:
+            return error_response(request_id, 404, "NOT_FOUND", "No such resource.")
+        if exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            return error_response(
+                request_id, 405, "METHOD_NOT_ALLOWED",
+                f"{request.method} is not allowed here.",
+                details={"allowed": [m for m in allowed.split(", ") if m]},
+                headers={"Allow": allowed},
+            )
+        log.warning("unmapped HTTP error %s: %s", exc.status_code, exc.detail)
+    log.error("request %s failed", request_id, exc_info=exc)
+    return error_response(
+        request_id, 500, "INTERNAL_ERROR",
+        "Something went wrong on our side. Quote the requestId if you report it.",
+    )

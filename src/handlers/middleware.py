@@ -1,0 +1,94 @@
+"""ASGI middleware around the Connexion stack: request ids, the app's runtime, body size."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import typing as t
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cardvault.handlers import runtime
+from cardvault.handlers.errors import BodyTooLarge
+
+_CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class RequestContext:
+    """Give each request an id (echoed as X-Request-Id) and bind the app's runtime."""
+
+    def __init__(self, app: ASGIApp, runtime: runtime.Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else f"req_{secrets.token_hex(8)}"
+        scope.setdefault("state", {})["request_id"] = request_id
+        runtime.bind(self.runtime)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = _with_request_id(message, request_id)
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def _with_request_id(message: Message, request_id: str) -> Message:
+    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+    headers.append((b"x-request-id", request_id.encode()))
+    message["headers"] = headers
+    return message
+
+
+class ResponseRequestId:
+    """Put X-Request-Id on operation responses before Connexion validates them (the spec
+    requires the header), inside the stack; RequestContext covers the error responses."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = (scope.get("state") or {}).get("request_id")
+        if scope["type"] != "http" or request_id is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = _with_request_id(message, request_id)
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class BodyLimit:
+    """Refuse request bodies over MAX_BODY_BYTES, by Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            raise BodyTooLarge(self.limit)
+        received = 0
+
+        async def counting_receive() -> t.MutableMapping[str, t.Any]:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise BodyTooLarge(self.limit)
+            return message
+
+        await self.app(scope, counting_receive, send)

@@ -1,0 +1,87 @@
+"""The one settings object: the only reader of environment variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "cardvault.yaml"
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the service cannot use."""
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if raw.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise SettingsError(f"{name} must be true or false, not {raw!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything configurable, read once at start-up."""
+
+    data_dir: Path
+    database_url: str
+    redis_url: str | None
+    public_url: str
+    secret_key: str = dataclasses.field(repr=False)
+    validate_responses: bool = False
+    swagger_ui: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build the settings from CARDVAULT_* variables, failing on a bad one."""
+        env = os.environ if env is None else env
+        data_dir = Path(env.get("CARDVAULT_DATA_DIR") or "./var").resolve()
+        database_url = env.get("CARDVAULT_DATABASE_URL") or f"sqlite:///{data_dir / 'cardvault.db'}"
+        if not database_url.startswith(("sqlite:", "postgresql:", "postgresql+psycopg:")):
+            raise SettingsError(
+                "CARDVAULT_DATABASE_URL must be a sqlite:/// or postgresql+psycopg:// URL"
+            )
+        if database_url.startswith("postgresql:"):
+            database_url = "postgresql+psycopg:" + database_url.removeprefix("postgresql:")
+        redis_url = env.get("CARDVAULT_REDIS_URL") or None
+        if redis_url is not None and not redis_url.startswith(("redis://", "rediss://")):
+            raise SettingsError("CARDVAULT_REDIS_URL must be a redis:// or rediss:// URL")
+        public_url = (env.get("CARDVAULT_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
+        if not public_url.startswith(("http://", "https://")):
+            raise SettingsError("CARDVAULT_PUBLIC_URL must start with http:// or https://")
+        secret_key = env.get("CARDVAULT_SECRET_KEY") or _data_dir_secret(data_dir)
+        if len(secret_key) < 32:
+            raise SettingsError("CARDVAULT_SECRET_KEY must be at least 32 characters")
+        return cls(
+            data_dir=data_dir,
+            database_url=database_url,
+            redis_url=redis_url,
+            public_url=public_url,
+            secret_key=secret_key,
+            validate_responses=_bool(env, "CARDVAULT_VALIDATE_RESPONSES", False),
+            swagger_ui=_bool(env, "CARDVAULT_SWAGGER_UI", True),
+        )
+
+
+def _data_dir_secret(data_dir: Path) -> str:
+    """Read the signing key kept in the data directory, creating it atomically on first use."""
+    path = data_dir / "secret_key"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        tmp = data_dir / f".secret_key.{secrets.token_hex(8)}"
+        tmp.write_text(secrets.token_urlsafe(48))
+        tmp.chmod(0o600)
+        try:
+            os.link(tmp, path)  # atomic: of several starting processes exactly one key wins
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return path.read_text().strip()

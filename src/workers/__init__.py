@@ -1,0 +1,1 @@
+"""Dramatiq actors: asynchronous work whose database row is the truth. Imports domain only."""
