@@ -87,12 +87,16 @@ class Card(Base):
     @property
     def tags(self) -> list[str]:
         """The user's tags, in the order given."""
-        return [row.name for row in self.tag_rows if row.kind == "user"]
+        return self._names("user")
 
     @property
     def ai_tags(self) -> list[str]:
         """The tags the AI step chose, in its order."""
-        return [row.name for row in self.tag_rows if row.kind == "ai"]
+        return self._names("ai")
+
+    def _names(self, kind: str) -> list[str]:
+        rows = sorted((row for row in self.tag_rows if row.kind == kind), key=lambda r: r.position)
+        return [row.name for row in rows]
 
 
 class CardTag(Base):

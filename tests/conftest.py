@@ -1,0 +1,136 @@
+"""Shared fixtures: a real database per backend (SQLite file, PostgreSQL server), accounts,
+and an HTTP client over the real app."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+from starlette.testclient import TestClient
+
+from cardvault.domain import accounts
+from cardvault.domain.db import Database
+from cardvault.handlers.app import create_app
+from cardvault.settings import Settings
+
+POSTGRES_URL = os.environ.get(
+    "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _fresh_postgres() -> Database:
+    try:
+        engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+    except OperationalError as exc:
+        message = f"PostgreSQL tier skipped: no server at {POSTGRES_URL} ({exc.orig})"
+        if IN_CI:
+            pytest.fail(f"CI=true needs PostgreSQL: {message}")
+        pytest.skip(message)
+    return Database.from_url(POSTGRES_URL)
+
+
+@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A migrated database of each backend, shared by the session's tests."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("sqlite") / "cardvault.db"
+        db = Database.from_url(f"sqlite:///{path}")
+    else:
+        db = _fresh_postgres()
+    db.migrate()
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def new_account(database: Database) -> Callable[[], str]:
+    """Create a fresh account and return its id; tests stay isolated by account."""
+    counter = iter(range(1_000_000))
+
+    def create() -> str:
+        with database.transaction() as session:
+            return accounts.create_account(
+                session, name=f"test-{os.urandom(6).hex()}-{next(counter)}"
+            ).id
+
+    return create
+
+
+@pytest.fixture
+def account_id(new_account: Callable[[], str]) -> str:
+    return new_account()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database: Database) -> Settings:
+    return Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_DATABASE_URL": database.engine.url.render_as_string(hide_password=False),
+            "CARDVAULT_PUBLIC_URL": "https://app.cardvault.test",
+            "CARDVAULT_SECRET_KEY": "s" * 48,
+            "CARDVAULT_VALIDATE_RESPONSES": "true",
+        }
+    )
+
+
+@pytest.fixture
+def app_client(settings: Settings, database: Database) -> Iterator[TestClient]:
+    """An HTTP client over the real app, responses validated against the spec."""
+    with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
+        yield client
+
+
+class Api:
+    """An HTTP client acting as one account."""
+
+    def __init__(self, client: TestClient, key: str, account_id: str) -> None:
+        self.client = client
+        self.key = key
+        self.account_id = account_id
+        self.headers = {"Authorization": f"Bearer {key}"}
+
+    def request(self, method: str, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
+        headers = {**self.headers, **kwargs.pop("headers", {})}  # type: ignore[dict-item]
+        return self.client.request(method, path, headers=headers, **kwargs)  # type: ignore[arg-type]
+
+    def get(self, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
+        return self.request("POST", path, **kwargs)
+
+    def patch(self, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
+        return self.request("PATCH", path, **kwargs)
+
+    def create(self, **body: object) -> dict:  # type: ignore[type-arg]
+        response = self.post("/v1/cards", json=body)
+        assert response.status_code == 200, response.text
+        return response.json()["card"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def make_api(app_client: TestClient, database: Database, new_account: Callable[[], str]) -> Callable[[], Api]:
+    """Make a client for a fresh account with its own API key."""
+
+    def make() -> Api:
+        account = new_account()
+        with database.transaction() as session:
+            key = accounts.issue_api_key(session, account_id=account)
+        return Api(app_client, key, account)
+
+    return make
+
+
+@pytest.fixture
+def api(make_api: Callable[[], Api]) -> Api:
+    return make_api()

@@ -1,0 +1,54 @@
+"""Tag rules, and their agreement with the TagName pattern of the spec."""
+
+import re
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cardvault.domain.errors import InvalidTag
+from cardvault.domain.tags import clean_tag, clean_tags, tag_key
+from cardvault.settings import SPEC_PATH
+
+TAG_SCHEMA = yaml.safe_load(SPEC_PATH.read_text())["components"]["schemas"]["TagName"]
+TAG_PATTERN = re.compile(TAG_SCHEMA["pattern"])
+
+
+def test_trims_surrounding_whitespace() -> None:
+    assert clean_tag("\t Work \n") == "Work"
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [("", "empty"), ("   ", "empty"), ("x" * 65, "longer than 64"), ("a\x00b", "control"), ("a\u0085b", "control")],
+)
+def test_refuses_a_bad_tag_naming_it(raw: str, reason: str) -> None:
+    with pytest.raises(InvalidTag) as caught:
+        clean_tag(raw)
+    assert reason in caught.value.message
+    assert caught.value.details == {"tag": raw}
+
+
+def test_sixty_four_characters_after_trimming_is_allowed() -> None:
+    assert clean_tag("  " + "é" * 64 + "  ") == "é" * 64
+
+
+def test_duplicates_ignoring_case_keep_the_first_spelling() -> None:
+    assert clean_tags(["Work", "work", "WORK", "Straße", "STRASSE", "x"]) == ["Work", "Straße", "x"]
+
+
+def test_keys_fold_case_and_canonical_equivalence() -> None:
+    assert tag_key("Caf\u00e9") == tag_key("CAFE\u0301")
+    assert tag_key("Work") == tag_key("wORK")
+
+
+@settings(max_examples=400)
+@given(st.text(max_size=80))
+def test_the_spec_pattern_accepts_exactly_the_tags_the_domain_accepts(raw: str) -> None:
+    try:
+        clean_tag(raw)
+        valid = True
+    except InvalidTag:
+        valid = False
+    assert (TAG_PATTERN.fullmatch(raw) is not None and 1 <= len(raw) <= TAG_SCHEMA["maxLength"]) == valid
