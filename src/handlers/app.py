@@ -18,7 +18,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import runtime
 from cardvault.handlers.errors import error_response, render_exception
-from cardvault.handlers.middleware import BodyLimit, RequestContext, ResponseRequestId
+from cardvault.handlers.middleware import BodyGuard, RequestContext, ResponseRequestId
 from cardvault.handlers.validation import VALIDATORS
 from cardvault.settings import SPEC_PATH, Settings
 
@@ -91,7 +91,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         RequestContext, position=MiddlewarePosition.BEFORE_EXCEPTION,
         runtime=runtime.Runtime(settings=settings, db=db),
     )
-    app.add_middleware(BodyLimit, position=MiddlewarePosition.BEFORE_SWAGGER)
+    app.add_middleware(BodyGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
     app.add_middleware(ResponseRequestId, position=MiddlewarePosition.BEFORE_CONTEXT)
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)

@@ -57,6 +57,13 @@ class BodyTooLarge(HTTPException):
         self.details = {"limitBytes": limit}
 
 
+class UnsupportedMediaType(HTTPException):
+    """The request body is of a media type no operation takes."""
+
+    def __init__(self) -> None:
+        super().__init__(415, "The request body must be application/json.")
+
+
 def error_response(
     request_id: str | None,
     status: int,
@@ -121,7 +128,7 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
             "This operation needs an API key: send Authorization: Bearer <key>.",
             headers={"WWW-Authenticate": _BEARER_CHALLENGE},
         )
-    if isinstance(exc, UnsupportedMediaTypeProblem):
+    if isinstance(exc, (UnsupportedMediaTypeProblem, UnsupportedMediaType)):
         return error_response(
             request_id, 415, "UNSUPPORTED_MEDIA_TYPE",
             "The request body must be application/json.",

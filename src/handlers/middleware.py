@@ -9,7 +9,7 @@ import typing as t
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cardvault.handlers import runtime
-from cardvault.handlers.errors import BodyTooLarge
+from cardvault.handlers.errors import BodyTooLarge, UnsupportedMediaType
 
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -67,8 +67,9 @@ class ResponseRequestId:
         await self.app(scope, receive, send_with_id)
 
 
-class BodyLimit:
-    """Refuse request bodies over MAX_BODY_BYTES, by Content-Length or while streaming."""
+class BodyGuard:
+    """Refuse form bodies (no operation takes one, and Connexion would try to parse them) and
+    bodies over MAX_BODY_BYTES, by Content-Length or while streaming."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -78,7 +79,11 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        media_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if media_type.startswith(b"multipart/") or media_type == b"application/x-www-form-urlencoded":
+            raise UnsupportedMediaType()
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             raise BodyTooLarge(self.limit)
         received = 0

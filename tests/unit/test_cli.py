@@ -1,0 +1,46 @@
+"""The cardvault command line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cardvault.domain import accounts
+from cardvault.domain.db import Database
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "cardvault.cli", *args], capture_output=True, text=True, env=env, check=False
+    )
+
+
+def test_accounts_and_keys_are_created_from_the_command_line(tmp_path: Path) -> None:
+    created = run(tmp_path, "accounts", "create", "Ada")
+    assert created.returncode == 0, created.stderr
+    account_id = created.stdout.strip()
+    assert account_id.startswith("acc_")
+    key = run(tmp_path, "keys", "create", "ada")
+    assert key.returncode == 0, key.stderr
+    assert key.stdout.count("\n") == 1 and key.stdout.startswith("cvk_")
+    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    with db.transaction(write=False) as session:
+        assert accounts.account_for_key(session, key=key.stdout.strip()) == account_id
+    db.dispose()
+
+
+def test_errors_are_reported_on_stderr_with_a_failing_status(tmp_path: Path) -> None:
+    missing = run(tmp_path, "keys", "create", "nobody")
+    assert missing.returncode == 1 and "nobody" in missing.stderr and missing.stdout == ""
+    run(tmp_path, "accounts", "create", "Ada")
+    duplicate = run(tmp_path, "accounts", "create", "ADA")
+    assert duplicate.returncode == 1 and "exists" in duplicate.stderr
+
+
+def test_a_bad_setting_is_named_at_start_up(tmp_path: Path) -> None:
+    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "mysql://x"}
+    result = subprocess.run(
+        [sys.executable, "-m", "cardvault.cli", "migrate"], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 2 and "CARDVAULT_DATABASE_URL" in result.stderr

@@ -1,0 +1,36 @@
+"""The settings object."""
+
+from pathlib import Path
+
+import pytest
+
+from cardvault.settings import Settings, SettingsError
+
+
+def test_defaults_to_the_embedded_sqlite_file_in_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert settings.database_url == f"sqlite:///{tmp_path / 'cardvault.db'}"
+    assert settings.redis_url is None and settings.public_url == "http://127.0.0.1:8000"
+
+
+def test_keeps_one_generated_secret_in_the_data_dir(tmp_path: Path) -> None:
+    first = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    second = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert first.secret_key == second.secret_key and len(first.secret_key) >= 32
+    assert first.secret_key not in repr(first)
+
+
+def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
+    settings = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "postgresql://u@h/db"})
+    assert settings.database_url == "postgresql+psycopg://u@h/db"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("CARDVAULT_DATABASE_URL", "mysql://x"), ("CARDVAULT_REDIS_URL", "http://x"),
+     ("CARDVAULT_PUBLIC_URL", "ftp://x"), ("CARDVAULT_SECRET_KEY", "short"),
+     ("CARDVAULT_VALIDATE_RESPONSES", "maybe")],
+)
+def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), name: value})
