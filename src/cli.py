@@ -41,8 +41,12 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
     db.dispose()
     uvicorn.run(
-        "cardvault.handlers.app:app_from_env", factory=True,
-        host=host, port=port, workers=workers, log_level="info",
+        "cardvault.handlers.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
     )
 
 

@@ -45,9 +45,7 @@ class Settings:
         data_dir = Path(env.get("CARDVAULT_DATA_DIR") or "./var").resolve()
         database_url = env.get("CARDVAULT_DATABASE_URL") or f"sqlite:///{data_dir / 'cardvault.db'}"
         if not database_url.startswith(("sqlite:", "postgresql:", "postgresql+psycopg:")):
-            raise SettingsError(
-                "CARDVAULT_DATABASE_URL must be a sqlite:/// or postgresql+psycopg:// URL"
-            )
+            raise SettingsError("CARDVAULT_DATABASE_URL must be a sqlite:/// or postgresql+psycopg:// URL")
         if database_url.startswith("postgresql:"):
             database_url = "postgresql+psycopg:" + database_url.removeprefix("postgresql:")
         redis_url = env.get("CARDVAULT_REDIS_URL") or None

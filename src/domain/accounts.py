@@ -9,15 +9,14 @@ import secrets
 import string
 import zlib
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import Conflict, InvalidInput, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account, ApiKey
 from cardvault.domain.tags import tag_key
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 KEY_PREFIX = "cvk_"
 _ALPHABET = string.digits + string.ascii_letters
@@ -68,9 +67,7 @@ def create_account(session: Session, *, name: str) -> Account:
 def find_account(session: Session, *, name_or_id: str) -> Account:
     """Return the account with this id or name."""
     account = session.scalar(
-        select(Account).where(
-            (Account.id == name_or_id) | (Account.name_key == tag_key(name_or_id.strip()))
-        )
+        select(Account).where((Account.id == name_or_id) | (Account.name_key == tag_key(name_or_id.strip())))
     )
     if account is None:
         raise NotFound(f"No account is named {name_or_id!r}.")

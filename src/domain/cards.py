@@ -7,9 +7,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, exists, func, select, tuple_
-from sqlalchemy.orm import Session
-
 from cardvault.domain import search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
@@ -18,6 +15,8 @@ from cardvault.domain.errors import ContentTooLarge, NotFound, TypeMismatch, Upl
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
+from sqlalchemy import ColumnElement, exists, func, select, tuple_
+from sqlalchemy.orm import Session
 
 MAX_CONTENT_BYTES = 512 * 1024
 _UNSET = object()
@@ -42,9 +41,7 @@ def _set_tags(card: Card, kind: str, names: Sequence[str]) -> None:
             card.tag_rows.remove(row)
     for key, (position, name) in wanted.items():
         card.tag_rows.append(
-            CardTag(
-                kind=kind, name_key=key, name=name, position=position, account_id=card.account_id
-            )
+            CardTag(kind=kind, name_key=key, name=name, position=position, account_id=card.account_id)
         )
 
 
@@ -110,7 +107,7 @@ def update_card(
     account_id: str,
     card_id: str,
     content: str | None = None,
-    notes: str | None | object = _UNSET,
+    notes: str | object | None = _UNSET,
     tags: Sequence[str] | None = None,
     url: str | None = None,
 ) -> Card:

@@ -41,10 +41,6 @@ def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int
             "with the same filters and sort."
         )
     position = json.loads(_b64decode(payload))
-    if not (
-        isinstance(position, list)
-        and len(position) == size
-        and all(type(v) is int for v in position)
-    ):
+    if not (isinstance(position, list) and len(position) == size and all(type(v) is int for v in position)):
         raise InvalidCursor("The cursor is not valid.")
     return position

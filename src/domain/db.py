@@ -46,9 +46,7 @@ def make_engine(database_url: str) -> Engine:
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20
-        )
+        engine = create_engine(url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20)
         _configure_sqlite(engine)
         return engine
     return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
@@ -60,9 +58,7 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._write_sessions = sessionmaker(
-            engine.execution_options(write=True), expire_on_commit=False
-        )
+        self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
 
     @classmethod
     def from_url(cls, database_url: str) -> Database:
@@ -96,9 +92,7 @@ class Database:
                 connection.commit()
             finally:
                 if is_postgres:
-                    connection.execute(
-                        text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK}
-                    )
+                    connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
                     connection.commit()
 
     def dispose(self) -> None:

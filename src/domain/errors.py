@@ -1,14 +1,14 @@
 """The domain's exception tree. HTTP statuses and codes are assigned in cardvault.handlers.errors.
 
-    CardVaultError
-    ├── NotFound                 the thing does not exist for this account
-    │   └── UploadNotFound       a fileKey names no completed upload
-    ├── InvalidInput             a value breaks a rule the spec cannot state
-    │   ├── InvalidTag           a tag breaks the tag rules
-    │   ├── InvalidCursor        a cursor was altered or made for another query
-    │   └── TypeMismatch         the operation does not apply to this card type
-    ├── ContentTooLarge          a text is over its byte limit
-    └── Conflict                 the request clashes with the current state
+CardVaultError
+├── NotFound                 the thing does not exist for this account
+│   └── UploadNotFound       a fileKey names no completed upload
+├── InvalidInput             a value breaks a rule the spec cannot state
+│   ├── InvalidTag           a tag breaks the tag rules
+│   ├── InvalidCursor        a cursor was altered or made for another query
+│   └── TypeMismatch         the operation does not apply to this card type
+├── ContentTooLarge          a text is over its byte limit
+└── Conflict                 the request clashes with the current state
 """
 
 from __future__ import annotations

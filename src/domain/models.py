@@ -43,9 +43,7 @@ class ApiKey(Base):
     __tablename__ = "api_keys"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    account_id: Mapped[str] = mapped_column(
-        ForeignKey("accounts.id", ondelete="CASCADE"), index=True
-    )
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
     lookup: Mapped[str] = mapped_column(String(16), unique=True)
     secret_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger)
@@ -105,9 +103,7 @@ class CardTag(Base):
     __tablename__ = "card_tags"
     __table_args__ = (Index("ix_card_tags_account_key", "account_id", "name_key", "card_pk"),)
 
-    card_pk: Mapped[int] = mapped_column(
-        ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True
-    )
+    card_pk: Mapped[int] = mapped_column(ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True)
     kind: Mapped[str] = mapped_column(String(8), primary_key=True)
     name_key: Mapped[str] = mapped_column(String(256), primary_key=True)
     name: Mapped[str] = mapped_column(String(64))

@@ -7,10 +7,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from cardvault.domain.models import Card
 from sqlalchemy import BigInteger, ColumnElement, bindparam, column, text
 from sqlalchemy.orm import Session
-
-from cardvault.domain.models import Card
 
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are not indexed
@@ -90,7 +89,7 @@ def matches(dialect: str, words: list[str]) -> ColumnElement[bool]:
         )
     else:
         expression = " & ".join(f"'{word}':*" for word in words)
-        subquery = text(
-            "SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)"
-        ).bindparams(bindparam("fts", expression))
+        subquery = text("SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)").bindparams(
+            bindparam("fts", expression)
+        )
     return Card.pk.in_(subquery.columns(column("card_pk", BigInteger)))

@@ -6,14 +6,6 @@ import re
 from typing import Any
 
 import yaml
-from connexion import AsyncApp
-from connexion.exceptions import ProblemException
-from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import MiddlewarePosition
-from connexion.options import SwaggerUIOptions
-from connexion.resolver import Resolver
-from starlette.exceptions import HTTPException
-
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import runtime
@@ -21,6 +13,13 @@ from cardvault.handlers.errors import error_response, render_exception
 from cardvault.handlers.middleware import BodyGuard, RequestContext, ResponseRequestId
 from cardvault.handlers.validation import VALIDATORS
 from cardvault.settings import SPEC_PATH, Settings
+from connexion import AsyncApp
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import MiddlewarePosition
+from connexion.options import SwaggerUIOptions
+from connexion.resolver import Resolver
+from starlette.exceptions import HTTPException
 
 BASE_PATH = "/v1"
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -68,7 +67,9 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         methods = next((m for p, m in allowed if p.fullmatch(request.url.path)), "")
         return error_response(
             (request.scope.get("state") or {}).get("request_id"),
-            405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on this path.",
+            405,
+            "METHOD_NOT_ALLOWED",
+            f"{request.method} is not allowed on this path.",
             details={"allowed": methods.split(", ") if methods else []},
             headers={"Allow": methods},
         )
@@ -88,7 +89,8 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         validator_map=VALIDATORS,
     )
     app.add_middleware(
-        RequestContext, position=MiddlewarePosition.BEFORE_EXCEPTION,
+        RequestContext,
+        position=MiddlewarePosition.BEFORE_EXCEPTION,
         runtime=runtime.Runtime(settings=settings, db=db),
     )
     app.add_middleware(BodyGuard, position=MiddlewarePosition.BEFORE_SWAGGER)

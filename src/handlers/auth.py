@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-
 from cardvault.domain import accounts
 from cardvault.handlers import runtime
 

@@ -155,8 +155,12 @@ def list_cards(
     groups = set((include or "").split(","))
     with rt.db.transaction(write=False) as session:
         page = cards.list_cards(
-            session, account_id=user, secret=rt.settings.secret_key,
-            filters=filters, limit=limit, cursor=cursor,
+            session,
+            account_id=user,
+            secret=rt.settings.secret_key,
+            filters=filters,
+            limit=limit,
+            cursor=cursor,
         )
         items = [_list_item_json(card, groups) for card in page.cards]
     return {
@@ -175,17 +179,20 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
     notes = {"notes": body["notes"]} if "notes" in body else {}
     with runtime.current().db.transaction() as session:
         card = cards.update_card(
-            session, account_id=user, card_id=card_id,
-            content=body.get("content"), tags=body.get("tags"), url=body.get("url"), **notes,
+            session,
+            account_id=user,
+            card_id=card_id,
+            content=body.get("content"),
+            tags=body.get("tags"),
+            url=body.get("url"),
+            **notes,
         )
         return _card_json(card)
 
 
 def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        card = cards.set_favorite(
-            session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"]
-        )
+        card = cards.set_favorite(session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"])
         return _card_json(card)
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 from typing import Any
 
+from cardvault.domain import errors as domain
 from connexion.exceptions import (
     BadRequestProblem,
     ExtraParameterProblem,
@@ -17,8 +18,6 @@ from connexion.exceptions import (
 )
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
-
-from cardvault.domain import errors as domain
 
 log = logging.getLogger("cardvault.errors")
 
@@ -119,33 +118,40 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         return error_response(request_id, 400, "INVALID_INPUT", message, details={"fields": fields})
     if isinstance(exc, OAuthResponseProblem):
         return error_response(
-            request_id, 401, "INVALID_API_KEY", "The API key is not valid.",
+            request_id,
+            401,
+            "INVALID_API_KEY",
+            "The API key is not valid.",
             headers={"WWW-Authenticate": f'{_BEARER_CHALLENGE}, error="invalid_token"'},
         )
     if isinstance(exc, OAuthProblem):
         return error_response(
-            request_id, 401, "UNAUTHORIZED",
+            request_id,
+            401,
+            "UNAUTHORIZED",
             "This operation needs an API key: send Authorization: Bearer <key>.",
             headers={"WWW-Authenticate": _BEARER_CHALLENGE},
         )
     if isinstance(exc, (UnsupportedMediaTypeProblem, UnsupportedMediaType)):
         return error_response(
-            request_id, 415, "UNSUPPORTED_MEDIA_TYPE",
+            request_id,
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
             "The request body must be application/json.",
         )
     if isinstance(exc, BadRequestProblem):
         return error_response(request_id, 400, "INVALID_INPUT", str(exc.detail or exc.title))
     if isinstance(exc, BodyTooLarge):
-        return error_response(
-            request_id, 413, "CONTENT_TOO_LARGE", exc.detail, details=exc.details
-        )
+        return error_response(request_id, 413, "CONTENT_TOO_LARGE", exc.detail, details=exc.details)
     if isinstance(exc, HTTPException) and not isinstance(exc, NonConformingResponse):
         if exc.status_code == 404:
             return error_response(request_id, 404, "NOT_FOUND", "No such resource.")
         if exc.status_code == 405:
             allowed = (exc.headers or {}).get("Allow", "")
             return error_response(
-                request_id, 405, "METHOD_NOT_ALLOWED",
+                request_id,
+                405,
+                "METHOD_NOT_ALLOWED",
                 f"{request.method} is not allowed here.",
                 details={"allowed": [m for m in allowed.split(", ") if m]},
                 headers={"Allow": allowed},
@@ -153,6 +159,8 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         log.warning("unmapped HTTP error %s: %s", exc.status_code, exc.detail)
     log.error("request %s failed", request_id, exc_info=exc)
     return error_response(
-        request_id, 500, "INTERNAL_ERROR",
+        request_id,
+        500,
+        "INTERNAL_ERROR",
         "Something went wrong on our side. Quote the requestId if you report it.",
     )

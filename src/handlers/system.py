@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text
-
 from cardvault.handlers import runtime
+from sqlalchemy import text
 
 
 def get_health() -> dict[str, Any]:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import typing as t
 
+from cardvault.handlers.errors import InvalidRequest
 from connexion.datastructures import MediaTypeDict
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError
-
-from cardvault.handlers.errors import InvalidRequest
 
 _MAX_FIELDS = 20
 
@@ -43,7 +42,9 @@ def _pointer(path: t.Iterable[t.Any]) -> str:
     return "/".join(str(part) for part in path)
 
 
-def field_errors(errors: t.Iterable[ValidationError], location: str, prefix: str = "") -> list[dict[str, str]]:
+def field_errors(
+    errors: t.Iterable[ValidationError], location: str, prefix: str = ""
+) -> list[dict[str, str]]:
     """Flatten jsonschema errors into {location, field, message} entries."""
     fields = []
     for error in errors:
@@ -52,16 +53,17 @@ def field_errors(errors: t.Iterable[ValidationError], location: str, prefix: str
             known = set(error.schema.get("properties", {}))
             for name in sorted(set(error.instance) - known):
                 fields.append(
-                    {"location": location, "field": _pointer([*path, name]) or prefix,
-                     "message": _describe(error)}
+                    {
+                        "location": location,
+                        "field": _pointer([*path, name]) or prefix,
+                        "message": _describe(error),
+                    }
                 )
             continue
         if error.validator == "required":
             missing = str(error.message).split("'")[1] if "'" in error.message else ""
             path.append(missing)
-        fields.append(
-            {"location": location, "field": prefix + _pointer(path), "message": _describe(error)}
-        )
+        fields.append({"location": location, "field": prefix + _pointer(path), "message": _describe(error)})
     return fields[:_MAX_FIELDS]
 
 
@@ -132,9 +134,7 @@ class FieldParameterValidator(ParameterValidator):
 
     def validate_request(self, request: t.Any) -> None:
         if self.strict_validation:
-            extra = self.validate_query_parameter_list(
-                request, security_params=self.security_query_params
-            )
+            extra = self.validate_query_parameter_list(request, security_params=self.security_query_params)
             if extra:
                 fields = [
                     {"location": "query", "field": name, "message": "is not a parameter of this operation"}

@@ -31,7 +31,9 @@ def _free_port() -> int:
 def _contract_postgres_url() -> str:
     """A database of its own on the test server, created afresh."""
     try:
-        engine = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3})
+        engine = create_engine(
+            POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+        )
         with engine.connect() as connection:
             connection.execute(text("DROP DATABASE IF EXISTS cardvault_contract WITH (FORCE)"))
             connection.execute(text("CREATE DATABASE cardvault_contract"))
@@ -45,7 +47,9 @@ def _contract_postgres_url() -> str:
 
 
 def _cli(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run([str(BIN / "cardvault"), *args], env=env, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [str(BIN / "cardvault"), *args], env=env, capture_output=True, text=True, check=True
+    )
     return result.stdout.strip()
 
 
@@ -69,7 +73,9 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
         [str(BIN / "cardvault"), "serve", "--port", str(port), "--workers", workers],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -94,14 +100,26 @@ def test_the_server_honours_its_contract(server: tuple[str, str], tmp_path: Path
     base, key = server
     result = subprocess.run(
         [
-            str(BIN / "schemathesis"), "run", str(ROOT / "openapi" / "cardvault.yaml"),
-            "--url", base,
-            "--checks", "all",
-            "--phases", "examples,coverage,fuzzing,stateful",
-            "-H", f"Authorization: Bearer {key}",
-            "--report", "junit", "--report-dir", str(tmp_path / "reports"),
+            str(BIN / "schemathesis"),
+            "run",
+            str(ROOT / "openapi" / "cardvault.yaml"),
+            "--url",
+            base,
+            "--checks",
+            "all",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "-H",
+            f"Authorization: Bearer {key}",
+            "--report",
+            "junit",
+            "--report-dir",
+            str(tmp_path / "reports"),
         ],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-20000:]

@@ -41,6 +41,10 @@ def test_errors_are_reported_on_stderr_with_a_failing_status(tmp_path: Path) -> 
 def test_a_bad_setting_is_named_at_start_up(tmp_path: Path) -> None:
     env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "mysql://x"}
     result = subprocess.run(
-        [sys.executable, "-m", "cardvault.cli", "migrate"], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-m", "cardvault.cli", "migrate"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     assert result.returncode == 2 and "CARDVAULT_DATABASE_URL" in result.stderr

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from cardvault.settings import Settings, SettingsError
 
 
@@ -21,15 +20,21 @@ def test_keeps_one_generated_secret_in_the_data_dir(tmp_path: Path) -> None:
 
 
 def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
-    settings = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "postgresql://u@h/db"})
+    settings = Settings.from_env(
+        {"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "postgresql://u@h/db"}
+    )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("CARDVAULT_DATABASE_URL", "mysql://x"), ("CARDVAULT_REDIS_URL", "http://x"),
-     ("CARDVAULT_PUBLIC_URL", "ftp://x"), ("CARDVAULT_SECRET_KEY", "short"),
-     ("CARDVAULT_VALIDATE_RESPONSES", "maybe")],
+    [
+        ("CARDVAULT_DATABASE_URL", "mysql://x"),
+        ("CARDVAULT_REDIS_URL", "http://x"),
+        ("CARDVAULT_PUBLIC_URL", "ftp://x"),
+        ("CARDVAULT_SECRET_KEY", "short"),
+        ("CARDVAULT_VALIDATE_RESPONSES", "maybe"),
+    ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):

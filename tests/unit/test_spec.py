@@ -4,14 +4,15 @@ import subprocess
 import sys
 
 import yaml
-
 from cardvault.settings import SPEC_PATH
 
 
 def test_the_spec_validates_as_openapi_3_0() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "openapi_spec_validator", "--schema", "3.0", str(SPEC_PATH)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert yaml.safe_load(SPEC_PATH.read_text())["openapi"] == "3.0.3"
@@ -37,7 +38,9 @@ def test_every_operation_has_a_camel_case_id_one_tag_and_declares_its_errors() -
 
 def test_every_link_names_an_existing_operation() -> None:
     spec = yaml.safe_load(SPEC_PATH.read_text())
-    ids = {op["operationId"] for item in spec["paths"].values() for m, op in item.items() if m != "parameters"}
+    ids = {
+        op["operationId"] for item in spec["paths"].values() for m, op in item.items() if m != "parameters"
+    }
     for item in spec["paths"].values():
         for method, operation in item.items():
             if method == "parameters":

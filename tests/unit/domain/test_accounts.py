@@ -3,13 +3,12 @@
 import hashlib
 
 import pytest
-from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
-
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.domain.errors import Conflict, NotFound
 from cardvault.domain.models import ApiKey
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 
 def test_a_key_has_the_prefix_a_random_part_and_a_checksum(database: Database, account_id: str) -> None:
@@ -35,7 +34,9 @@ def test_a_key_finds_its_account(database: Database, account_id: str) -> None:
         assert accounts.account_for_key(session, key=key) == account_id
 
 
-def test_a_key_with_a_wrong_checksum_is_refused_without_a_database(database: Database, account_id: str) -> None:
+def test_a_key_with_a_wrong_checksum_is_refused_without_a_database(
+    database: Database, account_id: str
+) -> None:
     with database.transaction() as session:
         key = accounts.issue_api_key(session, account_id=account_id)
     altered = key[:-1] + ("A" if key[-1] != "A" else "B")

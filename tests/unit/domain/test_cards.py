@@ -3,11 +3,17 @@
 from collections.abc import Callable
 
 import pytest
-
 from cardvault.domain import cards
 from cardvault.domain.cards import CardFilter
 from cardvault.domain.db import Database
-from cardvault.domain.errors import ContentTooLarge, InvalidCursor, InvalidTag, NotFound, TypeMismatch, UploadNotFound
+from cardvault.domain.errors import (
+    ContentTooLarge,
+    InvalidCursor,
+    InvalidTag,
+    NotFound,
+    TypeMismatch,
+    UploadNotFound,
+)
 
 SECRET = "k" * 40
 
@@ -17,11 +23,17 @@ def add(database: Database, account_id: str, **fields: object) -> cards.Card:
         return cards.add_card(session, account_id=account_id, **fields)  # type: ignore[arg-type]
 
 
-def listing(database: Database, account_id: str, limit: int = 50, cursor: str | None = None, **filters: object) -> cards.CardPage:
+def listing(
+    database: Database, account_id: str, limit: int = 50, cursor: str | None = None, **filters: object
+) -> cards.CardPage:
     with database.transaction(write=False) as session:
         return cards.list_cards(
-            session, account_id=account_id, secret=SECRET,
-            filters=CardFilter(**filters), limit=limit, cursor=cursor,  # type: ignore[arg-type]
+            session,
+            account_id=account_id,
+            secret=SECRET,
+            filters=CardFilter(**filters),
+            limit=limit,
+            cursor=cursor,  # type: ignore[arg-type]
         )
 
 
@@ -32,7 +44,9 @@ class TestAddCard:
         with database.transaction(write=False) as session:
             assert cards.get_card(session, account_id=account_id, card_id=card.id).content == content
 
-    def test_accepts_exactly_512_kib_and_refuses_one_byte_more(self, database: Database, account_id: str) -> None:
+    def test_accepts_exactly_512_kib_and_refuses_one_byte_more(
+        self, database: Database, account_id: str
+    ) -> None:
         add(database, account_id, content="é" * (256 * 1024))
         with pytest.raises(ContentTooLarge) as caught:
             add(database, account_id, content="é" * (256 * 1024) + "x")
@@ -40,7 +54,11 @@ class TestAddCard:
 
     def test_a_url_content_makes_a_link_with_its_url(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content=" https://example.com/a \n")
-        assert (card.type, card.url, card.content) == ("link", "https://example.com/a", " https://example.com/a \n")
+        assert (card.type, card.url, card.content) == (
+            "link",
+            "https://example.com/a",
+            " https://example.com/a \n",
+        )
 
     def test_an_explicit_type_wins(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="https://example.com", card_type="text")
@@ -62,7 +80,9 @@ class TestAddCard:
 
 
 class TestGetCard:
-    def test_another_accounts_card_is_not_found(self, database: Database, new_account: Callable[[], str]) -> None:
+    def test_another_accounts_card_is_not_found(
+        self, database: Database, new_account: Callable[[], str]
+    ) -> None:
         owner, other = new_account(), new_account()
         card = add(database, owner, content="mine")
         with database.transaction(write=False) as session, pytest.raises(NotFound):
@@ -79,12 +99,16 @@ class TestUpdateCard:
     def test_null_notes_clear_them(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, notes="n")
         with database.transaction() as session:
-            assert cards.update_card(session, account_id=account_id, card_id=card.id, notes=None).notes is None
+            assert (
+                cards.update_card(session, account_id=account_id, card_id=card.id, notes=None).notes is None
+            )
 
     def test_recasing_a_tag_keeps_one_tag(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, tags=["work", "home"])
         with database.transaction() as session:
-            updated = cards.update_card(session, account_id=account_id, card_id=card.id, tags=["Home", "WORK"])
+            updated = cards.update_card(
+                session, account_id=account_id, card_id=card.id, tags=["Home", "WORK"]
+            )
         assert updated.tags == ["Home", "WORK"]
 
     def test_updated_at_moves_only_when_something_changes(self, database: Database, account_id: str) -> None:
@@ -99,7 +123,9 @@ class TestUpdateCard:
     def test_a_too_large_content_changes_nothing(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a", tags=["t"])
         with database.transaction() as session, pytest.raises(ContentTooLarge):
-            cards.update_card(session, account_id=account_id, card_id=card.id, tags=["u"], content="x" * 524289)
+            cards.update_card(
+                session, account_id=account_id, card_id=card.id, tags=["u"], content="x" * 524289
+            )
         with database.transaction(write=False) as session:
             again = cards.get_card(session, account_id=account_id, card_id=card.id)
         assert (again.content, again.tags) == ("a", ["t"])
@@ -134,7 +160,9 @@ class TestListCards:
                 cursor = page.next_cursor
             assert seen == expected
 
-    def test_a_cursor_is_bound_to_its_filters_and_account(self, database: Database, new_account: Callable[[], str]) -> None:
+    def test_a_cursor_is_bound_to_its_filters_and_account(
+        self, database: Database, new_account: Callable[[], str]
+    ) -> None:
         owner, other = new_account(), new_account()
         for i in range(3):
             add(database, owner, content=f"c{i}")
@@ -167,7 +195,9 @@ class TestListCards:
             cards._set_tags(card, "ai", ["reading"])
         assert {c.id for c in listing(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
 
-    def test_search_matches_every_word_as_a_prefix_ignoring_case(self, database: Database, account_id: str) -> None:
+    def test_search_matches_every_word_as_a_prefix_ignoring_case(
+        self, database: Database, account_id: str
+    ) -> None:
         a = add(database, account_id, content="The Quick brown fox", notes="Jumps")
         b = add(database, account_id, content="quiet", tags=["Foxtrot"])
         add(database, account_id, content="nothing here")
@@ -177,17 +207,21 @@ class TestListCards:
         assert listing(database, account_id, q="absent").total == 0
         assert listing(database, account_id, q="!!!").total == 3
 
-    def test_search_sees_edits_and_other_accounts_never_match(self, database: Database, new_account: Callable[[], str]) -> None:
+    def test_search_sees_edits_and_other_accounts_never_match(
+        self, database: Database, new_account: Callable[[], str]
+    ) -> None:
         owner, other = new_account(), new_account()
         card = add(database, owner, content="alpha")
         add(database, other, content="alpha")
         with database.transaction() as session:
-            cards.update_card(session, account_id=owner, card_id=card.id, content="beta", url="https://zulu.example")
+            cards.update_card(
+                session, account_id=owner, card_id=card.id, content="beta", url="https://zulu.example"
+            )
         assert listing(database, owner, q="alpha").total == 0
         assert [c.id for c in listing(database, owner, q="beta zulu").cards] == [card.id]
 
     def test_search_treats_query_syntax_as_words(self, database: Database, account_id: str) -> None:
-        card = add(database, account_id, content="C++ AND NOT \"x\" y* NEAR(a b) café")
+        card = add(database, account_id, content='C++ AND NOT "x" y* NEAR(a b) café')
         for q in ['"', "NOT", "y*", "NEAR(", "a:b & !c | d", "CAFÉ", "'); DROP TABLE cards; --"]:
             page = listing(database, account_id, q=q)
             assert page.total in (0, 1)

@@ -1,7 +1,6 @@
 """Type inference for cards created without a type."""
 
 import pytest
-
 from cardvault.domain.classify import infer_card_type, is_quote, url_in
 
 

@@ -4,12 +4,11 @@ import re
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
 from cardvault.settings import SPEC_PATH
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TAG_SCHEMA = yaml.safe_load(SPEC_PATH.read_text())["components"]["schemas"]["TagName"]
 TAG_PATTERN = re.compile(TAG_SCHEMA["pattern"])
@@ -21,7 +20,13 @@ def test_trims_surrounding_whitespace() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "reason"),
-    [("", "empty"), ("   ", "empty"), ("x" * 65, "longer than 64"), ("a\x00b", "control"), ("a\u0085b", "control")],
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("x" * 65, "longer than 64"),
+        ("a\x00b", "control"),
+        ("a\u0085b", "control"),
+    ],
 )
 def test_refuses_a_bad_tag_naming_it(raw: str, reason: str) -> None:
     with pytest.raises(InvalidTag) as caught:

@@ -1,6 +1,7 @@
 """Card operations over HTTP: statuses, bodies and error bodies, through the real app."""
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import pytest
 
@@ -31,12 +32,19 @@ class TestCreateCard:
 
     @pytest.mark.parametrize(
         ("content", "expected"),
-        [("https://example.com", "link"), ('"Hi." — Me', "quote"), ("#fff teal", "palette"), ("notes", "text")],
+        [
+            ("https://example.com", "link"),
+            ('"Hi." — Me', "quote"),
+            ("#fff teal", "palette"),
+            ("notes", "text"),
+        ],
     )
     def test_infers_the_type(self, api: Api, content: str, expected: str) -> None:
         assert api.create(content=content)["type"] == expected
 
-    @pytest.mark.parametrize("card_type", ["text", "link", "image", "video", "audio", "document", "palette", "quote"])
+    @pytest.mark.parametrize(
+        "card_type", ["text", "link", "image", "video", "audio", "document", "palette", "quote"]
+    )
     def test_creates_every_type(self, api: Api, card_type: str) -> None:
         assert api.create(cardType=card_type, content="x")["type"] == card_type
 
@@ -57,29 +65,49 @@ class TestCreateCard:
 
     def test_returns_400_with_every_bad_field(self, api: Api) -> None:
         body = assert_error(
-            api.post("/v1/cards", json={"content": 1, "cardType": "nope", "extra": True}), 400, "INVALID_INPUT"
+            api.post("/v1/cards", json={"content": 1, "cardType": "nope", "extra": True}),
+            400,
+            "INVALID_INPUT",
         )
         assert {f["field"] for f in body["details"]["fields"]} == {"content", "cardType", "extra"}
 
     def test_returns_404_for_an_unknown_file_key(self, api: Api) -> None:
-        assert_error(api.post("/v1/cards", json={"fileKey": "up_123", "fileName": "a.pdf"}), 404, "UPLOAD_NOT_FOUND")
+        assert_error(
+            api.post("/v1/cards", json={"fileKey": "up_123", "fileName": "a.pdf"}), 404, "UPLOAD_NOT_FOUND"
+        )
 
     @pytest.mark.parametrize(
         "raw",
-        [b"{", b"\xff\xfe{}", b"[]", b'{"content": NaN}', b'"text"', b"[" * 100000, b'{"content": "\\ud800"}'],
+        [
+            b"{",
+            b"\xff\xfe{}",
+            b"[]",
+            b'{"content": NaN}',
+            b'"text"',
+            b"[" * 100000,
+            b'{"content": "\\ud800"}',
+        ],
     )
     def test_returns_400_for_a_body_that_is_not_a_json_object(self, api: Api, raw: bytes) -> None:
         response = api.post("/v1/cards", content=raw, headers={"Content-Type": "application/json"})
         assert_error(response, 400, "INVALID_INPUT")
 
     def test_returns_400_for_a_missing_body(self, api: Api) -> None:
-        assert_error(api.post("/v1/cards", headers={"Content-Type": "application/json"}), 400, "INVALID_INPUT")
+        assert_error(
+            api.post("/v1/cards", headers={"Content-Type": "application/json"}), 400, "INVALID_INPUT"
+        )
 
     def test_returns_415_for_a_body_that_is_not_json(self, api: Api) -> None:
-        assert_error(api.post("/v1/cards", content=b"x", headers={"Content-Type": "text/plain"}), 415, "UNSUPPORTED_MEDIA_TYPE")
+        assert_error(
+            api.post("/v1/cards", content=b"x", headers={"Content-Type": "text/plain"}),
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+        )
 
     def test_returns_413_for_a_body_over_4_mib(self, api: Api) -> None:
-        response = api.post("/v1/cards", content=b" " * (4 * 1024 * 1024 + 1), headers={"Content-Type": "application/json"})
+        response = api.post(
+            "/v1/cards", content=b" " * (4 * 1024 * 1024 + 1), headers={"Content-Type": "application/json"}
+        )
         assert_error(response, 413, "CONTENT_TOO_LARGE")
 
 
@@ -99,10 +127,18 @@ class TestGetCard:
 class TestUpdateCard:
     def test_updates_the_given_fields(self, api: Api) -> None:
         card = api.create(content="a", notes="n", tags=["t"])
-        response = api.patch(f"/v1/cards/{card['id']}", json={"content": "b", "notes": None, "tags": [], "url": "https://x.example"})
+        response = api.patch(
+            f"/v1/cards/{card['id']}",
+            json={"content": "b", "notes": None, "tags": [], "url": "https://x.example"},
+        )
         assert response.status_code == 200
         body = response.json()
-        assert (body["content"], body["notes"], body["tags"], body["url"]) == ("b", None, [], "https://x.example")
+        assert (body["content"], body["notes"], body["tags"], body["url"]) == (
+            "b",
+            None,
+            [],
+            "https://x.example",
+        )
         assert body["type"] == "text"
 
     def test_an_empty_object_changes_nothing(self, api: Api) -> None:
@@ -111,13 +147,17 @@ class TestUpdateCard:
 
     def test_returns_413_and_changes_nothing(self, api: Api) -> None:
         card = api.create(content="a")
-        assert_error(api.patch(f"/v1/cards/{card['id']}", json={"content": "é" * 262145}), 413, "CONTENT_TOO_LARGE")
+        assert_error(
+            api.patch(f"/v1/cards/{card['id']}", json={"content": "é" * 262145}), 413, "CONTENT_TOO_LARGE"
+        )
         assert api.get(f"/v1/cards/{card['id']}").json() == card
 
     def test_returns_400_for_a_bad_tag_or_url(self, api: Api) -> None:
         card = api.create(content="a")
         assert_error(api.patch(f"/v1/cards/{card['id']}", json={"tags": [" "]}), 400, "INVALID_TAG")
-        assert_error(api.patch(f"/v1/cards/{card['id']}", json={"url": "javascript:alert(1)"}), 400, "INVALID_INPUT")
+        assert_error(
+            api.patch(f"/v1/cards/{card['id']}", json={"url": "javascript:alert(1)"}), 400, "INVALID_INPUT"
+        )
         assert_error(api.patch(f"/v1/cards/{card['id']}", json={"type": "link"}), 400, "INVALID_INPUT")
 
     def test_returns_404_for_a_missing_card(self, api: Api) -> None:
@@ -135,11 +175,17 @@ class TestSetCardFavorite:
     def test_returns_400_without_the_flag(self, api: Api) -> None:
         card = api.create(content="a")
         body = assert_error(api.patch(f"/v1/cards/{card['id']}/favorite", json={}), 400, "INVALID_INPUT")
-        assert body["details"]["fields"] == [{"location": "body", "field": "isFavorited", "message": "is required"}]
-        assert_error(api.patch(f"/v1/cards/{card['id']}/favorite", json={"isFavorited": "yes"}), 400, "INVALID_INPUT")
+        assert body["details"]["fields"] == [
+            {"location": "body", "field": "isFavorited", "message": "is required"}
+        ]
+        assert_error(
+            api.patch(f"/v1/cards/{card['id']}/favorite", json={"isFavorited": "yes"}), 400, "INVALID_INPUT"
+        )
 
     def test_returns_404_for_a_missing_card(self, api: Api) -> None:
-        assert_error(api.patch("/v1/cards/crd_missing/favorite", json={"isFavorited": True}), 404, "NOT_FOUND")
+        assert_error(
+            api.patch("/v1/cards/crd_missing/favorite", json={"isFavorited": True}), 404, "NOT_FOUND"
+        )
 
 
 class TestMarkCardDone:
@@ -177,7 +223,12 @@ class TestListCards:
         plain = api.get("/v1/cards").json()["items"][0]
         assert "content" not in plain and "metadataTitle" not in plain and "processingStatus" not in plain
         full = api.get("/v1/cards", params={"include": "content,metadata,processing"}).json()["items"][0]
-        assert (full["content"], full["notes"], full["metadataTitle"], full["processingStatus"]) == ("body", "n", None, None)
+        assert (full["content"], full["notes"], full["metadataTitle"], full["processingStatus"]) == (
+            "body",
+            "n",
+            None,
+            None,
+        )
 
     def test_filters_combine(self, api: Api) -> None:
         link = api.create(url="https://example.com/jazz", tags=["Music"])
@@ -188,8 +239,18 @@ class TestListCards:
 
     @pytest.mark.parametrize(
         "params",
-        [{"limit": 0}, {"limit": 101}, {"limit": "x"}, {"sort": "up"}, {"type": "gif"}, {"favorited": "maybe"},
-         {"createdAfter": -1}, {"include": "content,nope"}, {"cursor": "!"}, {"unknown": "1"}],
+        [
+            {"limit": 0},
+            {"limit": 101},
+            {"limit": "x"},
+            {"sort": "up"},
+            {"type": "gif"},
+            {"favorited": "maybe"},
+            {"createdAfter": -1},
+            {"include": "content,nope"},
+            {"cursor": "!"},
+            {"unknown": "1"},
+        ],
     )
     def test_returns_400_for_bad_parameters(self, api: Api, params: dict) -> None:  # type: ignore[type-arg]
         body = assert_error(api.get("/v1/cards", params=params), 400, "INVALID_INPUT")
@@ -199,14 +260,16 @@ class TestListCards:
         for i in range(2):
             api.create(content=f"c{i}")
         cursor = api.get("/v1/cards", params={"limit": 1}).json()["pageInfo"]["nextCursor"]
-        assert_error(api.get("/v1/cards", params={"limit": 1, "cursor": cursor[:-2] + "xx"}), 400, "INVALID_CURSOR")
+        assert_error(
+            api.get("/v1/cards", params={"limit": 1, "cursor": cursor[:-2] + "xx"}), 400, "INVALID_CURSOR"
+        )
         assert_error(api.get("/v1/cards", params={"cursor": cursor, "sort": "oldest"}), 400, "INVALID_CURSOR")
 
 
 class TestIsolation:
     """Another account's card answers exactly like a missing one, on every operation."""
 
-    OPERATIONS = [
+    OPERATIONS: ClassVar = [
         ("GET", "/v1/cards/{id}", None),
         ("PATCH", "/v1/cards/{id}", {"content": "stolen"}),
         ("PATCH", "/v1/cards/{id}/favorite", {"isFavorited": True}),
@@ -215,7 +278,11 @@ class TestIsolation:
 
     @pytest.mark.parametrize(("method", "path", "body"), OPERATIONS)
     def test_another_accounts_card_answers_like_a_missing_one(
-        self, make_api: Callable[[], Api], method: str, path: str, body: dict | None  # type: ignore[type-arg]
+        self,
+        make_api: Callable[[], Api],
+        method: str,
+        path: str,
+        body: dict | None,  # type: ignore[type-arg]
     ) -> None:
         owner, intruder = make_api(), make_api()
         card = owner.create(content="https://example.com/private")

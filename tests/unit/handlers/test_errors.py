@@ -1,12 +1,12 @@
 """Authentication and framework errors: always the error body, always a request id."""
 
 import pytest
-from starlette.testclient import TestClient
-
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
+from starlette.testclient import TestClient
+
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 
@@ -30,11 +30,18 @@ class TestAuthentication:
     def test_returns_401_invalid_api_key_for_an_unknown_well_formed_key(self, app_client: TestClient) -> None:
         secret = "Q" * 30
         key = f"cvk_{secret}{accounts._checksum(secret)}"
-        assert_error(app_client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"}), 401, "INVALID_API_KEY")
+        assert_error(
+            app_client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"}), 401, "INVALID_API_KEY"
+        )
 
     def test_every_card_operation_needs_a_key(self, app_client: TestClient) -> None:
-        for method, path in [("POST", "/v1/cards"), ("GET", "/v1/cards/x"), ("PATCH", "/v1/cards/x"),
-                             ("PATCH", "/v1/cards/x/favorite"), ("POST", "/v1/cards/x/done")]:
+        for method, path in [
+            ("POST", "/v1/cards"),
+            ("GET", "/v1/cards/x"),
+            ("PATCH", "/v1/cards/x"),
+            ("PATCH", "/v1/cards/x/favorite"),
+            ("POST", "/v1/cards/x/done"),
+        ]:
             assert_error(app_client.request(method, path, json={}), 401, "UNAUTHORIZED")
 
     def test_health_spec_and_docs_need_no_key(self, app_client: TestClient) -> None:

@@ -35,7 +35,9 @@ def upgrade() -> None:
         sa.Column("revoked_at", sa.BigInteger, nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_api_keys"),
         sa.ForeignKeyConstraint(
-            ["account_id"], ["accounts.id"], ondelete="CASCADE",
+            ["account_id"],
+            ["accounts.id"],
+            ondelete="CASCADE",
             name="fk_api_keys_account_id_accounts",
         ),
         sa.UniqueConstraint("lookup", name="uq_api_keys_lookup"),
@@ -64,7 +66,9 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("pk", name="pk_cards"),
         sa.ForeignKeyConstraint(
-            ["account_id"], ["accounts.id"], ondelete="CASCADE",
+            ["account_id"],
+            ["accounts.id"],
+            ondelete="CASCADE",
             name="fk_cards_account_id_accounts",
         ),
         sa.UniqueConstraint("id", name="uq_cards_id"),
@@ -89,8 +93,7 @@ def upgrade() -> None:
     # cardvault.domain.search, so both databases match the same way.
     if op.get_bind().dialect.name == "sqlite":
         op.execute(
-            "CREATE VIRTUAL TABLE card_search USING fts5("
-            "words, tokenize = 'unicode61 remove_diacritics 0')"
+            "CREATE VIRTUAL TABLE card_search USING fts5(words, tokenize = 'unicode61 remove_diacritics 0')"
         )
         op.execute(
             "CREATE TRIGGER cards_search_delete AFTER DELETE ON cards BEGIN "
@@ -103,7 +106,9 @@ def upgrade() -> None:
             sa.Column("words", sa.dialects.postgresql.TSVECTOR, nullable=False),
             sa.PrimaryKeyConstraint("card_pk", name="pk_card_search"),
             sa.ForeignKeyConstraint(
-                ["card_pk"], ["cards.pk"], ondelete="CASCADE",
+                ["card_pk"],
+                ["cards.pk"],
+                ondelete="CASCADE",
                 name="fk_card_search_card_pk_cards",
             ),
         )

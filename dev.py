@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Run Card Vault from a fresh clone with nothing but Python 3.11+.
+
+    python3 dev.py serve [--port P]   run the service on the embedded default (SQLite, ./var)
+    python3 dev.py test               run the whole test suite (unit on SQLite and PostgreSQL,
+                                      contract); any extra arguments go to pytest
+
+Both create .venv and install the project into it first (again whenever pyproject.toml changes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".cardvault-installed"
+
+
+def ensure_environment() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit("Card Vault needs Python 3.11 or newer.")
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    if not (BIN / "python").exists():
+        print("Creating .venv ...", flush=True)
+        venv.create(VENV, with_pip=True)
+    print("Installing Card Vault and its test tools into .venv ...", flush=True)
+    subprocess.run(
+        [str(BIN / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "-e", f"{ROOT}[test]"],
+        check=True,
+    )
+    STAMP.write_text(wanted)
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in {"serve", "test"}:
+        print(__doc__)
+        return 2
+    ensure_environment()
+    command, rest = sys.argv[1], sys.argv[2:]
+    os.chdir(ROOT)
+    if command == "serve":
+        return subprocess.call([str(BIN / "cardvault"), "serve", *rest])
+    return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
