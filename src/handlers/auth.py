@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import anyio.to_thread
@@ -19,6 +20,13 @@ async def authenticate(token: str) -> dict[str, Any] | None:
     # The checksum refuses a mistyped or made-up key without touching the database.
     if not accounts.is_well_formed_key(token):
         return None
-    # The lookup blocks, so it runs in a worker thread, off the event loop.
-    account_id = await anyio.to_thread.run_sync(_lookup, runtime.current(), token)
-    return None if account_id is None else {"sub": account_id}
+    rt = runtime.current()
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    account_id = rt.key_cache.get(digest)
+    if account_id is None:
+        # The lookup blocks, so it runs in a worker thread, off the event loop.
+        account_id = await anyio.to_thread.run_sync(_lookup, rt, token)
+        if account_id is None:
+            return None
+        rt.key_cache.put(digest, account_id)
+    return {"sub": account_id}

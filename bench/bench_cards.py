@@ -1,0 +1,158 @@
+"""Requests per second of GET /v1/cards/{id} and GET /v1/cards (a page of 50 out of 10,000
+cards), against a bare Starlette endpoint running the same SQL with the driver directly, in
+the same run, on the same database.
+
+    .venv/bin/python -m bench.bench_cards [--database postgresql|sqlite] [--cards N] [--seconds S]
+
+Each server is one uvicorn process pinned to CPU 0 (when there are two); the load generator
+runs on CPU 1 with 16 keep-alive connections. Prints a table and one JSON line per workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from cardvault.domain import accounts, cards
+from cardvault.domain.db import Database
+from sqlalchemy import create_engine, text
+
+from bench.load import LoadResult, run_load
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+POSTGRES = os.environ.get("CARDVAULT_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def _database(kind: str, workdir: Path) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{workdir / 'bench.db'}"
+    engine = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS cardvault_bench WITH (FORCE)"))
+        connection.execute(text("CREATE DATABASE cardvault_bench"))
+    engine.dispose()
+    return POSTGRES.rsplit("/", 1)[0] + "/cardvault_bench"
+
+
+def _seed(url: str, count: int) -> tuple[str, str]:
+    """Create an account with `count` cards (tagged, varied) and return its key and a card id."""
+    db = Database.from_url(url)
+    db.migrate()
+    with db.transaction() as session:
+        account = accounts.create_account(session, name="bench")
+        key = accounts.issue_api_key(session, account_id=account.id)
+    card_id = ""
+    for start in range(0, count, 1000):
+        with db.transaction() as session:
+            for i in range(start, min(start + 1000, count)):
+                card = cards.add_card(
+                    session,
+                    account_id=account.id,
+                    content=f"Card {i}: notes about topic {i % 97} and idea {i % 13}",
+                    tags=[f"topic-{i % 20}", f"group-{i % 7}"],
+                    url=f"https://example.com/{i}" if i % 3 == 0 else None,
+                )
+                card_id = card.id
+    db.dispose()
+    return key, card_id
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(target: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
+    command = [*pin, str(BIN / "uvicorn"), *target, "--port", str(port), "--log-level", "warning"]
+    process = subprocess.Popen(command, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/cards", timeout=1)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"server {target} did not start")
+
+
+def _measure(port: int, path: str, key: str, seconds: float) -> LoadResult:
+    headers = {"Authorization": f"Bearer {key}"}
+    run_load("127.0.0.1", port, path, headers, seconds=1.5)  # warm-up
+    return run_load("127.0.0.1", port, path, headers, seconds=seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--database", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument("--cards", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    args = parser.parse_args()
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+
+    with tempfile.TemporaryDirectory() as workdir:
+        url = _database(args.database, Path(workdir))
+        key, card_id = _seed(url, args.cards)
+        env = {
+            **os.environ,
+            "CARDVAULT_DATABASE_URL": url,
+            "CARDVAULT_DATA_DIR": workdir,
+            "CARDVAULT_VALIDATE_RESPONSES": "false",
+        }
+        servers = {
+            "api": ["--factory", "cardvault.handlers.app:app_from_env"],
+            "baseline": ["bench.baseline:app"],
+        }
+        workloads = {"get_card": f"/v1/cards/{card_id}", "list_cards_50": "/v1/cards?limit=50"}
+        results: dict[tuple[str, str], LoadResult] = {}
+        for name, target in servers.items():
+            port = _free_port()
+            process = _start(target, env, port)
+            try:
+                for workload, path in workloads.items():
+                    results[(name, workload)] = _measure(port, path, key, args.seconds)
+            finally:
+                process.terminate()
+                process.wait()
+
+    print(f"\n{args.database}, {args.cards} cards, {args.seconds:.0f} s per run, 16 connections")
+    header = ("workload", "api rps", "base rps", "ratio", "api p50/p99 ms", "base p50/p99 ms")
+    print(f"{header[0]:<16}{header[1]:>10}{header[2]:>10}{header[3]:>8}{header[4]:>18}{header[5]:>19}")
+    for workload in workloads:
+        api, base = results[("api", workload)], results[("baseline", workload)]
+        assert api.errors == 0 and base.errors == 0, (api, base)
+        ratio = api.rps / base.rps
+        print(
+            f"{workload:<16}{api.rps:>10.0f}{base.rps:>10.0f}{ratio:>8.2f}"
+            f"{api.p50_ms:>9.1f}/{api.p99_ms:<8.1f}{base.p50_ms:>10.1f}/{base.p99_ms:<8.1f}"
+        )
+        line = {
+            "workload": workload,
+            "database": args.database,
+            "cards": args.cards,
+            "metric": "rps",
+            "value": round(api.rps, 1),
+            "baseline_value": round(base.rps, 1),
+            "ratio": round(ratio, 3),
+            "p99_ms": round(api.p99_ms, 2),
+            "baseline_p99_ms": round(base.p99_ms, 2),
+        }
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
