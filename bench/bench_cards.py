@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import httpx
-from cardvault.domain import accounts, cards
-from cardvault.domain.db import Database
 from sqlalchemy import create_engine, text
 
 from bench.load import LoadResult, run_load
+from cardvault.domain import accounts, cards
+from cardvault.domain.db import Database
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

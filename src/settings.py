@@ -26,6 +26,19 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingsError(f"{name} must be true or false, not {raw!r}")
 
 
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, not {raw!r}") from None
+    if value <= 0:
+        raise SettingsError(f"{name} must be positive")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything configurable, read once at start-up."""
@@ -37,6 +50,9 @@ class Settings:
     secret_key: str = dataclasses.field(repr=False)
     validate_responses: bool = False
     swagger_ui: bool = True
+    stale_seconds: float = 60.0
+    sweep_seconds: float = 15.0
+    tag_batch_size: int = 500
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -65,7 +81,16 @@ class Settings:
             secret_key=secret_key,
             validate_responses=_bool(env, "CARDVAULT_VALIDATE_RESPONSES", False),
             swagger_ui=_bool(env, "CARDVAULT_SWAGGER_UI", True),
+            stale_seconds=_number(env, "CARDVAULT_STALE_SECONDS", 60.0),
+            sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
+            tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 500)),
         )
+
+    @staticmethod
+    def redis_url_from_env(env: Mapping[str, str] | None = None) -> str | None:
+        """The broker URL alone: the broker is built when the workers package is imported."""
+        env = os.environ if env is None else env
+        return env.get("CARDVAULT_REDIS_URL") or None
 
 
 def _data_dir_secret(data_dir: Path) -> str:

@@ -8,13 +8,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+from starlette.testclient import TestClient
+
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
-from starlette.testclient import TestClient
 
 POSTGRES_URL = os.environ.get(
     "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -9,14 +9,15 @@ import secrets
 import string
 import zlib
 
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import Conflict, InvalidInput, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account, ApiKey
 from cardvault.domain.tags import tag_key
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 KEY_PREFIX = "cvk_"
 _ALPHABET = string.digits + string.ascii_letters

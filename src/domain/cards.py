@@ -7,6 +7,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from sqlalchemy import ColumnElement, exists, func, select, tuple_
+from sqlalchemy.orm import Session
+
 from cardvault.domain import search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
@@ -15,8 +18,6 @@ from cardvault.domain.errors import ContentTooLarge, NotFound, TypeMismatch, Upl
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
-from sqlalchemy import ColumnElement, exists, func, select, tuple_
-from sqlalchemy.orm import Session
 
 MAX_CONTENT_BYTES = 512 * 1024
 _UNSET = object()
@@ -37,11 +38,19 @@ def _set_tags(card: Card, kind: str, names: Sequence[str]) -> None:
             continue
         if row.name_key in wanted:
             row.position, row.name = wanted.pop(row.name_key)
+            row.words = search.tag_words(row.name)
         else:
             card.tag_rows.remove(row)
     for key, (position, name) in wanted.items():
         card.tag_rows.append(
-            CardTag(kind=kind, name_key=key, name=name, position=position, account_id=card.account_id)
+            CardTag(
+                kind=kind,
+                name_key=key,
+                name=name,
+                position=position,
+                account_id=card.account_id,
+                words=search.tag_words(name),
+            )
         )
 
 

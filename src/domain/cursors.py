@@ -25,13 +25,13 @@ def _sign(secret: str, scope: str, payload: str) -> str:
     return _b64encode(mac.digest()[:_SIGNATURE_BYTES])
 
 
-def encode_cursor(secret: str, *, scope: str, position: list[int]) -> str:
+def encode_cursor(secret: str, *, scope: str, position: list[int | str]) -> str:
     """Return a cursor for a position; it is only valid for the same scope."""
     payload = _b64encode(json.dumps(position, separators=(",", ":")).encode())
     return f"{payload}.{_sign(secret, scope, payload)}"
 
 
-def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int]:
+def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int | str]:
     """Return the position in a cursor, or raise InvalidCursor if it is not one of ours for
     this scope."""
     payload, _, signature = token.partition(".")
@@ -41,6 +41,8 @@ def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int
             "with the same filters and sort."
         )
     position = json.loads(_b64decode(payload))
-    if not (isinstance(position, list) and len(position) == size and all(type(v) is int for v in position)):
+    if not (
+        isinstance(position, list) and len(position) == size and all(type(v) in (int, str) for v in position)
+    ):
         raise InvalidCursor("The cursor is not valid.")
     return position

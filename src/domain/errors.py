@@ -64,3 +64,11 @@ class ContentTooLarge(CardVaultError):
 
 class Conflict(CardVaultError):
     """The request clashes with the current state."""
+
+
+class TagOperationRunning(Conflict):
+    """Another tag change is running for the account."""
+
+
+class TagExists(Conflict):
+    """A rename would land on a tag that exists; merge instead."""

@@ -109,5 +109,35 @@ class CardTag(Base):
     name: Mapped[str] = mapped_column(String(64))
     position: Mapped[int] = mapped_column(Integer)
     account_id: Mapped[str] = mapped_column(String(64))
+    # The tag's folded words, space-delimited at both ends, so search can match a word prefix
+    # with LIKE '% word%'. Kept here, not in the full-text index, so tag operations never
+    # re-read card content.
+    words: Mapped[str] = mapped_column(String(400))
 
     card: Mapped[Card] = relationship(back_populates="tag_rows")
+
+
+class TagOperation(Base):
+    """An account-wide rename, merge or delete of a tag; the row is the truth about its progress."""
+
+    __tablename__ = "tag_operations"
+    __table_args__ = (Index("ix_tag_operations_status_heartbeat", "status", "heartbeat_at"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    running_account_id: Mapped[str | None] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(8))
+    from_name: Mapped[str] = mapped_column(String(256))
+    from_key: Mapped[str] = mapped_column(String(256))
+    to_name: Mapped[str | None] = mapped_column(String(64))
+    to_key: Mapped[str | None] = mapped_column(String(256))
+    status: Mapped[str] = mapped_column(String(16))
+    total: Mapped[int] = mapped_column(Integer)
+    processed: Mapped[int] = mapped_column(Integer)
+    changed: Mapped[int] = mapped_column(Integer)
+    cursor_pk: Mapped[int] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    heartbeat_at: Mapped[int] = mapped_column(BigInteger)
+    completed_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -7,9 +7,10 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from cardvault.domain.models import Card
-from sqlalchemy import BigInteger, ColumnElement, bindparam, column, text
+from sqlalchemy import BigInteger, ColumnElement, and_, bindparam, column, exists, or_, text
 from sqlalchemy.orm import Session
+
+from cardvault.domain.models import Card, CardTag
 
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are not indexed
@@ -44,7 +45,8 @@ def query_words(q: str) -> list[str]:
 
 
 def card_words(card: Card) -> list[str]:
-    """Return the indexed words of a card."""
+    """Return the words of a card's texts that go into the full-text index (tags do not: each
+    tag row carries its own words, see tag_words)."""
     return index_words(
         [
             card.content,
@@ -52,12 +54,15 @@ def card_words(card: Card) -> list[str]:
             card.url,
             card.metadata_title,
             card.metadata_description,
-            *card.tags,
-            *card.ai_tags,
             card.ai_summary,
             card.ai_transcript,
         ]
     )
+
+
+def tag_words(name: str) -> str:
+    """Return a tag's words as stored on its row: folded, space-delimited at both ends."""
+    return " " + " ".join(split_words(name)) + " "
 
 
 def index_card(session: Session, card: Card) -> None:
@@ -80,16 +85,24 @@ def index_card(session: Session, card: Card) -> None:
         )
 
 
-def matches(dialect: str, words: list[str]) -> ColumnElement[bool]:
-    """Return a condition on Card: every word begins some indexed word of the card."""
+def _text_match(dialect: str, word: str) -> ColumnElement[bool]:
+    """Cards whose indexed texts have a word beginning with this one."""
     if dialect == "sqlite":
-        expression = " AND ".join(f'"{word}"*' for word in words)
-        subquery = text("SELECT rowid FROM card_search WHERE card_search MATCH :fts").bindparams(
-            bindparam("fts", expression)
-        )
+        subquery = text("SELECT rowid FROM card_search WHERE card_search MATCH :fts")
+        expression = f'"{word}"*'
     else:
-        expression = " & ".join(f"'{word}':*" for word in words)
-        subquery = text("SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)").bindparams(
-            bindparam("fts", expression)
-        )
+        subquery = text("SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)")
+        expression = f"'{word}':*"
+    subquery = subquery.bindparams(bindparam("fts", expression, unique=True))
     return Card.pk.in_(subquery.columns(column("card_pk", BigInteger)))
+
+
+def _tag_match(word: str) -> ColumnElement[bool]:
+    """Cards with a tag or AI tag having a word beginning with this one."""
+    # Words are letters and digits only, so they hold no LIKE wildcard.
+    return exists().where(CardTag.card_pk == Card.pk, CardTag.words.like(f"% {word}%"))
+
+
+def matches(dialect: str, words: list[str]) -> ColumnElement[bool]:
+    """Return a condition on Card: each word begins some word of the card's texts or tags."""
+    return and_(*(or_(_text_match(dialect, word), _tag_match(word)) for word in words))

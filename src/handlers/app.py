@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 import yaml
-from cardvault.domain.db import Database
-from cardvault.domain.errors import CardVaultError
-from cardvault.handlers import runtime
-from cardvault.handlers.errors import error_response, render_exception
-from cardvault.handlers.middleware import BodyGuard, RequestContext, ResponseRequestId
-from cardvault.handlers.validation import VALIDATORS
-from cardvault.settings import SPEC_PATH, Settings
 from connexion import AsyncApp
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -20,6 +16,16 @@ from connexion.middleware import MiddlewarePosition
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
+
+from cardvault.domain.db import Database
+from cardvault.domain.errors import CardVaultError
+from cardvault.handlers import runtime
+from cardvault.handlers.errors import error_response, render_exception
+from cardvault.handlers.middleware import BodyGuard, RequestContext, ResponseRequestId
+from cardvault.handlers.validation import VALIDATORS
+from cardvault.settings import SPEC_PATH, Settings
+from cardvault.workers import broker as worker_broker
+from cardvault.workers import embedded
 
 BASE_PATH = "/v1"
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -56,9 +62,24 @@ def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
     return table
 
 
+def _lifespan(embedded_worker: bool) -> Any:
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        if embedded_worker:
+            await anyio.to_thread.run_sync(embedded.start)
+        try:
+            yield
+        finally:
+            if embedded_worker:
+                await anyio.to_thread.run_sync(embedded.stop)
+
+    return lifespan
+
+
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
     db = db or Database.from_url(settings.database_url)
+    worker_broker.bind(settings, db)
     spec = yaml.safe_load(SPEC_PATH.read_text())
     allowed = _allowed_methods(spec)
 
@@ -76,6 +97,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
 
     app = AsyncApp(
         __name__,
+        lifespan=_lifespan(worker_broker.is_embedded()),
         specification_dir=str(SPEC_PATH.parent),
         swagger_ui_options=SwaggerUIOptions(swagger_ui=settings.swagger_ui, serve_spec=True),
     )

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 import anyio.to_thread
+
 from cardvault.domain import accounts
 from cardvault.handlers import runtime
 

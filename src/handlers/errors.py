@@ -7,7 +7,6 @@ import json
 import logging
 from typing import Any
 
-from cardvault.domain import errors as domain
 from connexion.exceptions import (
     BadRequestProblem,
     ExtraParameterProblem,
@@ -18,6 +17,8 @@ from connexion.exceptions import (
 )
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
+
+from cardvault.domain import errors as domain
 
 log = logging.getLogger("cardvault.errors")
 
@@ -32,6 +33,8 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.TypeMismatch: (400, "TYPE_MISMATCH"),
     domain.ContentTooLarge: (413, "CONTENT_TOO_LARGE"),
     domain.Conflict: (409, "CONFLICT"),
+    domain.TagOperationRunning: (409, "TAG_OPERATION_RUNNING"),
+    domain.TagExists: (409, "TAG_EXISTS"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'

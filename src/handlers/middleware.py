@@ -6,9 +6,10 @@ import re
 import secrets
 import typing as t
 
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 from cardvault.handlers import runtime
 from cardvault.handlers.errors import BodyTooLarge, UnsupportedMediaType
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 MAX_BODY_BYTES = 4 * 1024 * 1024

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.handlers import runtime
 from sqlalchemy import text
+
+from cardvault.handlers import runtime
 
 
 def get_health() -> dict[str, Any]:

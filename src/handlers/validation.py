@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import typing as t
 
-from cardvault.handlers.errors import InvalidRequest
 from connexion.datastructures import MediaTypeDict
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError
+
+from cardvault.handlers.errors import InvalidRequest
 
 _MAX_FIELDS = 20
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from cardvault.settings import Settings, SettingsError
 
 

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import yaml
+
 from cardvault.settings import SPEC_PATH
 
 

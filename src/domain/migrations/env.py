@@ -1,6 +1,7 @@
 """Alembic environment: runs on the connection handed over by Database.migrate."""
 
 from alembic import context
+
 from cardvault.domain.models import Base
 
 connection = context.config.attributes["connection"]

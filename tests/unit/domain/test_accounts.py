@@ -3,12 +3,13 @@
 import hashlib
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.domain.errors import Conflict, NotFound
 from cardvault.domain.models import ApiKey
-from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
 
 def test_a_key_has_the_prefix_a_random_part_and_a_checksum(database: Database, account_id: str) -> None:

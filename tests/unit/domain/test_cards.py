@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import pytest
+
 from cardvault.domain import cards
 from cardvault.domain.cards import CardFilter
 from cardvault.domain.db import Database

@@ -1,6 +1,7 @@
 """Type inference for cards created without a type."""
 
 import pytest
+
 from cardvault.domain.classify import infer_card_type, is_quote, url_in
 
 

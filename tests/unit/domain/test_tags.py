@@ -4,11 +4,12 @@ import re
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
 from cardvault.settings import SPEC_PATH
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 TAG_SCHEMA = yaml.safe_load(SPEC_PATH.read_text())["components"]["schemas"]["TagName"]
 TAG_PATTERN = re.compile(TAG_SCHEMA["pattern"])

@@ -1,12 +1,12 @@
 """Authentication and framework errors: always the error body, always a request id."""
 
 import pytest
+from starlette.testclient import TestClient
+
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
-from starlette.testclient import TestClient
-
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 

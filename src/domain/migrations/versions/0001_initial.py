@@ -82,6 +82,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column("position", sa.Integer, nullable=False),
         sa.Column("account_id", sa.String(64), nullable=False),
+        sa.Column("words", sa.String(400), nullable=False),
         sa.PrimaryKeyConstraint("card_pk", "kind", "name_key", name="pk_card_tags"),
         sa.ForeignKeyConstraint(
             ["card_pk"], ["cards.pk"], ondelete="CASCADE", name="fk_card_tags_card_pk_cards"

@@ -1,0 +1,251 @@
+"""Account-wide tag rename, merge and delete, and the account's tag list.
+
+An operation is a row; workers apply it in batches of cards in card order. Each batch changes the
+cards and records its progress (cursor, counters, heartbeat) in one transaction, under a lock on
+the row, so a repeated or concurrent message never applies a batch twice and a lost one is
+picked up from the cursor by whoever runs next."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlalchemy import case, delete, distinct, exists, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, aliased
+
+from cardvault.domain.clock import now_ms
+from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Card, CardTag, TagOperation
+from cardvault.domain.search import tag_words
+from cardvault.domain.tags import clean_tag, tag_key
+
+TOTAL_CAP = 10_000
+BATCH_SIZE = 500
+
+
+def _has_tag(session: Session, account_id: str, key: str) -> bool:
+    query = select(CardTag.card_pk).where(CardTag.account_id == account_id, CardTag.name_key == key)
+    return session.scalar(query.limit(1)) is not None
+
+
+def _running_id(session: Session, account_id: str) -> str | None:
+    return session.scalar(select(TagOperation.id).where(TagOperation.running_account_id == account_id))
+
+
+def _refuse_while_running(session: Session, account_id: str) -> None:
+    running = _running_id(session, account_id)
+    if running is not None:
+        raise TagOperationRunning(
+            "Another tag change is running for this account; wait for it to finish.",
+            details={"operationId": running},
+        )
+
+
+def start_tag_operation(
+    session: Session, *, account_id: str, kind: str, tag: str, to: str | None = None
+) -> TagOperation:
+    """Record a rename (tag -> to), merge (tag into to) or delete (tag) to be run by a worker."""
+    from_name = clean_tag(tag)
+    from_key = tag_key(from_name)
+    to_name = clean_tag(to) if to is not None else None
+    to_key = tag_key(to_name) if to_name is not None else None
+    _refuse_while_running(session, account_id)
+    if not _has_tag(session, account_id, from_key):
+        raise NotFound(f"No card has the tag {from_name!r}.")
+    if kind == "rename" and to_key != from_key and _has_tag(session, account_id, to_key or ""):
+        raise TagExists(f"The tag {to_name!r} exists; merge into it instead.", details={"tag": to_name})
+    carrying = (
+        select(CardTag.card_pk)
+        .distinct()
+        .where(CardTag.account_id == account_id, CardTag.name_key == from_key)
+        .limit(TOTAL_CAP)
+        .subquery()
+    )
+    now = now_ms()
+    operation = TagOperation(
+        id=new_id("tagop"),
+        account_id=account_id,
+        running_account_id=account_id,
+        kind=kind,
+        from_name=from_name,
+        from_key=from_key,
+        to_name=to_name,
+        to_key=to_key,
+        status="running",
+        total=session.scalar(select(func.count()).select_from(carrying)) or 0,
+        processed=0,
+        changed=0,
+        cursor_pk=0,
+        created_at=now,
+        updated_at=now,
+        heartbeat_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(operation)
+    except IntegrityError:
+        # Another request started one between our check and our insert; the database decided.
+        _refuse_while_running(session, account_id)
+        raise
+    return operation
+
+
+def get_tag_operation(session: Session, *, account_id: str, operation_id: str) -> TagOperation:
+    """Return the account's tag operation, or raise NotFound (also for another account's)."""
+    operation = session.scalar(
+        select(TagOperation).where(TagOperation.id == operation_id, TagOperation.account_id == account_id)
+    )
+    if operation is None:
+        raise NotFound("Tag operation not found.")
+    return operation
+
+
+def _finish(operation: TagOperation, status: str, error: str | None = None) -> None:
+    now = now_ms()
+    operation.status = status
+    operation.error = error
+    operation.running_account_id = None
+    operation.completed_at = now
+    operation.updated_at = now
+
+
+def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATCH_SIZE) -> bool:
+    """Apply the next batch of a running operation; return whether it still runs."""
+    operation = session.scalar(select(TagOperation).where(TagOperation.id == operation_id).with_for_update())
+    if operation is None or operation.status != "running":
+        return False
+    in_account = (CardTag.account_id == operation.account_id, CardTag.name_key == operation.from_key)
+    pks = list(
+        session.scalars(
+            select(CardTag.card_pk)
+            .distinct()
+            .where(*in_account, CardTag.card_pk > operation.cursor_pk)
+            .order_by(CardTag.card_pk)
+            .limit(batch_size)
+        )
+    )
+    if not pks:
+        _finish(operation, "completed")
+        return False
+    batch = (*in_account, CardTag.card_pk.in_(pks))
+    changed_pks = pks
+    if operation.kind == "delete":
+        session.execute(delete(CardTag).where(*batch))
+    else:
+        to_name, to_key = operation.to_name or "", operation.to_key or ""
+        if to_key != operation.from_key:
+            # A card that has the target tag already keeps its own copy.
+            other = aliased(CardTag)
+            session.execute(
+                delete(CardTag).where(
+                    *batch,
+                    exists().where(
+                        other.card_pk == CardTag.card_pk, other.kind == CardTag.kind, other.name_key == to_key
+                    ),
+                )
+            )
+        else:
+            changed_pks = list(
+                session.scalars(select(CardTag.card_pk).distinct().where(*batch, CardTag.name != to_name))
+            )
+        session.execute(
+            update(CardTag).where(*batch).values(name=to_name, name_key=to_key, words=tag_words(to_name))
+        )
+    now = now_ms()
+    if changed_pks:
+        session.execute(
+            update(Card)
+            .where(Card.pk.in_(changed_pks))
+            .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
+        )
+    operation.cursor_pk = pks[-1]
+    operation.processed += len(pks)
+    operation.changed += len(changed_pks)
+    operation.heartbeat_at = operation.updated_at = now
+    return True
+
+
+def fail_tag_operation(session: Session, *, operation_id: str, error: str) -> None:
+    """Mark a running operation failed, freeing the account for another."""
+    operation = session.get(TagOperation, operation_id, with_for_update=True)
+    if operation is not None and operation.status == "running":
+        _finish(operation, "failed", error)
+
+
+def stale_tag_operations(session: Session, *, older_than_ms: int) -> list[str]:
+    """Return the running operations whose last batch is older than this many milliseconds."""
+    cutoff = now_ms() - older_than_ms
+    query = select(TagOperation.id).where(
+        TagOperation.status == "running", TagOperation.heartbeat_at < cutoff
+    )
+    return list(session.scalars(query))
+
+
+@dataclasses.dataclass(frozen=True)
+class TagCount:
+    name: str
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TagPage:
+    tags: list[TagCount]
+    next_cursor: str | None
+    total: int
+
+
+def list_tags(
+    session: Session,
+    *,
+    account_id: str,
+    secret: str,
+    sort: str = "name",
+    limit: int = 100,
+    cursor: str | None = None,
+) -> TagPage:
+    """Return a page of the account's tags (user and AI) with how many cards carry each."""
+    count = func.count(distinct(CardTag.card_pk))
+    grouped = (
+        select(CardTag.name_key, count).where(CardTag.account_id == account_id).group_by(CardTag.name_key)
+    )
+    total = session.scalar(select(func.count()).select_from(grouped.subquery())) or 0
+    scope = f"tags:{account_id}:{sort}"
+    if sort == "count":
+        query = grouped.order_by(count.desc(), CardTag.name_key)
+        if cursor is not None:
+            last_count, last_key = decode_cursor(secret, cursor, scope=scope, size=2)
+            query = query.having(
+                (count < last_count) | ((count == last_count) & (CardTag.name_key > last_key))
+            )
+    else:
+        query = grouped.order_by(CardTag.name_key)
+        if cursor is not None:
+            (last_key,) = decode_cursor(secret, cursor, scope=scope, size=1)
+            query = query.where(CardTag.name_key > last_key)
+    rows = session.execute(query.limit(limit + 1)).all()
+    page, more = rows[:limit], len(rows) > limit
+    names = _display_names(session, account_id, [row[0] for row in page])
+    next_cursor = None
+    if more:
+        last_key, last_count = page[-1]
+        position: list[int | str] = [last_count, last_key] if sort == "count" else [last_key]
+        next_cursor = encode_cursor(secret, scope=scope, position=position)
+    return TagPage([TagCount(names[key], n) for key, n in page], next_cursor, total)
+
+
+def _display_names(session: Session, account_id: str, keys: list[str]) -> dict[str, str]:
+    """The spelling most cards use for each tag (ties: the first in code-point order)."""
+    if not keys:
+        return {}
+    rows = session.execute(
+        select(CardTag.name_key, CardTag.name, func.count())
+        .where(CardTag.account_id == account_id, CardTag.name_key.in_(keys))
+        .group_by(CardTag.name_key, CardTag.name)
+    ).all()
+    best: dict[str, tuple[int, str]] = {}
+    for key, name, n in rows:
+        if key not in best or (-n, name) < (-best[key][0], best[key][1]):
+            best[key] = (n, name)
+    return {key: name for key, (_, name) in best.items()}

@@ -1,0 +1,67 @@
+"""Tag operations: thin edges over cardvault.domain.tag_operations; work is sent to workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cardvault.domain import tag_operations
+from cardvault.domain.models import TagOperation
+from cardvault.handlers import runtime
+from cardvault.workers.tags import run_tag_operation
+
+
+def _operation_json(operation: TagOperation) -> dict[str, Any]:
+    return {
+        "id": operation.id,
+        "operationId": operation.id,
+        "kind": operation.kind,
+        "from": operation.from_key,
+        "to": operation.to_name,
+        "status": operation.status,
+        "total": operation.total,
+        "processed": operation.processed,
+        "changed": operation.changed,
+        "error": operation.error,
+        "createdAt": operation.created_at,
+        "updatedAt": operation.updated_at,
+        "completedAt": operation.completed_at,
+    }
+
+
+def _start(user: str, kind: str, tag: str, to: str | None) -> tuple[dict[str, Any], int, dict[str, str]]:
+    with runtime.current().db.transaction() as session:
+        operation = tag_operations.start_tag_operation(session, account_id=user, kind=kind, tag=tag, to=to)
+        body = _operation_json(operation)
+    run_tag_operation.send(operation.id)  # after the commit; the sweeper covers a lost send
+    return body, 202, {"Location": f"/v1/tags/operations/{operation.id}"}
+
+
+def rename_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    return _start(user, "rename", body["from"], body["to"])
+
+
+def merge_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    return _start(user, "merge", body["from"], body["into"])
+
+
+def delete_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    return _start(user, "delete", body["tag"], None)
+
+
+def get_tag_operation(operation_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction(write=False) as session:
+        operation = tag_operations.get_tag_operation(session, account_id=user, operation_id=operation_id)
+        return _operation_json(operation)
+
+
+def list_tags(user: str, sort: str = "name", limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+    rt = runtime.current()
+    with rt.db.transaction(write=False) as session:
+        page = tag_operations.list_tags(
+            session, account_id=user, secret=rt.settings.secret_key, sort=sort, limit=limit, cursor=cursor
+        )
+    return {
+        "items": [{"name": tag.name, "count": tag.count} for tag in page.tags],
+        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
+        "total": page.total,
+    }

@@ -1,0 +1,13 @@
+"""Entry point of worker processes: ``dramatiq cardvault.workers.main`` (or ``cardvault worker``).
+
+Reads the settings, binds the database and declares every actor on the Redis broker."""
+
+from cardvault.domain.db import Database
+from cardvault.settings import Settings
+from cardvault.workers import broker as _broker
+from cardvault.workers import tags  # noqa: F401  (declares the actors)
+from cardvault.workers.sweeper import Sweeper
+
+_settings = Settings.from_env()
+_broker.bind(_settings, Database.from_url(_settings.database_url))
+_broker.broker.add_middleware(Sweeper())

@@ -1,0 +1,46 @@
+"""The sweeper: re-sends operations whose heartbeat went stale, so a lost message or a killed
+worker never leaves an operation behind. Runs in every worker (and in the embedded worker)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import dramatiq
+
+from cardvault.workers import tags
+from cardvault.workers.broker import settings
+
+log = logging.getLogger("cardvault.sweeper")
+
+
+class Sweeper(dramatiq.Middleware):
+    """Starts the sweeping thread when a worker boots and stops it at shutdown."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="cardvault-sweeper", daemon=True)
+        self._thread.start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        # At boot every running operation is resumed: a restarted embedded process lost its
+        # queue, and extra messages are harmless (batches are applied under a row lock).
+        older_than = 0.0
+        while not self._stop.is_set():
+            try:
+                resumed = tags.resume_stale(older_than)
+                if resumed:
+                    log.info("re-sent %d stale tag operations", resumed)
+            except Exception:
+                log.exception("sweeping failed; trying again later")
+            older_than = settings().stale_seconds
+            self._stop.wait(settings().sweep_seconds)

@@ -1,0 +1,63 @@
+"""The tag actors: run twice, on a missing row, and resumed by the sweeper."""
+
+from __future__ import annotations
+
+import pytest
+
+from cardvault.domain import cards, tag_operations
+from cardvault.domain.db import Database
+from cardvault.settings import Settings
+from cardvault.workers import broker
+from cardvault.workers import tags as actors
+
+
+@pytest.fixture
+def bound(database: Database, settings: Settings) -> Database:
+    broker.bind(settings, database)
+    return database
+
+
+def start_delete(db: Database, account: str, tag: str) -> str:
+    with db.transaction() as session:
+        cards.add_card(session, account_id=account, tags=[tag])
+        return tag_operations.start_tag_operation(session, account_id=account, kind="delete", tag=tag).id
+
+
+def state(db: Database, account: str, operation_id: str) -> tuple[str, int, int]:
+    with db.transaction(write=False) as session:
+        op = tag_operations.get_tag_operation(session, account_id=account, operation_id=operation_id)
+        return op.status, op.processed, op.changed
+
+
+def test_running_the_actor_twice_changes_nothing_the_second_time(bound: Database, account_id: str) -> None:
+    operation_id = start_delete(bound, account_id, "t")
+    actors.run_tag_operation(operation_id)
+    assert state(bound, account_id, operation_id) == ("completed", 1, 1)
+    actors.run_tag_operation(operation_id)
+    assert state(bound, account_id, operation_id) == ("completed", 1, 1)
+
+
+def test_the_actor_ignores_a_missing_operation(bound: Database) -> None:
+    actors.run_tag_operation("tagop_missing")
+
+
+def test_retries_exhausted_mark_the_operation_failed(bound: Database, account_id: str) -> None:
+    operation_id = start_delete(bound, account_id, "t")
+    actors.fail_tag_operation({"args": [operation_id]}, {"retries": 10, "max_retries": 10})
+    status, _, _ = state(bound, account_id, operation_id)
+    assert status == "failed"
+    with bound.transaction(write=False) as session:
+        failed = tag_operations.get_tag_operation(session, account_id=account_id, operation_id=operation_id)
+    assert failed.error and failed.running_account_id is None
+    actors.run_tag_operation(operation_id)  # a late message does nothing
+    assert state(bound, account_id, operation_id)[0] == "failed"
+
+
+def test_the_sweeper_resends_only_stale_operations(bound: Database, account_id: str) -> None:
+    operation_id = start_delete(bound, account_id, "t")
+    broker.broker.flush_all()
+    assert actors.resume_stale(3600) == 0
+    assert actors.resume_stale(0) >= 1
+    messages = [m for m in broker.broker.queues["tags"].queue]  # type: ignore[attr-defined]
+    assert any(operation_id in m.decode() for m in messages)
+    broker.broker.flush_all()
