@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8000)
     serve_cmd.add_argument("--workers", type=int, default=1, help="API processes (PostgreSQL only)")
+    worker_cmd = commands.add_parser("worker", help="run background workers on the Redis broker")
+    worker_cmd.add_argument("--processes", type=int, default=1)
+    worker_cmd.add_argument("--threads", type=int, default=4)
     commands.add_parser("migrate", help="apply pending database migrations")
     account_cmd = commands.add_parser("accounts", help="manage accounts")
     account_cmd.add_argument("action", choices=["create"])
@@ -77,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         serve(settings, args.host, args.port, args.workers)
         return 0
+    if args.command == "worker":
+        if settings.redis_url is None:
+            print(
+                "cardvault: workers need CARDVAULT_REDIS_URL (without it, serve runs them)", file=sys.stderr
+            )
+            return 2
+        command = [sys.executable, "-m", "dramatiq", "cardvault.workers.main"]
+        options = ["--processes", str(args.processes), "--threads", str(args.threads), "--queues", "tags"]
+        os.execv(sys.executable, [*command, *options])  # noqa: S606 - replace this process, no shell
     db = Database.from_url(settings.database_url)
     try:
         db.migrate()

@@ -1,0 +1,129 @@
+"""A worker killed with SIGKILL in the middle of a tag operation: another worker finishes it and
+every card is changed exactly once. Real processes, the Redis broker, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.message import Message
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.exc import OperationalError
+
+from cardvault.domain import accounts, cards, tag_operations
+from cardvault.domain.db import Database
+from cardvault.domain.models import CardTag, TagOperation
+from tests.conftest import IN_CI, POSTGRES_URL
+
+REDIS_URL = os.environ.get("CARDVAULT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+CARDS = 3000
+BIN = Path(sys.executable).parent
+
+
+def _require_services() -> str:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).flushdb()
+        engine = create_engine(
+            POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+        )
+        with engine.connect() as connection:
+            connection.execute(text("DROP DATABASE IF EXISTS cardvault_crash WITH (FORCE)"))
+            connection.execute(text("CREATE DATABASE cardvault_crash"))
+        engine.dispose()
+    except (redis.ConnectionError, OperationalError) as exc:
+        message = f"crash test skipped: Redis ({REDIS_URL}) and PostgreSQL ({POSTGRES_URL}) are needed: {exc}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return POSTGRES_URL.rsplit("/", 1)[0] + "/cardvault_crash"
+
+
+def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("w") as output:
+        return subprocess.Popen(
+            [str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "2"],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so the kill takes every process
+        )
+
+
+def _progress(db: Database, operation_id: str) -> TagOperation:
+    with db.transaction(write=False) as session:
+        operation = session.get(TagOperation, operation_id)
+        assert operation is not None
+        return operation
+
+
+def test_a_killed_worker_leaves_the_operation_to_another_and_every_card_changes_once(tmp_path: Path) -> None:
+    url = _require_services()
+    db = Database.from_url(url)
+    db.migrate()
+    with db.transaction() as session:
+        account = accounts.create_account(session, name="crash").id
+    for start in range(0, CARDS, 500):
+        with db.transaction() as session:
+            for i in range(start, start + 500):
+                cards.add_card(session, account_id=account, content=f"card {i}", tags=["keep", "Old"])
+    with db.transaction() as session:
+        operation_id = tag_operations.start_tag_operation(
+            session, account_id=account, kind="rename", tag="old", to="New"
+        ).id
+
+    env = {
+        **os.environ,
+        "CARDVAULT_DATABASE_URL": url,
+        "CARDVAULT_REDIS_URL": REDIS_URL,
+        "CARDVAULT_DATA_DIR": str(tmp_path),
+        "CARDVAULT_TAG_BATCH_SIZE": "10",
+        "CARDVAULT_STALE_SECONDS": "2",
+        "CARDVAULT_SWEEP_SECONDS": "0.5",
+    }
+    first = _worker(env, tmp_path / "first.log")
+    sender = RedisBroker(url=REDIS_URL)
+    sender.declare_queue("tags")
+    sender.enqueue(
+        Message(
+            queue_name="tags", actor_name="run_tag_operation", args=(operation_id,), kwargs={}, options={}
+        )
+    )
+
+    deadline = time.monotonic() + 60
+    while _progress(db, operation_id).processed < 300:
+        assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+        time.sleep(0.02)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    at_kill = _progress(db, operation_id)
+    assert at_kill.status == "running" and at_kill.processed < CARDS
+
+    second = _worker(env, tmp_path / "second.log")
+    try:
+        deadline = time.monotonic() + 90
+        while _progress(db, operation_id).status == "running":
+            assert time.monotonic() < deadline, (tmp_path / "second.log").read_text()
+            time.sleep(0.1)
+    finally:
+        os.killpg(second.pid, signal.SIGTERM)
+        second.wait(timeout=30)
+
+    done = _progress(db, operation_id)
+    assert (done.status, done.processed, done.changed) == ("completed", CARDS, CARDS)
+    with db.transaction(write=False) as session:
+        names = dict(
+            session.execute(
+                select(CardTag.name_key, func.count())
+                .where(CardTag.account_id == account)
+                .group_by(CardTag.name_key)
+            ).all()
+        )
+    assert names == {"keep": CARDS, "new": CARDS}
+    db.dispose()
