@@ -52,11 +52,12 @@ def connection() -> Iterator[Any]:
 
 def _account(conn: Any, request: Request) -> str | None:
     key = request.headers.get("authorization", "").removeprefix("Bearer ")
+    digest = hashlib.sha256(key.encode()).hexdigest()
     row = conn.execute(
-        f"SELECT account_id, secret_hash FROM api_keys WHERE lookup = {P} AND revoked_at IS NULL",
-        (key[4:16],),
+        f"SELECT account_id, secret_hash FROM api_keys WHERE secret_hash = {P} AND revoked_at IS NULL",
+        (digest,),
     ).fetchone()
-    if row is None or not hmac.compare_digest(row[1], hashlib.sha256(key.encode()).hexdigest()):
+    if row is None or not hmac.compare_digest(row[1], digest):
         return None
     return str(row[0])
 

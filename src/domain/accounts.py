@@ -23,7 +23,6 @@ KEY_PREFIX = "cvk_"
 _ALPHABET = string.digits + string.ascii_letters
 _SECRET_LENGTH = 30  # 30 base62 characters: 178 bits
 _CHECKSUM_LENGTH = 6  # base62 of a CRC32: 62**6 > 2**32
-_LOOKUP_LENGTH = 12
 _KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[0-9A-Za-z]{{{_SECRET_LENGTH + _CHECKSUM_LENGTH}}}")
 
 
@@ -83,7 +82,6 @@ def issue_api_key(session: Session, *, account_id: str) -> str:
         ApiKey(
             id=new_id("key"),
             account_id=account_id,
-            lookup=secret[:_LOOKUP_LENGTH],
             secret_hash=_hash(key),
             created_at=now_ms(),
         )
@@ -95,12 +93,14 @@ def account_for_key(session: Session, *, key: str) -> str | None:
     """Return the id of the account owning a live API key, or None."""
     if not is_well_formed_key(key):
         return None
+    # Found by its SHA-256 (nothing of the secret is stored in clear); the digest comparison
+    # below is constant-time, the index lookup only ever sees a hash.
+    digest = _hash(key)
     row = session.execute(
         select(ApiKey.account_id, ApiKey.secret_hash).where(
-            ApiKey.lookup == key[len(KEY_PREFIX) : len(KEY_PREFIX) + _LOOKUP_LENGTH],
-            ApiKey.revoked_at.is_(None),
+            ApiKey.secret_hash == digest, ApiKey.revoked_at.is_(None)
         )
     ).first()
-    if row is None or not hmac.compare_digest(row.secret_hash, _hash(key)):
+    if row is None or not hmac.compare_digest(row.secret_hash, digest):
         return None
     return str(row.account_id)

@@ -102,9 +102,14 @@ def add_card(
     return card
 
 
-def get_card(session: Session, *, account_id: str, card_id: str) -> Card:
-    """Return the account's card, or raise NotFound (also for another account's card)."""
-    card = session.scalar(select(Card).where(Card.id == card_id, Card.account_id == account_id))
+def get_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
+    """Return the account's card, or raise NotFound (also for another account's card).
+
+    Writers pass ``for_update``: the row stays locked until their transaction ends, so two
+    concurrent changes to one card apply one after the other (PostgreSQL; SQLite writers are
+    serialised by BEGIN IMMEDIATE)."""
+    query = select(Card).where(Card.id == card_id, Card.account_id == account_id)
+    card = session.scalar(query.with_for_update() if for_update else query)
     if card is None:
         raise NotFound("Card not found.")
     return card
@@ -124,7 +129,7 @@ def update_card(
     if content is not None:
         check_content_size(content)
     clean = clean_tags(tags) if tags is not None else None
-    card = get_card(session, account_id=account_id, card_id=card_id)
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = (card.content, card.notes, card.url, card.tags)
     if content is not None:
         card.content = content
@@ -143,7 +148,7 @@ def update_card(
 
 def set_favorite(session: Session, *, account_id: str, card_id: str, is_favorited: bool) -> Card:
     """Mark or unmark the card as a favorite."""
-    card = get_card(session, account_id=account_id, card_id=card_id)
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.is_favorited != is_favorited:
         card.is_favorited = is_favorited
         card.updated_at = max(now_ms(), card.updated_at)
@@ -152,7 +157,7 @@ def set_favorite(session: Session, *, account_id: str, card_id: str, is_favorite
 
 def mark_done(session: Session, *, account_id: str, card_id: str) -> Card:
     """Set a link card's completedAt once; later calls keep the first value."""
-    card = get_card(session, account_id=account_id, card_id=card_id)
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.type != "link":
         raise TypeMismatch(f"Only link cards can be marked done; this card is a {card.type} card.")
     if card.completed_at is None:

@@ -27,7 +27,8 @@ _QUOTE_PAIRS = {
     "《": "》",
     "〈": "〉",
 }
-_ATTRIBUTION = re.compile(r"\s*[—–―~-]+\s*\S.*", re.DOTALL)
+# What may follow the closing mark: nothing but whitespace, or a dash-led attribution.
+_TAIL = re.compile(r"\s*(?:[—–―~-]+\s*\S.*)?", re.DOTALL)
 
 _HEX_COLOUR = re.compile(r"#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
 CSS_COLOUR_NAMES = frozenset(
@@ -198,8 +199,7 @@ def is_quote(content: str) -> bool:
         return False
     closers = _QUOTE_PAIRS[text[0]]
     for end in range(len(text) - 1, 0, -1):
-        rest = text[end + 1 :]
-        if text[end] in closers and (not rest.strip() or _ATTRIBUTION.fullmatch(rest)):
+        if text[end] in closers and _TAIL.fullmatch(text, end + 1):
             return end > 1
     return False
 

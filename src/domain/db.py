@@ -57,7 +57,14 @@ class Database:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # Reads see one snapshot (SQLite gives one to every transaction in WAL mode), so a
+        # list's total and its items agree.
+        reads = (
+            engine
+            if engine.dialect.name == "sqlite"
+            else engine.execution_options(isolation_level="REPEATABLE READ")
+        )
+        self._sessions = sessionmaker(reads, expire_on_commit=False)
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
 
     @classmethod

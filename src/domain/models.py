@@ -44,8 +44,7 @@ class ApiKey(Base):
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
-    lookup: Mapped[str] = mapped_column(String(16), unique=True)
-    secret_hash: Mapped[str] = mapped_column(String(64))
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger)
 

@@ -4,6 +4,7 @@ split and folded here so that both databases match exactly the same way."""
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable
 
@@ -12,16 +13,25 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.models import Card, CardTag
 
+
+def _combining_marks() -> str:
+    """A character class of every combining mark (Unicode categories Mn, Mc, Me)."""
+    marks = (chr(c) for c in range(0x300, sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("M"))
+    return "[" + "".join(re.escape(m) for m in marks) + "]"
+
+
+_MARKS = re.compile(_combining_marks())
 _WORD = re.compile(r"[^\W_]+")
-MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are not indexed
+MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are indexed by their first 100 characters
 MAX_QUERY_WORDS = 16
-_INDEX_BUDGET = 600_000  # bytes of distinct words; keeps a tsvector well under its 1 MB cap
+_INDEX_BUDGET = 900_000  # bytes of tsvector entries; PostgreSQL caps one tsvector at 1 MB
 
 
 def split_words(value: str) -> list[str]:
-    """Split text into folded words: runs of letters and digits, compared ignoring case."""
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFD", value).casefold())
-    return _WORD.findall(folded)
+    """Split text into folded words (runs of letters and digits), so that matching ignores
+    case and accents: case-folded, decomposed, combining marks removed."""
+    folded = _MARKS.sub("", unicodedata.normalize("NFD", unicodedata.normalize("NFD", value).casefold()))
+    return _WORD.findall(unicodedata.normalize("NFC", folded))
 
 
 def index_words(texts: Iterable[str | None]) -> list[str]:
@@ -29,10 +39,11 @@ def index_words(texts: Iterable[str | None]) -> list[str]:
     words: dict[str, None] = {}
     budget = _INDEX_BUDGET
     for value in texts:
-        for word in split_words(value or ""):
-            if len(word) > MAX_WORD_LENGTH or word in words:
+        for whole in split_words(value or ""):
+            word = whole[:MAX_WORD_LENGTH]
+            if word in words:
                 continue
-            budget -= len(word.encode()) + 8
+            budget -= len(word.encode()) + 4
             if budget < 0:
                 return list(words)
             words[word] = None
@@ -41,7 +52,7 @@ def index_words(texts: Iterable[str | None]) -> list[str]:
 
 def query_words(q: str) -> list[str]:
     """Return the words of a search query that take part in matching."""
-    return split_words(q)[:MAX_QUERY_WORDS]
+    return [word[:MAX_WORD_LENGTH] for word in split_words(q)[:MAX_QUERY_WORDS]]
 
 
 def card_words(card: Card) -> list[str]:

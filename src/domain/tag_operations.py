@@ -129,6 +129,8 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
     if not pks:
         _finish(operation, "completed")
         return False
+    # Lock the cards first, in order, as single-card writers do: no lock-order deadlock.
+    session.execute(select(Card.pk).where(Card.pk.in_(pks)).order_by(Card.pk).with_for_update())
     batch = (*in_account, CardTag.card_pk.in_(pks))
     changed_pks = pks
     if operation.kind == "delete":

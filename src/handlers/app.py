@@ -85,7 +85,10 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
 
     def method_not_allowed(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
         # Starlette reports only the first matching route's methods in Allow; the spec knows all.
-        methods = next((m for p, m in allowed if p.fullmatch(request.url.path)), "")
+        methods = next(
+            (m for p, m in allowed if p.fullmatch(request.url.path)),
+            (getattr(exc, "headers", None) or {}).get("Allow", ""),  # the spec and the docs UI
+        )
         return error_response(
             (request.scope.get("state") or {}).get("request_id"),
             405,

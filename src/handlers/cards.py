@@ -135,7 +135,7 @@ def list_cards(
     limit: int = 50,
     cursor: str | None = None,
     sort: str = "newest",
-    type: str | None = None,  # noqa: A002 - the spec's parameter name
+    type_: str | None = None,  # the spec's `type`, renamed by Connexion (it shadows a builtin)
     tag: str | None = None,
     favorited: bool | None = None,
     created_after: int | None = None,
@@ -145,7 +145,7 @@ def list_cards(
     rt = runtime.current()
     filters = cards.CardFilter(
         sort=sort,
-        card_type=type,
+        card_type=type_,
         tag=tag,
         favorited=favorited,
         created_after=created_after,

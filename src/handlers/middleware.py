@@ -67,9 +67,15 @@ class ResponseRequestId:
         await self.app(scope, receive, send_with_id)
 
 
+def _is_json(media_type: bytes) -> bool:
+    return media_type == b"application/json" or media_type.endswith(b"+json")
+
+
 class BodyGuard:
-    """Refuse form bodies (no operation takes one, and Connexion would try to parse them) and
-    bodies over MAX_BODY_BYTES, by Content-Length or while streaming."""
+    """Check request bodies before Connexion sees them: a body must be JSON (no operation takes
+    anything else, and Connexion would hand an undeclared one to the handler raw), at most
+    MAX_BODY_BYTES, and a chunked one is buffered and given a Content-Length (Connexion reads a
+    body only when that header says there is one)."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -81,11 +87,31 @@ class BodyGuard:
             return
         headers = dict(scope["headers"])
         media_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        if media_type.startswith(b"multipart/") or media_type == b"application/x-www-form-urlencoded":
+        declared = headers.get(b"content-length", b"")
+        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+        has_body = chunked or (declared.isdigit() and int(declared) > 0)
+        if (has_body or media_type.startswith(b"multipart/")) and not _is_json(media_type):
             raise UnsupportedMediaType()
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+        if declared.isdigit() and int(declared) > self.limit:
             raise BodyTooLarge(self.limit)
+        if chunked and not declared:
+            body = await self._read_all(receive)
+            scope["headers"] = [
+                (k, v)
+                for k, v in scope["headers"]
+                if k.lower() not in (b"transfer-encoding", b"content-length")
+            ] + [(b"content-length", str(len(body)).encode())]
+            replayed = False
+
+            async def replay() -> t.MutableMapping[str, t.Any]:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
         received = 0
 
         async def counting_receive() -> t.MutableMapping[str, t.Any]:
@@ -97,3 +123,15 @@ class BodyGuard:
             return message
 
         await self.app(scope, counting_receive, send)
+
+    async def _read_all(self, receive: Receive) -> bytes:
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                raise BodyTooLarge(self.limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)

@@ -7,15 +7,36 @@ problem briefly, and take the error code a schema declares with ``x-error-code``
 from __future__ import annotations
 
 import json
+import re
 import typing as t
+from functools import cached_property, lru_cache
 
 from connexion.datastructures import MediaTypeDict
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
-from jsonschema import Draft4Validator, ValidationError
+from jsonschema import Draft4Validator, ValidationError, validators
 
 from cardvault.handlers.errors import InvalidRequest
 
 _MAX_FIELDS = 20
+
+
+@lru_cache(maxsize=256)
+def _ecma_pattern(pattern: str) -> re.Pattern[str]:
+    """Compile a schema pattern so that ``$`` means the end of the string, as in ECMA-262 and
+    JSON Schema, not "before a final newline" as in Python."""
+    return re.compile(re.sub(r"(?<!\\)\$$", r"\\Z", pattern))
+
+
+def _pattern(validator: t.Any, pattern: str, instance: t.Any, schema: t.Any) -> t.Iterator[ValidationError]:
+    if isinstance(instance, str) and not _ecma_pattern(pattern).search(instance):
+        yield ValidationError(f"does not match {pattern!r}")
+
+
+def _strict(base: t.Any) -> t.Any:
+    return validators.extend(base, {"pattern": _pattern})
+
+
+StrictDraft4Validator = _strict(Draft4Validator)
 
 
 def _describe(error: ValidationError) -> str:
@@ -104,6 +125,11 @@ def _reject_constant(name: str) -> t.NoReturn:
 class JSONBodyValidator(JSONRequestBodyValidator):
     """JSON bodies: strict UTF-8, strict JSON, every schema problem listed."""
 
+    @cached_property
+    def _validator(self) -> t.Any:  # type: ignore[override]
+        base = type(super()._validator)
+        return _strict(base)(self._schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+
     async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: t.Any) -> t.Any:
         raw = b"".join([chunk async for chunk in stream])
         if not raw:
@@ -159,7 +185,7 @@ class FieldParameterValidator(ParameterValidator):
                     if param.get("required"):
                         errors.append({"location": location, "field": name, "message": "is required"})
                     continue
-                problems = Draft4Validator(
+                problems = StrictDraft4Validator(
                     param.get("schema", {}), format_checker=Draft4Validator.FORMAT_CHECKER
                 ).iter_errors(value)
                 errors.extend(field_errors(problems, location, prefix=name))

@@ -227,3 +227,15 @@ class TestListCards:
             page = listing(database, account_id, q=q)
             assert page.total in (0, 1)
         assert listing(database, account_id, q="near café").cards[0].id == card.id
+
+    def test_search_ignores_accents_and_keeps_words_with_marks_whole(
+        self, database: Database, account_id: str
+    ) -> None:
+        card = add(database, account_id, content="İstanbul nights at the Café; नमस्ते", tags=["Ωμέγα"])
+        for q in ("istanbul", "CAFE", "café", "नमस्ते", "ωμεγα", "x" * 150):
+            expected = [] if q.startswith("x") else [card.id]
+            assert [c.id for c in listing(database, account_id, q=q).cards] == expected, q
+
+    def test_search_finds_long_words_by_prefix(self, database: Database, account_id: str) -> None:
+        card = add(database, account_id, content="a" * 150)
+        assert [c.id for c in listing(database, account_id, q="a" * 120).cards] == [card.id]

@@ -29,7 +29,6 @@ def upgrade() -> None:
         "api_keys",
         sa.Column("id", sa.String(64), nullable=False),
         sa.Column("account_id", sa.String(64), nullable=False),
-        sa.Column("lookup", sa.String(16), nullable=False),
         sa.Column("secret_hash", sa.String(64), nullable=False),
         sa.Column("created_at", sa.BigInteger, nullable=False),
         sa.Column("revoked_at", sa.BigInteger, nullable=True),
@@ -40,7 +39,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
             name="fk_api_keys_account_id_accounts",
         ),
-        sa.UniqueConstraint("lookup", name="uq_api_keys_lookup"),
+        sa.UniqueConstraint("secret_hash", name="uq_api_keys_secret_hash"),
     )
     op.create_index("ix_api_keys_account_id", "api_keys", ["account_id"])
     op.create_table(

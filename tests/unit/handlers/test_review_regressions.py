@@ -1,0 +1,114 @@
+"""Defects found in review, each pinned by the behaviour that was wrong."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from starlette.testclient import TestClient
+
+from cardvault.domain import cards
+from cardvault.domain.db import Database
+from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
+
+
+def test_the_type_filter_alone_narrows_the_list(api: Api) -> None:
+    quote = api.create(content='"Hi." — Me')
+    api.create(content="plain")
+    body = api.get("/v1/cards", params={"type": "quote"}).json()
+    assert [i["id"] for i in body["items"]] == [quote["id"]] and body["total"] == 1
+
+
+def test_a_cursor_for_one_type_is_refused_for_another(api: Api) -> None:
+    for _ in range(2):
+        api.create(content="plain")
+    cursor = api.get("/v1/cards", params={"type": "text", "limit": 1}).json()["pageInfo"]["nextCursor"]
+    assert_error(api.get("/v1/cards", params={"type": "link", "cursor": cursor}), 400, "INVALID_CURSOR")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/v1/cards"), ("PATCH", "/v1/cards/x"), ("PATCH", "/v1/cards/x/favorite")]
+)
+def test_a_body_without_content_type_is_415(api: Api, method: str, path: str) -> None:
+    response = api.request(method, path, content=b'{"isFavorited": true}', headers={"Content-Type": ""})
+    assert_error(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_a_chunked_body_is_read(api: Api) -> None:
+    response = api.post(
+        "/v1/cards",
+        content=iter([b'{"content": ', b'"chunked"}']),
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 200 and response.json()["card"]["content"] == "chunked"
+
+
+def test_a_chunked_body_over_the_limit_is_413(api: Api) -> None:
+    chunks = iter([b" " * (1024 * 1024)] * 5)
+    response = api.post("/v1/cards", content=chunks, headers={"Content-Type": "application/json"})
+    assert_error(response, 413, "CONTENT_TOO_LARGE")
+
+
+@pytest.mark.parametrize(
+    "body", [{"url": "https://a.example/x\n"}, {"fileName": "a\n"}, {"mimeType": "text/plain\n"}]
+)
+def test_a_trailing_newline_does_not_pass_a_pattern(api: Api, body: dict[str, str]) -> None:
+    assert_error(api.post("/v1/cards", json=body), 400, "INVALID_INPUT")
+
+
+def test_a_trailing_newline_in_a_query_parameter_is_refused(api: Api) -> None:
+    assert_error(api.get("/v1/cards", params={"include": "content\n"}), 400, "INVALID_INPUT")
+
+
+def test_wrong_methods_on_the_spec_and_docs_say_what_is_allowed(app_client: TestClient) -> None:
+    response = app_client.post("/v1/openapi.json")
+    assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert "GET" in response.headers["allow"]
+
+
+def test_concurrent_done_keeps_the_first_completion_time(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        card_id = cards.add_card(session, account_id=account_id, url="https://example.com").id
+    results: list[int | None] = []
+    barrier = threading.Barrier(8)
+
+    def done() -> None:
+        barrier.wait()
+        with database.transaction() as session:
+            results.append(cards.mark_done(session, account_id=account_id, card_id=card_id).completed_at)
+
+    run_together(done, 8)
+    assert len(set(results)) == 1 and results[0] is not None
+
+
+def test_concurrent_tag_edits_of_one_card_all_succeed(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        card_id = cards.add_card(session, account_id=account_id, tags=["a"]).id
+    errors: list[Exception] = []
+    barrier = threading.Barrier(8)
+    counter = iter(range(8))
+
+    def edit() -> None:
+        n = next(counter)
+        barrier.wait()
+        try:
+            with database.transaction() as session:
+                cards.update_card(session, account_id=account_id, card_id=card_id, tags=["a", f"b{n}"])
+        except Exception as exc:
+            errors.append(exc)
+
+    run_together(edit, 8)
+    assert errors == []
+    with database.transaction(write=False) as session:
+        tags = cards.get_card(session, account_id=account_id, card_id=card_id).tags
+    assert tags[0] == "a" and len(tags) == 2
+
+
+def run_together(target: Callable[[], None], count: int) -> None:
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
