@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from sqlalchemy import case, delete, distinct, exists, func, select, update
+from sqlalchemy import ColumnElement, case, delete, distinct, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
@@ -112,59 +112,65 @@ def _finish(operation: TagOperation, status: str, error: str | None = None) -> N
 
 
 def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATCH_SIZE) -> bool:
-    """Apply the next batch of a running operation; return whether it still runs."""
+    """Apply the next batch of a running operation; return whether it still runs.
+
+    A batch is the next ``batch_size`` cards (in pk order, after the cursor) carrying the tag;
+    every statement names them by the range (cursor, last] and the tag, never by a pk list."""
     operation = session.scalar(select(TagOperation).where(TagOperation.id == operation_id).with_for_update())
     if operation is None or operation.status != "running":
         return False
-    in_account = (CardTag.account_id == operation.account_id, CardTag.name_key == operation.from_key)
-    pks = list(
-        session.scalars(
-            select(CardTag.card_pk)
-            .distinct()
-            .where(*in_account, CardTag.card_pk > operation.cursor_pk)
-            .order_by(CardTag.card_pk)
-            .limit(batch_size)
-        )
+    account, from_key, cursor = operation.account_id, operation.from_key, operation.cursor_pk
+    upcoming = (
+        select(CardTag.card_pk)
+        .distinct()
+        .where(CardTag.account_id == account, CardTag.name_key == from_key, CardTag.card_pk > cursor)
+        .order_by(CardTag.card_pk)
+        .limit(batch_size)
+        .subquery()
     )
-    if not pks:
+    looked_at, last = session.execute(select(func.count(), func.max(upcoming.c.card_pk))).one()
+    if not looked_at:
         _finish(operation, "completed")
         return False
-    # Lock the cards first, in order, as single-card writers do: no lock-order deadlock.
-    session.execute(select(Card.pk).where(Card.pk.in_(pks)).order_by(Card.pk).with_for_update())
-    batch = (*in_account, CardTag.card_pk.in_(pks))
-    changed_pks = pks
-    if operation.kind == "delete":
-        session.execute(delete(CardTag).where(*batch))
-    else:
-        to_name, to_key = operation.to_name or "", operation.to_key or ""
-        if to_key != operation.from_key:
-            # A card that has the target tag already keeps its own copy.
-            other = aliased(CardTag)
-            session.execute(
-                delete(CardTag).where(
-                    *batch,
-                    exists().where(
-                        other.card_pk == CardTag.card_pk, other.kind == CardTag.kind, other.name_key == to_key
-                    ),
-                )
-            )
-        else:
-            changed_pks = list(
-                session.scalars(select(CardTag.card_pk).distinct().where(*batch, CardTag.name != to_name))
-            )
-        session.execute(
-            update(CardTag).where(*batch).values(name=to_name, name_key=to_key, words=tag_words(to_name))
+
+    def carrying(key: str) -> tuple[ColumnElement[bool], ...]:
+        return (
+            CardTag.account_id == account,
+            CardTag.name_key == key,
+            CardTag.card_pk > cursor,
+            CardTag.card_pk <= last,
         )
+
+    to_name, to_key = operation.to_name or "", operation.to_key or ""
+    recase = operation.kind != "delete" and to_key == from_key
+    batch = (*carrying(from_key), CardTag.name != to_name) if recase else carrying(from_key)
     now = now_ms()
-    if changed_pks:
+    # Updating the cards first also locks them, as single-card writers lock theirs first.
+    changed = session.execute(
+        update(Card)
+        .where(Card.pk.in_(select(CardTag.card_pk).where(*batch)))
+        .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if operation.kind == "delete":
+        session.execute(delete(CardTag).where(*batch).execution_options(synchronize_session=False))
+    else:
+        if not recase:
+            # A card that already has the target tag (of the same kind) keeps its own copy.
+            targets = select(CardTag.card_pk, CardTag.kind).where(*carrying(to_key))
+            duplicate = tuple_(CardTag.card_pk, CardTag.kind).in_(targets)
+            session.execute(
+                delete(CardTag).where(*batch, duplicate).execution_options(synchronize_session=False)
+            )
         session.execute(
-            update(Card)
-            .where(Card.pk.in_(changed_pks))
-            .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
+            update(CardTag)
+            .where(*batch)
+            .values(name=to_name, name_key=to_key, words=tag_words(to_name))
+            .execution_options(synchronize_session=False)
         )
-    operation.cursor_pk = pks[-1]
-    operation.processed += len(pks)
-    operation.changed += len(changed_pks)
+    operation.cursor_pk = last
+    operation.processed += looked_at
+    operation.changed += changed
     operation.heartbeat_at = operation.updated_at = now
     return True
 

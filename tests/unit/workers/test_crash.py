@@ -29,7 +29,8 @@ BIN = Path(sys.executable).parent
 
 def _require_services() -> str:
     try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).flushdb()
+        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3) as client:
+            client.flushdb()
         engine = create_engine(
             POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
         )
