@@ -47,6 +47,9 @@ INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, word
 SELECT c.pk, 'user', t.name, t.name, t.position, c.account_id, ' ' || t.name || ' '
 FROM cards c CROSS JOIN (VALUES ('gamma1', 6), ('gamma2', 7)) AS t(name, position)
 WHERE c.account_id = :a AND c.pk % 2 = 0;
+INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words)
+SELECT c.pk, 'user', 'warm', 'warm', 8, c.account_id, ' warm '
+FROM cards c WHERE c.account_id = :a AND c.pk % 1000 = 0;
 """
 
 BASELINES = {
@@ -72,6 +75,7 @@ OPERATIONS = {
     "rename": ("/v1/tags/rename", {"from": "alpha2", "to": "Alpha-2"}),
     "merge": ("/v1/tags/merge", {"from": "beta2", "into": "gamma2"}),
     "delete": ("/v1/tags/delete", {"tag": "delta2"}),
+    "warm-up": ("/v1/tags/delete", {"tag": "warm"}),
 }
 
 
@@ -212,6 +216,7 @@ def run(count: int, batch_size: int, workdir: str) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_up(base + "/v1")
+        _operation(base, key, "warm-up")  # the worker's first connection and query plans
         idle = _idle_p99(base, key, 4.0)
         for kind in ("rename", "merge", "delete"):
             baseline = _baseline(url, account, kind)
@@ -243,7 +248,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cards", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         for count in args.cards:

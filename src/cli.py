@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         options = ["--processes", str(args.processes), "--threads", str(args.threads), "--queues", "tags"]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).
-        env = {**os.environ, "dramatiq_worker_timeout": "100"}
+        env = {**os.environ, "dramatiq_worker_timeout": "25"}
         os.execve(sys.executable, [*command, *options], env)  # noqa: S606 - replace this process, no shell
     db = Database.from_url(settings.database_url)
     try:

@@ -52,7 +52,7 @@ class Settings:
     swagger_ui: bool = True
     stale_seconds: float = 60.0
     sweep_seconds: float = 15.0
-    tag_batch_size: int = 500
+    tag_batch_size: int = 2000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -83,7 +83,7 @@ class Settings:
             swagger_ui=_bool(env, "CARDVAULT_SWAGGER_UI", True),
             stale_seconds=_number(env, "CARDVAULT_STALE_SECONDS", 60.0),
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
-            tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 500)),
+            tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
         )
 
     @staticmethod

@@ -22,7 +22,7 @@ from cardvault.domain.search import tag_words
 from cardvault.domain.tags import clean_tag, tag_key
 
 TOTAL_CAP = 10_000
-BATCH_SIZE = 500
+BATCH_SIZE = 2000
 
 
 def _has_tag(session: Session, account_id: str, key: str) -> bool:
