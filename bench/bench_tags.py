@@ -113,7 +113,8 @@ def _baseline(url: str, account: str, kind: str) -> float:
 
 
 class Reader(threading.Thread):
-    """Lists and reads cards of the account in a loop, recording latencies."""
+    """Lists, reads and edits (favorite on/off) cards of the account in a loop, recording
+    latencies; every request must succeed."""
 
     def __init__(self, base: str, key: str) -> None:
         super().__init__(daemon=True)
@@ -122,10 +123,17 @@ class Reader(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        favorite = False
         while not self.stop.is_set():
-            for path in ("/v1/cards?limit=50", "/v1/cards/crd_b7"):
+            for method, path in (
+                ("GET", "/v1/cards?limit=50"),
+                ("GET", "/v1/cards/crd_b8"),
+                ("PATCH", "/v1/cards/crd_b8/favorite"),
+            ):
+                favorite = not favorite
+                body = {"isFavorited": favorite} if method == "PATCH" else None
                 started = time.perf_counter()
-                response = self.client.get(path)
+                response = self.client.request(method, path, json=body)
                 self.latencies.append(time.perf_counter() - started)
                 assert response.status_code == 200, response.text
 
