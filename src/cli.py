@@ -88,7 +88,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         command = [sys.executable, "-m", "dramatiq", "cardvault.workers.main"]
-        options = ["--processes", str(args.processes), "--threads", str(args.threads), "--queues", "tags"]
+        options = [
+            "--processes",
+            str(args.processes),
+            "--threads",
+            str(args.threads),
+            "--queues",
+            "tags",
+            "trash",
+        ]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).
         env = {**os.environ, "dramatiq_worker_timeout": "25"}

@@ -53,6 +53,7 @@ class Settings:
     stale_seconds: float = 60.0
     sweep_seconds: float = 15.0
     tag_batch_size: int = 2000
+    trash_days: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +85,7 @@ class Settings:
             stale_seconds=_number(env, "CARDVAULT_STALE_SECONDS", 60.0),
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
             tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
+            trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
         )
 
     @staticmethod

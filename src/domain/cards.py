@@ -14,9 +14,9 @@ from cardvault.domain import search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import ContentTooLarge, NotFound, TypeMismatch, UploadNotFound
+from cardvault.domain.errors import CardInTrash, ContentTooLarge, NotFound, TypeMismatch, UploadNotFound
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag
+from cardvault.domain.models import Card, CardTag, Folder, FolderCard
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
 
 MAX_CONTENT_BYTES = 512 * 1024
@@ -146,6 +146,25 @@ def update_card(
     return card
 
 
+def ensure_not_in_trash(card: Card) -> None:
+    """Refuse an operation on a card in Trash (done, archive; later replace-image, refresh)."""
+    if card.deleted_at is not None:
+        raise CardInTrash("The card is in Trash; restore it first.")
+
+
+def set_archived(session: Session, *, account_id: str, card_id: str, is_archived: bool) -> Card:
+    """Archive or unarchive the card; archiving again keeps the first archivedAt."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    ensure_not_in_trash(card)
+    if is_archived and card.archived_at is None:
+        card.archived_at = now_ms()
+        card.updated_at = max(card.archived_at, card.updated_at)
+    elif not is_archived and card.archived_at is not None:
+        card.archived_at = None
+        card.updated_at = max(now_ms(), card.updated_at)
+    return card
+
+
 def set_favorite(session: Session, *, account_id: str, card_id: str, is_favorited: bool) -> Card:
     """Mark or unmark the card as a favorite."""
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
@@ -160,6 +179,7 @@ def mark_done(session: Session, *, account_id: str, card_id: str) -> Card:
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.type != "link":
         raise TypeMismatch(f"Only link cards can be marked done; this card is a {card.type} card.")
+    ensure_not_in_trash(card)
     if card.completed_at is None:
         card.completed_at = now_ms()
         card.updated_at = max(card.completed_at, card.updated_at)
@@ -177,6 +197,9 @@ class CardFilter:
     created_after: int | None = None
     created_before: int | None = None
     q: str | None = None
+    archived: str = "exclude"  # exclude | include | only
+    folder: str | None = None
+    in_trash: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +212,23 @@ class CardPage:
 
 
 def _conditions(session: Session, account_id: str, filters: CardFilter) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [Card.account_id == account_id]
+    conditions: list[ColumnElement[bool]] = [
+        Card.account_id == account_id,
+        Card.deleted_at.is_not(None) if filters.in_trash else Card.deleted_at.is_(None),
+    ]
+    if filters.archived == "exclude":
+        conditions.append(Card.archived_at.is_(None))
+    elif filters.archived == "only":
+        conditions.append(Card.archived_at.is_not(None))
+    if filters.folder is not None:
+        conditions.append(
+            exists().where(
+                FolderCard.card_pk == Card.pk,
+                FolderCard.folder_id == Folder.id,
+                Folder.id == filters.folder,
+                Folder.account_id == account_id,
+            )
+        )
     if filters.card_type is not None:
         conditions.append(Card.type == filters.card_type)
     if filters.favorited is not None:
@@ -231,7 +270,9 @@ def list_cards(
     """Return one page of the account's cards matching the filters, in the chosen order."""
     conditions = _conditions(session, account_id, filters)
     total = session.scalar(select(func.count()).select_from(Card).where(*conditions)) or 0
-    position = tuple_(Card.created_at, Card.pk)
+    # Trash is ordered by when cards went there; everything else by when they were created.
+    moment = Card.deleted_at if filters.in_trash else Card.created_at
+    position = tuple_(moment, Card.pk)
     newest = filters.sort == "newest"
     query = select(Card).where(*conditions)
     scope = _scope(account_id, filters)
@@ -239,13 +280,14 @@ def list_cards(
         after = tuple_(*decode_cursor(secret, cursor, scope=scope, size=2))
         query = query.where(position < after if newest else position > after)
     if newest:
-        query = query.order_by(Card.created_at.desc(), Card.pk.desc())
+        query = query.order_by(moment.desc(), Card.pk.desc())
     else:
-        query = query.order_by(Card.created_at.asc(), Card.pk.asc())
+        query = query.order_by(moment.asc(), Card.pk.asc())
     cards = list(session.scalars(query.limit(limit + 1)))
     next_cursor = None
     if len(cards) > limit:
         cards = cards[:limit]
         last = cards[-1]
-        next_cursor = encode_cursor(secret, scope=scope, position=[last.created_at, last.pk])
+        at = last.deleted_at if filters.in_trash else last.created_at
+        next_cursor = encode_cursor(secret, scope=scope, position=[at or 0, last.pk])
     return CardPage(cards=cards, next_cursor=next_cursor, total=total)

@@ -72,3 +72,15 @@ class TagOperationRunning(Conflict):
 
 class TagExists(Conflict):
     """A rename would land on a tag that exists; merge instead."""
+
+
+class FolderExists(Conflict):
+    """Another folder of the account has this name (ignoring case)."""
+
+
+class CardInTrash(Conflict):
+    """The operation is refused for a card in Trash; restore it first."""
+
+
+class CardNotInTrash(Conflict):
+    """Deleting a card forever needs it in Trash first."""

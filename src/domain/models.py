@@ -11,6 +11,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -72,7 +73,12 @@ class Card(Base):
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    deleted_at: Mapped[int | None] = mapped_column(BigInteger, index=True)  # set while in Trash
+    archived_at: Mapped[int | None] = mapped_column(BigInteger)
 
+    folder_rows: Mapped[list[FolderCard]] = relationship(
+        cascade="all, delete-orphan", lazy="selectin", passive_deletes=True, order_by="FolderCard.added_at"
+    )
     tag_rows: Mapped[list[CardTag]] = relationship(
         back_populates="card",
         cascade="all, delete-orphan",
@@ -80,6 +86,11 @@ class Card(Base):
         lazy="selectin",
         passive_deletes=True,
     )
+
+    @property
+    def folder_ids(self) -> list[str]:
+        """The folders holding the card, in the order it was added to them."""
+        return [row.folder_id for row in self.folder_rows]
 
     @property
     def tags(self) -> list[str]:
@@ -140,3 +151,31 @@ class TagOperation(Base):
     updated_at: Mapped[int] = mapped_column(BigInteger)
     heartbeat_at: Mapped[int] = mapped_column(BigInteger)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Folder(Base):
+    """A named, coloured group of cards; names are unique per account ignoring case."""
+
+    __tablename__ = "folders"
+    __table_args__ = (UniqueConstraint("account_id", "name_key"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(300))
+    name_key: Mapped[str] = mapped_column(String(1200))
+    color: Mapped[str | None] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class FolderCard(Base):
+    """A card in a folder."""
+
+    __tablename__ = "folder_cards"
+
+    folder_id: Mapped[str] = mapped_column(ForeignKey("folders.id", ondelete="CASCADE"), primary_key=True)
+    card_pk: Mapped[int] = mapped_column(
+        ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    added_at: Mapped[int] = mapped_column(BigInteger)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import cards
+from cardvault.domain import cards, trash
 from cardvault.domain.models import Card
 from cardvault.handlers import runtime
 
@@ -38,6 +38,7 @@ def _base_json(card: Card) -> dict[str, Any]:
         "aiTags": card.ai_tags,
         "tags": card.tags,
         "isFavorited": card.is_favorited,
+        "folderIds": card.folder_ids,
         "url": card.url,
         "fileName": card.file_name,
         "fileSize": card.file_size,
@@ -55,6 +56,11 @@ def _card_json(card: Card) -> dict[str, Any]:
         "metadataTitle": card.metadata_title,
         "metadataDescription": card.metadata_description,
     }
+
+
+def list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
+    """A card as an item of a list (also used by the Trash list)."""
+    return _list_item_json(card, include)
 
 
 def _list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
@@ -75,13 +81,13 @@ def _list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
     return item
 
 
-def _done_card_json(card: Card) -> dict[str, Any]:
+def _extended_card_json(card: Card) -> dict[str, Any]:
     return {
         **_card_json(card),
         "aiTranscript": card.ai_transcript,
-        "isDeleted": False,
-        "isArchived": False,
-        "archivedAt": None,
+        "isDeleted": card.deleted_at is not None,
+        "isArchived": card.archived_at is not None,
+        "archivedAt": card.archived_at,
         "completedAt": card.completed_at,
         "isHidden": False,
         "metadataStatus": None,
@@ -102,7 +108,6 @@ def _done_card_json(card: Card) -> dict[str, Any]:
         "audioWaveform": None,
         "videoScrub": None,
         "colors": [],
-        "folderIds": [],
         "sourceTitle": None,
         "sourceUrl": None,
         "thumbnailOverridden": False,
@@ -141,6 +146,8 @@ def list_cards(
     created_after: int | None = None,
     created_before: int | None = None,
     include: str | None = None,
+    archived: str = "exclude",
+    folder: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
     filters = cards.CardFilter(
@@ -151,6 +158,8 @@ def list_cards(
         created_after=created_after,
         created_before=created_before,
         q=q,
+        archived=archived,
+        folder=folder,
     )
     groups = set((include or "").split(","))
     with rt.db.transaction(write=False) as session:
@@ -198,4 +207,34 @@ def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str
 
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _done_card_json(cards.mark_done(session, account_id=user, card_id=card_id))
+        return _extended_card_json(cards.mark_done(session, account_id=user, card_id=card_id))
+
+
+def trash_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _extended_card_json(trash.move_to_trash(session, account_id=user, card_id=card_id))
+
+
+def restore_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _extended_card_json(trash.restore(session, account_id=user, card_id=card_id))
+
+
+def delete_card(card_id: str, user: str) -> tuple[None, int]:
+    with runtime.current().db.transaction() as session:
+        trash.delete_forever(session, account_id=user, card_id=card_id)
+    return None, 204
+
+
+def archive_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _extended_card_json(
+            cards.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
+        )
+
+
+def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _extended_card_json(
+            cards.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
+        )

@@ -35,6 +35,9 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.Conflict: (409, "CONFLICT"),
     domain.TagOperationRunning: (409, "TAG_OPERATION_RUNNING"),
     domain.TagExists: (409, "TAG_EXISTS"),
+    domain.FolderExists: (409, "FOLDER_EXISTS"),
+    domain.CardInTrash: (409, "CARD_IN_TRASH"),
+    domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'

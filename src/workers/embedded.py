@@ -8,7 +8,7 @@ import threading
 import dramatiq
 
 from cardvault.workers import broker as _broker
-from cardvault.workers import tags  # noqa: F401  (declares the actors)
+from cardvault.workers import tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _lock = threading.Lock()
@@ -34,4 +34,8 @@ def stop() -> None:
         worker = _state["worker"]
         if _state["users"] == 0 and isinstance(worker, dramatiq.Worker):
             worker.stop(timeout=10_000)
+            # A stopped Worker leaves its own middleware on the broker; the next start adds another.
+            _broker.broker.middleware[:] = [
+                m for m in _broker.broker.middleware if getattr(m, "worker", None) is not worker
+            ]
             _state["worker"] = None

@@ -1,17 +1,20 @@
 """The sweeper: re-sends operations whose heartbeat went stale, so a lost message or a killed
-worker never leaves an operation behind. Runs in every worker (and in the embedded worker)."""
+worker never leaves an operation behind, and starts the Trash purge every ten minutes. Runs in
+every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import dramatiq
 
-from cardvault.workers import tags
+from cardvault.workers import tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
+PURGE_EVERY_SECONDS = 600.0
 
 
 class Sweeper(dramatiq.Middleware):
@@ -35,11 +38,15 @@ class Sweeper(dramatiq.Middleware):
         # At boot every running operation is resumed: a restarted embedded process lost its
         # queue, and extra messages are harmless (batches are applied under a row lock).
         older_than = 0.0
+        next_purge = time.monotonic()
         while not self._stop.is_set():
             try:
                 resumed = tags.resume_stale(older_than)
                 if resumed:
                     log.info("re-sent %d stale tag operations", resumed)
+                if time.monotonic() >= next_purge:
+                    trash.purge_trash.send()  # expired Trash; several workers sending is harmless
+                    next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")
             older_than = settings().stale_seconds

@@ -62,7 +62,7 @@ class TestFrameworkErrors:
         body = assert_error(response, 405, "METHOD_NOT_ALLOWED")
         assert response.headers["allow"] == "GET, POST"
         assert body["details"] == {"allowed": ["GET", "POST"]}
-        assert api.request("PUT", "/v1/cards/abc").headers["allow"] == "GET, PATCH"
+        assert api.request("PUT", "/v1/cards/abc").headers["allow"] == "GET, DELETE, PATCH"
 
     def test_a_client_request_id_is_echoed(self, api: Api) -> None:
         response = api.get("/v1/cards/crd_missing", headers={"X-Request-Id": "trace-42.a:b"})

@@ -1,0 +1,194 @@
+"""Folders: named, coloured groups of cards. A card can be in several folders.
+
+Limits: 10,000 cards per folder, 50 folders per card, 100 card ids per request (in the spec).
+Adding or removing cards is per card: one bad id never fails the others."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from cardvault.domain.clock import now_ms
+from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.errors import FolderExists, NotFound
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Card, Folder, FolderCard
+from cardvault.domain.tags import tag_key
+
+PALETTE = ("red", "orange", "yellow", "green", "teal", "blue", "indigo", "purple", "pink", "brown", "gray")
+MAX_CARDS_PER_FOLDER = 10_000
+MAX_FOLDERS_PER_CARD = 50
+_UNSET = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Membership:
+    """What became of each card id of an add or remove request."""
+
+    updated: list[str]
+    failed: list[str]
+    limited: list[str]
+
+
+def _save(session: Session, folder: Folder) -> None:
+    try:
+        with session.begin_nested():
+            session.flush([folder])
+    except IntegrityError:
+        raise FolderExists(f"A folder named {folder.name!r} exists.", details={"name": folder.name}) from None
+
+
+def create_folder(session: Session, *, account_id: str, name: str, color: str | None = None) -> Folder:
+    """Create a folder; its name is unique in the account ignoring case."""
+    now = now_ms()
+    name = name.strip()
+    folder = Folder(
+        id=new_id("fld"),
+        account_id=account_id,
+        name=name,
+        name_key=tag_key(name),
+        color=color,
+        kind="manual",
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(folder)
+    _save(session, folder)
+    return folder
+
+
+def get_folder(session: Session, *, account_id: str, folder_id: str, for_update: bool = False) -> Folder:
+    """Return the account's folder, or raise NotFound (also for another account's)."""
+    query = select(Folder).where(Folder.id == folder_id, Folder.account_id == account_id)
+    folder = session.scalar(query.with_for_update() if for_update else query)
+    if folder is None:
+        raise NotFound("Folder not found.")
+    return folder
+
+
+def update_folder(
+    session: Session,
+    *,
+    account_id: str,
+    folder_id: str,
+    name: str | None = None,
+    color: str | object | None = _UNSET,
+) -> Folder:
+    """Rename or recolor a folder (``color=None`` clears the colour)."""
+    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    before = (folder.name, folder.color)
+    if name is not None:
+        folder.name, folder.name_key = name.strip(), tag_key(name.strip())
+    if color is not _UNSET:
+        folder.color = color  # type: ignore[assignment]
+    if (folder.name, folder.color) != before:
+        folder.updated_at = max(now_ms(), folder.updated_at)
+        _save(session, folder)
+    return folder
+
+
+def delete_folder(session: Session, *, account_id: str, folder_id: str) -> None:
+    """Delete a folder; its cards are kept."""
+    session.delete(get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True))
+
+
+def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:
+    """How many cards outside Trash each folder holds."""
+    if not folder_ids:
+        return {}
+    rows = session.execute(
+        select(FolderCard.folder_id, func.count())
+        .join(Card, Card.pk == FolderCard.card_pk)
+        .where(FolderCard.folder_id.in_(folder_ids), Card.deleted_at.is_(None))
+        .group_by(FolderCard.folder_id)
+    ).all()
+    counts = dict.fromkeys(folder_ids, 0)
+    counts.update({folder_id: n for folder_id, n in rows})
+    return counts
+
+
+@dataclasses.dataclass(frozen=True)
+class FolderPage:
+    folders: list[Folder]
+    next_cursor: str | None
+    total: int
+
+
+def list_folders(
+    session: Session, *, account_id: str, secret: str, limit: int = 100, cursor: str | None = None
+) -> FolderPage:
+    """The account's folders by name (ignoring case), a page at a time."""
+    mine = Folder.account_id == account_id
+    total = session.scalar(select(func.count()).select_from(Folder).where(mine)) or 0
+    query = select(Folder).where(mine).order_by(Folder.name_key, Folder.id)
+    scope = f"folders:{account_id}"
+    if cursor is not None:
+        key, folder_id = decode_cursor(secret, cursor, scope=scope, size=2)
+        query = query.where((Folder.name_key > key) | ((Folder.name_key == key) & (Folder.id > folder_id)))
+    folders = list(session.scalars(query.limit(limit + 1)))
+    next_cursor = None
+    if len(folders) > limit:
+        folders = folders[:limit]
+        next_cursor = encode_cursor(secret, scope=scope, position=[folders[-1].name_key, folders[-1].id])
+    return FolderPage(folders, next_cursor, total)
+
+
+def _cards_by_id(session: Session, account_id: str, card_ids: Sequence[str]) -> dict[str, Card]:
+    cards = session.scalars(
+        select(Card)
+        .where(Card.account_id == account_id, Card.id.in_(card_ids))
+        .order_by(Card.pk)
+        .with_for_update()
+    )
+    return {card.id: card for card in cards}
+
+
+def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Sequence[str]) -> Membership:
+    """Put cards in the folder. An id lands in ``failed`` when no card of the account outside
+    Trash has it, in ``limited`` when the folder or the card is full, else in ``updated``
+    (also when the card already was in the folder)."""
+    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    cards = _cards_by_id(session, account_id, card_ids)
+    present = set(session.scalars(select(FolderCard.card_pk).where(FolderCard.folder_id == folder.id)))
+    room = MAX_CARDS_PER_FOLDER - len(present)
+    now = now_ms()
+    result = Membership([], [], [])
+    for card_id in dict.fromkeys(card_ids):
+        card = cards.get(card_id)
+        if card is None or card.deleted_at is not None:
+            result.failed.append(card_id)
+        elif card.pk in present:
+            result.updated.append(card_id)
+        elif room <= 0 or len(card.folder_rows) >= MAX_FOLDERS_PER_CARD:
+            result.limited.append(card_id)
+        else:
+            card.folder_rows.append(FolderCard(folder_id=folder.id, card_pk=card.pk, added_at=now))
+            card.updated_at = max(now, card.updated_at)
+            present.add(card.pk)
+            room -= 1
+            result.updated.append(card_id)
+    return result
+
+
+def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Sequence[str]) -> Membership:
+    """Take cards out of the folder. An id lands in ``failed`` when no card of the account has
+    it or the card is not in the folder, else in ``updated``; the cards themselves are kept."""
+    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    cards = _cards_by_id(session, account_id, card_ids)
+    now = now_ms()
+    result = Membership([], [], [])
+    for card_id in dict.fromkeys(card_ids):
+        card = cards.get(card_id)
+        row = next((r for r in card.folder_rows if r.folder_id == folder.id), None) if card else None
+        if card is None or row is None:
+            result.failed.append(card_id)
+            continue
+        card.folder_rows.remove(row)
+        card.updated_at = max(now, card.updated_at)
+        result.updated.append(card_id)
+    session.flush()
+    return result

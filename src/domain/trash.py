@@ -1,0 +1,60 @@
+"""Trash: cards moved there leave lists and search, keep their data, and are deleted for good
+on request or once they have been there longer than the retention period."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from cardvault.domain.cards import get_card
+from cardvault.domain.clock import now_ms
+from cardvault.domain.errors import CardNotInTrash
+from cardvault.domain.models import Card
+
+PURGE_BATCH = 500
+
+
+def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Move the card to Trash; moving it again keeps the first time."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is None:
+        card.deleted_at = now_ms()
+        card.updated_at = max(card.deleted_at, card.updated_at)
+    return card
+
+
+def restore(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Take the card out of Trash, back where it was (archived cards return to the archive)."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is not None:
+        card.deleted_at = None
+        card.updated_at = max(now_ms(), card.updated_at)
+    return card
+
+
+def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
+    """Delete a card in Trash with everything attached to it."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is None:
+        raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
+    session.delete(card)
+
+
+def empty_trash(session: Session, *, account_id: str) -> int:
+    """Delete every card of the account's Trash; return how many."""
+    result = session.execute(
+        delete(Card)
+        .where(Card.account_id == account_id, Card.deleted_at.is_not(None))
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount
+
+
+def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
+    """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
+    cutoff = now_ms() - retention_ms
+    due = select(Card.pk).where(Card.deleted_at < cutoff).order_by(Card.deleted_at).limit(limit)
+    pks = list(session.scalars(due))
+    if pks:
+        session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
+    return len(pks)

@@ -1,0 +1,84 @@
+"""Folder operations: thin edges over cardvault.domain.folders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cardvault.domain import folders
+from cardvault.domain.models import Folder
+from cardvault.handlers import runtime
+
+
+def _folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
+    return {
+        "id": folder.id,
+        "name": folder.name,
+        "color": folder.color,
+        "kind": folder.kind,
+        "cardCount": card_count,
+        "createdAt": folder.created_at,
+        "updatedAt": folder.updated_at,
+    }
+
+
+def _with_count(session: Any, folder: Folder) -> dict[str, Any]:
+    return _folder_json(folder, folders.card_counts(session, [folder.id])[folder.id])
+
+
+def _membership_json(result: folders.Membership) -> dict[str, Any]:
+    return {"updatedIds": result.updated, "failedIds": result.failed, "folderLimitIds": result.limited}
+
+
+def create_folder(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+    with runtime.current().db.transaction() as session:
+        folder = folders.create_folder(session, account_id=user, name=body["name"], color=body.get("color"))
+        return _folder_json(folder, 0), 201, {"Location": f"/v1/folders/{folder.id}"}
+
+
+def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+    rt = runtime.current()
+    with rt.db.transaction(write=False) as session:
+        page = folders.list_folders(
+            session, account_id=user, secret=rt.settings.secret_key, limit=limit, cursor=cursor
+        )
+        counts = folders.card_counts(session, [folder.id for folder in page.folders])
+        items = [_folder_json(folder, counts[folder.id]) for folder in page.folders]
+    return {
+        "items": items,
+        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
+        "total": page.total,
+    }
+
+
+def get_folder(folder_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction(write=False) as session:
+        return _with_count(session, folders.get_folder(session, account_id=user, folder_id=folder_id))
+
+
+def update_folder(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    color = {"color": body["color"]} if "color" in body else {}
+    with runtime.current().db.transaction() as session:
+        folder = folders.update_folder(
+            session, account_id=user, folder_id=folder_id, name=body.get("name"), **color
+        )
+        return _with_count(session, folder)
+
+
+def delete_folder(folder_id: str, user: str) -> tuple[None, int]:
+    with runtime.current().db.transaction() as session:
+        folders.delete_folder(session, account_id=user, folder_id=folder_id)
+    return None, 204
+
+
+def add_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _membership_json(
+            folders.add_cards(session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"])
+        )
+
+
+def remove_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return _membership_json(
+            folders.remove_cards(session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"])
+        )

@@ -1,0 +1,46 @@
+"""The Trash as a whole: list it, empty it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cardvault.domain import cards, trash
+from cardvault.handlers import runtime
+from cardvault.handlers.cards import list_item_json
+
+DAY_MS = 86_400_000
+
+
+def list_trash(
+    user: str, limit: int = 50, cursor: str | None = None, include: str | None = None
+) -> dict[str, Any]:
+    rt = runtime.current()
+    retention = int(rt.settings.trash_days * DAY_MS)
+    groups = set((include or "").split(","))
+    with rt.db.transaction(write=False) as session:
+        page = cards.list_cards(
+            session,
+            account_id=user,
+            secret=rt.settings.secret_key,
+            filters=cards.CardFilter(in_trash=True, archived="include"),
+            limit=limit,
+            cursor=cursor,
+        )
+        items = [
+            {
+                **list_item_json(card, groups),
+                "deletedAt": card.deleted_at,
+                "purgeAt": (card.deleted_at or 0) + retention,
+            }
+            for card in page.cards
+        ]
+    return {
+        "items": items,
+        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
+        "total": page.total,
+    }
+
+
+def empty_trash(user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        return {"deletedCount": trash.empty_trash(session, account_id=user)}
