@@ -34,12 +34,17 @@ class Membership:
     limited: list[str]
 
 
-def _save(session: Session, folder: Folder) -> None:
+def _save(session: Session, folder: Folder, **values: object) -> None:
+    """Set the values and write them in a savepoint; a taken name becomes FolderExists."""
     try:
         with session.begin_nested():
-            session.flush([folder])
+            for name, value in values.items():
+                setattr(folder, name, value)
+            session.add(folder)
+            session.flush()
     except IntegrityError:
-        raise FolderExists(f"A folder named {folder.name!r} exists.", details={"name": folder.name}) from None
+        name = values.get("name", folder.name)
+        raise FolderExists(f"A folder named {name!r} exists.", details={"name": name}) from None
 
 
 def create_folder(session: Session, *, account_id: str, name: str, color: str | None = None) -> Folder:
@@ -80,14 +85,13 @@ def update_folder(
 ) -> Folder:
     """Rename or recolor a folder (``color=None`` clears the colour)."""
     folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
-    before = (folder.name, folder.color)
-    if name is not None:
-        folder.name, folder.name_key = name.strip(), tag_key(name.strip())
-    if color is not _UNSET:
-        folder.color = color  # type: ignore[assignment]
-    if (folder.name, folder.color) != before:
-        folder.updated_at = max(now_ms(), folder.updated_at)
-        _save(session, folder)
+    values: dict[str, object] = {}
+    if name is not None and name.strip() != folder.name:
+        values.update(name=name.strip(), name_key=tag_key(name.strip()))
+    if color is not _UNSET and color != folder.color:
+        values["color"] = color
+    if values:
+        _save(session, folder, **values, updated_at=max(now_ms(), folder.updated_at))
     return folder
 
 

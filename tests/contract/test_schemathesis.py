@@ -4,6 +4,7 @@ check and every phase (examples, coverage, fuzzing, stateful through the spec's 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -123,4 +124,6 @@ def test_the_server_honours_its_contract(server: tuple[str, str], tmp_path: Path
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-20000:]
-    assert "No issues found" in output
+    # The closing line names failures when there are any; warnings (such as random ids that
+    # mostly hit 404) are reported but are not failures.
+    assert re.search(r"=+ (No issues found|\d+ warnings?) in ", output), output[-5000:]
