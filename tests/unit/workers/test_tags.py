@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cardvault.domain import cards, tag_operations
@@ -60,4 +62,22 @@ def test_the_sweeper_resends_only_stale_operations(bound: Database, account_id: 
     assert actors.resume_stale(0) >= 1
     messages = [m for m in broker.broker.queues["tags"].queue]  # type: ignore[attr-defined]
     assert any(operation_id in m.decode() for m in messages)
+    broker.broker.flush_all()
+
+
+def test_the_sweeper_starts_the_trash_purge_when_a_worker_boots(bound: Database) -> None:
+    from cardvault.workers.sweeper import Sweeper
+
+    broker.broker.flush_all()
+    sweeper = Sweeper()
+    sweeper.after_worker_boot(broker.broker, None)  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 10
+        while broker.broker.queues["trash"].qsize() == 0:  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        sweeper.before_worker_shutdown(broker.broker, None)  # type: ignore[arg-type]
+    message = broker.broker.queues["trash"].get_nowait()  # type: ignore[attr-defined]
+    assert b"purge_trash" in message
     broker.broker.flush_all()
