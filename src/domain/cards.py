@@ -177,9 +177,9 @@ def set_favorite(session: Session, *, account_id: str, card_id: str, is_favorite
 def mark_done(session: Session, *, account_id: str, card_id: str) -> Card:
     """Set a link card's completedAt once; later calls keep the first value."""
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    ensure_not_in_trash(card)
     if card.type != "link":
         raise TypeMismatch(f"Only link cards can be marked done; this card is a {card.type} card.")
-    ensure_not_in_trash(card)
     if card.completed_at is None:
         card.completed_at = now_ms()
         card.updated_at = max(card.completed_at, card.updated_at)

@@ -27,7 +27,7 @@ def _sign(secret: str, scope: str, payload: str) -> str:
 
 def encode_cursor(secret: str, *, scope: str, position: list[int | str]) -> str:
     """Return a cursor for a position; it is only valid for the same scope."""
-    payload = _b64encode(json.dumps(position, separators=(",", ":")).encode())
+    payload = _b64encode(json.dumps(position, separators=(",", ":"), ensure_ascii=False).encode())
     return f"{payload}.{_sign(secret, scope, payload)}"
 
 

@@ -1,6 +1,7 @@
 """Folders: named, coloured groups of cards. A card can be in several folders.
 
-Limits: 10,000 cards per folder, 50 folders per card, 100 card ids per request (in the spec).
+Limits: 10,000 cards per folder (cards in Trash count, as they come back on restore), 50 folders
+per card, 100 card ids per request (in the spec).
 Adding or removing cards is per card: one bad id never fails the others."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import FolderExists, NotFound
+from cardvault.domain.errors import FolderExists, InvalidCursor, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, Folder, FolderCard
 from cardvault.domain.tags import tag_key
@@ -131,13 +132,20 @@ def list_folders(
     query = select(Folder).where(mine).order_by(Folder.name_key, Folder.id)
     scope = f"folders:{account_id}"
     if cursor is not None:
-        key, folder_id = decode_cursor(secret, cursor, scope=scope, size=2)
+        # The cursor holds the last folder's id (names can be too long to carry); its name is
+        # looked up again.
+        (folder_id,) = decode_cursor(secret, cursor, scope=scope, size=1)
+        key = session.scalar(select(Folder.name_key).where(mine, Folder.id == folder_id))
+        if key is None:
+            raise InvalidCursor(
+                "The folder this cursor continues from was deleted; start from the first page."
+            )
         query = query.where((Folder.name_key > key) | ((Folder.name_key == key) & (Folder.id > folder_id)))
     folders = list(session.scalars(query.limit(limit + 1)))
     next_cursor = None
     if len(folders) > limit:
         folders = folders[:limit]
-        next_cursor = encode_cursor(secret, scope=scope, position=[folders[-1].name_key, folders[-1].id])
+        next_cursor = encode_cursor(secret, scope=scope, position=[folders[-1].id])
     return FolderPage(folders, next_cursor, total)
 
 

@@ -216,7 +216,10 @@ def list_tags(
     """Return a page of the account's tags (user and AI) with how many cards carry each."""
     count = func.count(distinct(CardTag.card_pk))
     grouped = (
-        select(CardTag.name_key, count).where(CardTag.account_id == account_id).group_by(CardTag.name_key)
+        select(CardTag.name_key, count)
+        .join(Card, Card.pk == CardTag.card_pk)
+        .where(CardTag.account_id == account_id, Card.deleted_at.is_(None))
+        .group_by(CardTag.name_key)
     )
     total = session.scalar(select(func.count()).select_from(grouped.subquery())) or 0
     scope = f"tags:{account_id}:{sort}"
@@ -249,7 +252,8 @@ def _display_names(session: Session, account_id: str, keys: list[str]) -> dict[s
         return {}
     rows = session.execute(
         select(CardTag.name_key, CardTag.name, func.count())
-        .where(CardTag.account_id == account_id, CardTag.name_key.in_(keys))
+        .join(Card, Card.pk == CardTag.card_pk)
+        .where(CardTag.account_id == account_id, CardTag.name_key.in_(keys), Card.deleted_at.is_(None))
         .group_by(CardTag.name_key, CardTag.name)
     ).all()
     best: dict[str, tuple[int, str]] = {}

@@ -3,7 +3,7 @@ on request or once they have been there longer than the retention period."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain.cards import get_card
@@ -40,21 +40,26 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     session.delete(card)
 
 
+def _delete_locked(session: Session, condition: ColumnElement[bool], limit: int) -> int:
+    """Lock up to ``limit`` matching cards in pk order (as every other multi-card writer does,
+    so no deadlock) and delete them; return how many."""
+    pks = list(
+        session.scalars(select(Card.pk).where(condition).order_by(Card.pk).limit(limit).with_for_update())
+    )
+    if pks:
+        session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
+    return len(pks)
+
+
 def empty_trash(session: Session, *, account_id: str) -> int:
     """Delete every card of the account's Trash; return how many."""
-    result = session.execute(
-        delete(Card)
-        .where(Card.account_id == account_id, Card.deleted_at.is_not(None))
-        .execution_options(synchronize_session=False)
-    )
-    return result.rowcount
+    in_trash = (Card.account_id == account_id) & Card.deleted_at.is_not(None)
+    deleted = 0
+    while batch := _delete_locked(session, in_trash, PURGE_BATCH):
+        deleted += batch
+    return deleted
 
 
 def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
     """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
-    cutoff = now_ms() - retention_ms
-    due = select(Card.pk).where(Card.deleted_at < cutoff).order_by(Card.deleted_at).limit(limit)
-    pks = list(session.scalars(due))
-    if pks:
-        session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
-    return len(pks)
+    return _delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit)

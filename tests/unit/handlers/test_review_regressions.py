@@ -112,3 +112,51 @@ def run_together(target: Callable[[], None], count: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def test_folders_with_long_non_ascii_names_page_through(api: Api) -> None:
+    made = {api.post("/v1/folders", json={"name": "é" * 299 + str(i)}).json()["id"] for i in range(3)}
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 1, **({"cursor": cursor} if cursor else {})}
+        page = api.get("/v1/folders", params=params)
+        assert page.status_code == 200, page.text
+        seen += [f["id"] for f in page.json()["items"]]
+        cursor = page.json()["pageInfo"]["nextCursor"]
+        if cursor is None:
+            break
+    assert set(seen) == made and len(seen) == 3
+
+
+def test_tags_with_long_non_ascii_names_page_through(api: Api) -> None:
+    names = ["\U0001d49c" * 63 + str(i) for i in range(3)]
+    api.create(tags=names)
+    first = api.get("/v1/tags", params={"limit": 1}).json()
+    rest = api.get("/v1/tags", params={"limit": 2, "cursor": first["pageInfo"]["nextCursor"]})
+    assert rest.status_code == 200, rest.text
+    assert len(first["items"]) + len(rest.json()["items"]) == 3
+
+
+def test_tag_counts_leave_out_cards_in_trash(api: Api) -> None:
+    kept, trashed = api.create(tags=["both"]), api.create(tags=["both", "only-trashed"])
+    api.post(f"/v1/cards/{trashed['id']}/trash")
+    assert api.get("/v1/tags").json()["items"] == [{"name": "both", "count": 1}]
+    api.post(f"/v1/cards/{trashed['id']}/restore")
+    assert {t["name"]: t["count"] for t in api.get("/v1/tags").json()["items"]} == {
+        "both": 2,
+        "only-trashed": 1,
+    }
+    assert kept["id"] != trashed["id"]
+
+
+def test_done_on_a_card_in_trash_is_409_whatever_its_type(api: Api) -> None:
+    card = api.create(content="plain text")
+    api.post(f"/v1/cards/{card['id']}/trash")
+    assert_error(api.post(f"/v1/cards/{card['id']}/done"), 409, "CARD_IN_TRASH")
+
+
+def test_a_cursor_of_a_deleted_folder_is_refused_clearly(api: Api) -> None:
+    ids = [api.post("/v1/folders", json={"name": f"f{i}"}).json()["id"] for i in range(2)]
+    cursor = api.get("/v1/folders", params={"limit": 1}).json()["pageInfo"]["nextCursor"]
+    api.request("DELETE", f"/v1/folders/{ids[0]}")
+    assert_error(api.get("/v1/folders", params={"cursor": cursor}), 400, "INVALID_CURSOR")

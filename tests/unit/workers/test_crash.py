@@ -3,6 +3,7 @@ every card is changed exactly once. Real processes, the Redis broker, PostgreSQL
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -12,8 +13,6 @@ from pathlib import Path
 
 import pytest
 import redis
-from dramatiq.brokers.redis import RedisBroker
-from dramatiq.message import Message
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
@@ -29,8 +28,12 @@ BIN = Path(sys.executable).parent
 
 def _require_services() -> str:
     try:
-        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3) as client:
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+        try:
             client.flushdb()
+        finally:
+            client.close()
+            client.connection_pool.disconnect()
         engine = create_engine(
             POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
         )
@@ -88,14 +91,9 @@ def test_a_killed_worker_leaves_the_operation_to_another_and_every_card_changes_
         "CARDVAULT_STALE_SECONDS": "2",
         "CARDVAULT_SWEEP_SECONDS": "0.5",
     }
+    # No message is sent from here: the worker's sweeper re-sends every running operation when
+    # it boots, which is also how a lost message is recovered.
     first = _worker(env, tmp_path / "first.log")
-    sender = RedisBroker(url=REDIS_URL)
-    sender.declare_queue("tags")
-    sender.enqueue(
-        Message(
-            queue_name="tags", actor_name="run_tag_operation", args=(operation_id,), kwargs={}, options={}
-        )
-    )
 
     deadline = time.monotonic() + 60
     while _progress(db, operation_id).processed < 300:
@@ -128,3 +126,4 @@ def test_a_killed_worker_leaves_the_operation_to_another_and_every_card_changes_
         )
     assert names == {"keep": CARDS, "new": CARDS}
     db.dispose()
+    gc.collect()  # a leaked socket would warn here, inside this test, not at the end of the run
