@@ -23,6 +23,25 @@ POSTGRES_URL = os.environ.get(
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+def fresh_postgres_database(name: str, purpose: str) -> str:
+    """Create (or recreate) a database of its own on the test server and return its URL; skip,
+    or fail under CI=true, when the server cannot be reached."""
+    try:
+        engine = create_engine(
+            POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+        )
+        with engine.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            connection.execute(text(f"CREATE DATABASE {name}"))
+        engine.dispose()
+    except OperationalError as exc:
+        message = f"{purpose} skipped: no PostgreSQL server at {POSTGRES_URL} ({exc.orig})"
+        if IN_CI:
+            pytest.fail(f"CI=true needs PostgreSQL: {message}")
+        pytest.skip(message)
+    return POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+
+
 def _fresh_postgres() -> Database:
     try:
         engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})

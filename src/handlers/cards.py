@@ -7,6 +7,7 @@ from typing import Any
 from cardvault.domain import cards, trash
 from cardvault.domain.models import Card
 from cardvault.handlers import runtime
+from cardvault.handlers.pages import page_json
 
 _NO_FILE = {
     "compactUrl": None,
@@ -172,11 +173,7 @@ def list_cards(
             cursor=cursor,
         )
         items = [_list_item_json(card, groups) for card in page.cards]
-    return {
-        "items": items,
-        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
-        "total": page.total,
-    }
+    return page_json(items, page.next_cursor, page.total)
 
 
 def get_card(card_id: str, user: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 from cardvault.domain import folders
 from cardvault.domain.models import Folder
 from cardvault.handlers import runtime
+from cardvault.handlers.pages import page_json
 
 
 def _folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
@@ -43,11 +44,7 @@ def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict
         )
         counts = folders.card_counts(session, [folder.id for folder in page.folders])
         items = [_folder_json(folder, counts[folder.id]) for folder in page.folders]
-    return {
-        "items": items,
-        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
-        "total": page.total,
-    }
+    return page_json(items, page.next_cursor, page.total)
 
 
 def get_folder(folder_id: str, user: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 from cardvault.domain import tag_operations
 from cardvault.domain.models import TagOperation
 from cardvault.handlers import runtime
+from cardvault.handlers.pages import page_json
 from cardvault.workers.tags import run_tag_operation
 
 
@@ -60,8 +61,6 @@ def list_tags(user: str, sort: str = "name", limit: int = 100, cursor: str | Non
         page = tag_operations.list_tags(
             session, account_id=user, secret=rt.settings.secret_key, sort=sort, limit=limit, cursor=cursor
         )
-    return {
-        "items": [{"name": tag.name, "count": tag.count} for tag in page.tags],
-        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
-        "total": page.total,
-    }
+    return page_json(
+        [{"name": tag.name, "count": tag.count} for tag in page.tags], page.next_cursor, page.total
+    )

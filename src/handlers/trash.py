@@ -7,6 +7,7 @@ from typing import Any
 from cardvault.domain import cards, trash
 from cardvault.handlers import runtime
 from cardvault.handlers.cards import list_item_json
+from cardvault.handlers.pages import page_json
 
 DAY_MS = 86_400_000
 
@@ -34,11 +35,7 @@ def list_trash(
             }
             for card in page.cards
         ]
-    return {
-        "items": items,
-        "pageInfo": {"hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor},
-        "total": page.total,
-    }
+    return page_json(items, page.next_cursor, page.total)
 
 
 def empty_trash(user: str) -> dict[str, Any]:

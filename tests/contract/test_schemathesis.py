@@ -14,10 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
 
-from tests.conftest import IN_CI, POSTGRES_URL
+from tests.conftest import fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -27,24 +25,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _contract_postgres_url() -> str:
-    """A database of its own on the test server, created afresh."""
-    try:
-        engine = create_engine(
-            POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
-        )
-        with engine.connect() as connection:
-            connection.execute(text("DROP DATABASE IF EXISTS cardvault_contract WITH (FORCE)"))
-            connection.execute(text("CREATE DATABASE cardvault_contract"))
-        engine.dispose()
-    except OperationalError as exc:
-        message = f"PostgreSQL contract tier skipped: no server at {POSTGRES_URL} ({exc.orig})"
-        if IN_CI:
-            pytest.fail(f"CI=true needs PostgreSQL: {message}")
-        pytest.skip(message)
-    return POSTGRES_URL.rsplit("/", 1)[0] + "/cardvault_contract"
 
 
 def _cli(env: dict[str, str], *args: str) -> str:
@@ -65,7 +45,9 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     }
     workers = "1"
     if request.param == "postgresql":
-        env["CARDVAULT_DATABASE_URL"] = _contract_postgres_url()
+        env["CARDVAULT_DATABASE_URL"] = fresh_postgres_database(
+            "cardvault_contract", "PostgreSQL contract tier"
+        )
         workers = "2"  # production shape: several API processes on one database
     _cli(env, "migrate")
     _cli(env, "accounts", "create", "contract")
