@@ -42,21 +42,6 @@ def fresh_postgres_database(name: str, purpose: str) -> str:
     return POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
 
 
-def _fresh_postgres() -> Database:
-    try:
-        engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-        with engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
-        engine.dispose()
-    except OperationalError as exc:
-        message = f"PostgreSQL tier skipped: no server at {POSTGRES_URL} ({exc.orig})"
-        if IN_CI:
-            pytest.fail(f"CI=true needs PostgreSQL: {message}")
-        pytest.skip(message)
-    return Database.from_url(POSTGRES_URL)
-
-
 @pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     """A migrated database of each backend, shared by the session's tests."""
@@ -64,7 +49,7 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         path = tmp_path_factory.mktemp("sqlite") / "cardvault.db"
         db = Database.from_url(f"sqlite:///{path}")
     else:
-        db = _fresh_postgres()
+        db = Database.from_url(fresh_postgres_database("cardvault_unit", "PostgreSQL tier"))
     db.migrate()
     yield db
     db.dispose()

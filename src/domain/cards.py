@@ -14,9 +14,9 @@ from cardvault.domain import search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import CardInTrash, ContentTooLarge, NotFound, TypeMismatch, UploadNotFound
+from cardvault.domain.errors import CardInTrash, ContentTooLarge, TypeMismatch, UploadNotFound
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, Folder, FolderCard
+from cardvault.domain.models import Card, CardTag, Folder, FolderCard, get_owned
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
 
 MAX_CONTENT_BYTES = 512 * 1024
@@ -108,11 +108,7 @@ def get_card(session: Session, *, account_id: str, card_id: str, for_update: boo
     Writers pass ``for_update``: the row stays locked until their transaction ends, so two
     concurrent changes to one card apply one after the other (PostgreSQL; SQLite writers are
     serialised by BEGIN IMMEDIATE)."""
-    query = select(Card).where(Card.id == card_id, Card.account_id == account_id)
-    card = session.scalar(query.with_for_update() if for_update else query)
-    if card is None:
-        raise NotFound("Card not found.")
-    return card
+    return get_owned(session, Card, row_id=card_id, account_id=account_id, for_update=for_update)
 
 
 def update_card(

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import FolderExists, InvalidCursor, NotFound
+from cardvault.domain.errors import FolderExists, InvalidCursor
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, Folder, FolderCard
+from cardvault.domain.models import Card, Folder, FolderCard, get_owned
 from cardvault.domain.tags import tag_key
 
 PALETTE = ("red", "orange", "yellow", "green", "teal", "blue", "indigo", "purple", "pink", "brown", "gray")
@@ -69,11 +69,7 @@ def create_folder(session: Session, *, account_id: str, name: str, color: str | 
 
 def get_folder(session: Session, *, account_id: str, folder_id: str, for_update: bool = False) -> Folder:
     """Return the account's folder, or raise NotFound (also for another account's)."""
-    query = select(Folder).where(Folder.id == folder_id, Folder.account_id == account_id)
-    folder = session.scalar(query.with_for_update() if for_update else query)
-    if folder is None:
-        raise NotFound("Folder not found.")
-    return folder
+    return get_owned(session, Folder, row_id=folder_id, account_id=account_id, for_update=for_update)
 
 
 def update_folder(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -12,8 +14,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    select,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+from cardvault.domain.errors import NotFound
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (and so auto-increment).
 SERIAL = BigInteger().with_variant(Integer(), "sqlite")
@@ -179,3 +184,21 @@ class FolderCard(Base):
         ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True, index=True
     )
     added_at: Mapped[int] = mapped_column(BigInteger)
+
+
+Owned = TypeVar("Owned", Card, Folder, TagOperation)
+
+
+def get_owned(
+    session: Session, model: type[Owned], *, row_id: str, account_id: str, for_update: bool = False
+) -> Owned:
+    """Return the account's row with this id, or raise NotFound: another account's id answers
+    exactly like a missing one. Writers pass ``for_update`` to lock the row until they commit."""
+    query = select(model).where(model.id == row_id, model.account_id == account_id)
+    row = session.scalar(query.with_for_update() if for_update else query)
+    if row is None:
+        raise NotFound(f"{_NAMES[model]} not found.")
+    return row
+
+
+_NAMES: dict[type[Base], str] = {Card: "Card", Folder: "Folder", TagOperation: "Tag operation"}

@@ -17,7 +17,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, TagOperation
+from cardvault.domain.models import Card, CardTag, TagOperation, get_owned
 from cardvault.domain.search import tag_words
 from cardvault.domain.tags import clean_tag, tag_key
 
@@ -94,12 +94,7 @@ def start_tag_operation(
 
 def get_tag_operation(session: Session, *, account_id: str, operation_id: str) -> TagOperation:
     """Return the account's tag operation, or raise NotFound (also for another account's)."""
-    operation = session.scalar(
-        select(TagOperation).where(TagOperation.id == operation_id, TagOperation.account_id == account_id)
-    )
-    if operation is None:
-        raise NotFound("Tag operation not found.")
-    return operation
+    return get_owned(session, TagOperation, row_id=operation_id, account_id=account_id)
 
 
 def _finish(operation: TagOperation, status: str, error: str | None = None) -> None:
