@@ -12,6 +12,17 @@ from cardvault.domain.errors import CardNotInTrash
 from cardvault.domain.models import Card
 
 PURGE_BATCH = 500
+DAY_MS = 86_400_000
+
+
+def retention_ms(days: float) -> int:
+    """How long a card stays in Trash, in milliseconds."""
+    return int(days * DAY_MS)
+
+
+def purge_at(card: Card, *, days: float) -> int:
+    """When a card in Trash will be deleted for good."""
+    return (card.deleted_at or 0) + retention_ms(days)
 
 
 def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:

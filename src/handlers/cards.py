@@ -61,10 +61,6 @@ def _card_json(card: Card) -> dict[str, Any]:
 
 def list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
     """A card as an item of a list (also used by the Trash list)."""
-    return _list_item_json(card, include)
-
-
-def _list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
     item = _base_json(card)
     for name in ("linkPreviewImageUrl", "filePreview"):
         del item[name]
@@ -172,7 +168,7 @@ def list_cards(
             limit=limit,
             cursor=cursor,
         )
-        items = [_list_item_json(card, groups) for card in page.cards]
+        items = [list_item_json(card, groups) for card in page.cards]
     return page_json(items, page.next_cursor, page.total)
 
 

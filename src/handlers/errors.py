@@ -9,7 +9,6 @@ from typing import Any
 
 from connexion.exceptions import (
     BadRequestProblem,
-    ExtraParameterProblem,
     NonConformingResponse,
     OAuthProblem,
     OAuthResponseProblem,
@@ -115,13 +114,6 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         return error_response(request_id, status, code, exc.message, details=exc.details)
     if isinstance(exc, InvalidRequest):
         return error_response(request_id, 400, exc.code, str(exc.detail), details=exc.details)
-    if isinstance(exc, ExtraParameterProblem):
-        fields = [
-            {"location": "query", "field": name, "message": "is not a parameter of this operation"}
-            for name in sorted(exc.extra_params)
-        ]
-        message = "Unknown query parameter: " + ", ".join(sorted(exc.extra_params)) + "."
-        return error_response(request_id, 400, "INVALID_INPUT", message, details={"fields": fields})
     if isinstance(exc, OAuthResponseProblem):
         return error_response(
             request_id,
@@ -152,16 +144,6 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
     if isinstance(exc, HTTPException) and not isinstance(exc, NonConformingResponse):
         if exc.status_code == 404:
             return error_response(request_id, 404, "NOT_FOUND", "No such resource.")
-        if exc.status_code == 405:
-            allowed = (exc.headers or {}).get("Allow", "")
-            return error_response(
-                request_id,
-                405,
-                "METHOD_NOT_ALLOWED",
-                f"{request.method} is not allowed here.",
-                details={"allowed": [m for m in allowed.split(", ") if m]},
-                headers={"Allow": allowed},
-            )
         log.warning("unmapped HTTP error %s: %s", exc.status_code, exc.detail)
     log.error("request %s failed", request_id, exc_info=exc)
     return error_response(

@@ -9,14 +9,11 @@ from cardvault.handlers import runtime
 from cardvault.handlers.cards import list_item_json
 from cardvault.handlers.pages import page_json
 
-DAY_MS = 86_400_000
-
 
 def list_trash(
     user: str, limit: int = 50, cursor: str | None = None, include: str | None = None
 ) -> dict[str, Any]:
     rt = runtime.current()
-    retention = int(rt.settings.trash_days * DAY_MS)
     groups = set((include or "").split(","))
     with rt.db.transaction(write=False) as session:
         page = cards.list_cards(
@@ -31,7 +28,7 @@ def list_trash(
             {
                 **list_item_json(card, groups),
                 "deletedAt": card.deleted_at,
-                "purgeAt": (card.deleted_at or 0) + retention,
+                "purgeAt": trash.purge_at(card, days=rt.settings.trash_days),
             }
             for card in page.cards
         ]

@@ -7,13 +7,11 @@ import dramatiq
 from cardvault.domain import trash
 from cardvault.workers.broker import database, settings
 
-DAY_MS = 86_400_000
-
 
 @dramatiq.actor(actor_name="purge_trash", queue_name="trash", max_retries=3, time_limit=300_000)
 def purge_trash() -> None:
     """Delete, batch by batch, every card in Trash for longer than CARDVAULT_TRASH_DAYS."""
-    retention = int(settings().trash_days * DAY_MS)
+    retention = trash.retention_ms(settings().trash_days)
     while True:
         with database().transaction() as session:
             if trash.purge_expired(session, retention_ms=retention) < trash.PURGE_BATCH:
