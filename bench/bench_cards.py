@@ -74,7 +74,17 @@ def _free_port() -> int:
 
 def _start(target: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
-    command = [*pin, str(BIN / "uvicorn"), *target, "--port", str(port), "--log-level", "warning"]
+    command = [
+        *pin,
+        str(BIN / "uvicorn"),
+        *target,
+        "--http",
+        "h11",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     process = subprocess.Popen(command, env=env, cwd=ROOT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

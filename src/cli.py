@@ -32,12 +32,26 @@ def _local_key(db: Database, data_dir: Path) -> str:
     return key
 
 
+# The HTTP server refuses, with its own 400 text/plain before the app sees anything, a request
+# whose request line and headers together exceed this, or that HTTP/1.1 itself forbids (a NUL,
+# CR or LF inside a header, Content-Length beside chunked). h11 has such a bound; httptools,
+# uvicorn's default parser, has none, so a client could make a process buffer gigabytes.
+MAX_REQUEST_HEAD_BYTES = 256 * 1024
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a client on this machine reaches the server at."""
+    if host in ("0.0.0.0", "", "::"):  # noqa: S104 - all interfaces: name the loopback one
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
     db = Database.from_url(settings.database_url)
     db.migrate()
-    print(f"Card Vault listening on http://{host}:{port}/v1 (docs at /v1/ui/)", flush=True)
+    print(f"Card Vault listening on {local_url(host, port)}/v1 (docs at /v1/ui/)", flush=True)
     if db.dialect == "sqlite":
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
     db.dispose()
@@ -48,6 +62,9 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
         port=port,
         workers=workers,
         log_level="info",
+        http="h11",
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
+        server_header=False,
     )
 
 
@@ -76,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cardvault: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
+        if "CARDVAULT_PUBLIC_URL" not in os.environ:
+            # Cards' appUrl names the address served, in this process and the server's workers.
+            os.environ["CARDVAULT_PUBLIC_URL"] = local_url(args.host, args.port)
+            settings = Settings.from_env()
         if args.workers > 1 and settings.database_url.startswith("sqlite"):
             print("cardvault: several API processes need PostgreSQL", file=sys.stderr)
             return 2

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import FolderExists, InvalidCursor
-from cardvault.domain.ids import new_id
+from cardvault.domain.errors import FolderExists
+from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, Folder, FolderCard, get_owned
 from cardvault.domain.tags import tag_key
 
@@ -128,27 +128,23 @@ def list_folders(
     query = select(Folder).where(mine).order_by(Folder.name_key, Folder.id)
     scope = f"folders:{account_id}"
     if cursor is not None:
-        # The cursor holds the last folder's id (names can be too long to carry); its name is
-        # looked up again.
-        (folder_id,) = decode_cursor(secret, cursor, scope=scope, size=1)
-        key = session.scalar(select(Folder.name_key).where(mine, Folder.id == folder_id))
-        if key is None:
-            raise InvalidCursor(
-                "The folder this cursor continues from was deleted; start from the first page."
-            )
+        # The cursor holds the last folder's sort key and id, so renaming or deleting that
+        # folder moves nothing: the next page starts where the last one ended.
+        key, folder_id = decode_cursor(secret, cursor, scope=scope, size=2)
         query = query.where((Folder.name_key > key) | ((Folder.name_key == key) & (Folder.id > folder_id)))
     folders = list(session.scalars(query.limit(limit + 1)))
     next_cursor = None
     if len(folders) > limit:
         folders = folders[:limit]
-        next_cursor = encode_cursor(secret, scope=scope, position=[folders[-1].id])
+        next_cursor = encode_cursor(secret, scope=scope, position=[folders[-1].name_key, folders[-1].id])
     return FolderPage(folders, next_cursor, total)
 
 
 def _cards_by_id(session: Session, account_id: str, card_ids: Sequence[str]) -> dict[str, Card]:
+    """The account's cards among these ids, locked in pk order; malformed ids name none."""
     cards = session.scalars(
         select(Card)
-        .where(Card.account_id == account_id, Card.id.in_(card_ids))
+        .where(Card.account_id == account_id, Card.id.in_([i for i in card_ids if is_well_formed(i)]))
         .order_by(Card.pk)
         .with_for_update()
     )

@@ -14,13 +14,13 @@ from sqlalchemy.orm import Session
 from cardvault.domain.models import Card, CardTag
 
 
-def _combining_marks() -> str:
-    """A character class of every combining mark (Unicode categories Mn, Mc, Me)."""
-    marks = (chr(c) for c in range(0x300, sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("M"))
-    return "[" + "".join(re.escape(m) for m in marks) + "]"
+def _combining_marks() -> dict[int, None]:
+    """A str.translate table deleting every combining mark (Unicode categories Mn, Mc, Me)."""
+    return {c: None for c in range(0x300, sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("M")}
 
 
-_MARKS = re.compile(_combining_marks())
+# str.translate is linear and fast; a regular expression over the ~2,400 marks costs 1.4 s per MiB.
+_MARKS = _combining_marks()
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are indexed by their first 100 characters
 MAX_QUERY_WORDS = 16
@@ -30,7 +30,7 @@ _INDEX_BUDGET = 900_000  # bytes of tsvector entries; PostgreSQL caps one tsvect
 def split_words(value: str) -> list[str]:
     """Split text into folded words (runs of letters and digits), so that matching ignores
     case and accents: case-folded, decomposed, combining marks removed."""
-    folded = _MARKS.sub("", unicodedata.normalize("NFD", unicodedata.normalize("NFD", value).casefold()))
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", value).casefold()).translate(_MARKS)
     return _WORD.findall(unicodedata.normalize("NFC", folded))
 
 
@@ -51,8 +51,11 @@ def index_words(texts: Iterable[str | None]) -> list[str]:
 
 
 def query_words(q: str) -> list[str]:
-    """Return the words of a search query that take part in matching."""
-    return [word[:MAX_WORD_LENGTH] for word in split_words(q)[:MAX_QUERY_WORDS]]
+    """Return the words of a search query that take part in matching: the first 16, without
+    repeats and without a word that begins another one (``c`` adds nothing to ``cat``: every
+    card matching ``cat`` matches ``c``), so redundant words never add work."""
+    words = list(dict.fromkeys(word[:MAX_WORD_LENGTH] for word in split_words(q)[:MAX_QUERY_WORDS]))
+    return [w for w in words if not any(o != w and o.startswith(w) for o in words)]
 
 
 def card_words(card: Card) -> list[str]:

@@ -1,14 +1,18 @@
 """Tag rules shared by every place that takes a tag: trimmed, 1 to 64 characters, no control
-characters, compared ignoring case."""
+characters, visible at both ends, compared ignoring case."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
 from cardvault.domain.errors import InvalidTag
 
 MAX_TAG_LENGTH = 64
+# Invisible format characters, which a tag may neither begin nor end with (so no tag is blank
+# or differs from another only by them); the spec's TagName pattern names the same set.
+_INVISIBLE = re.compile("[\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
 
 
 def tag_key(name: str) -> str:
@@ -25,6 +29,8 @@ def clean_tag(raw: str) -> str:
         raise InvalidTag(raw, f"it is longer than {MAX_TAG_LENGTH} characters")
     if any(unicodedata.category(char) == "Cc" for char in tag):
         raise InvalidTag(raw, "it contains a control character")
+    if _INVISIBLE.match(tag[0]) or _INVISIBLE.match(tag[-1]):
+        raise InvalidTag(raw, "it begins or ends with an invisible character")
     return tag
 
 

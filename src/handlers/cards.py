@@ -85,13 +85,10 @@ def _extended_card_json(card: Card) -> dict[str, Any]:
         "isDeleted": card.deleted_at is not None,
         "isArchived": card.archived_at is not None,
         "archivedAt": card.archived_at,
-        "completedAt": card.completed_at,
-        "isHidden": False,
         "metadataStatus": None,
         "processingStatus": None,
         "linkPreviewTitle": None,
         "linkPreviewDescription": None,
-        "linkCategory": None,
         "linkFacts": [],
         "linkPrice": None,
         "linkFaviconUrl": None,
@@ -105,9 +102,19 @@ def _extended_card_json(card: Card) -> dict[str, Any]:
         "audioWaveform": None,
         "videoScrub": None,
         "colors": [],
+        "thumbnailOverridden": False,
+    }
+
+
+def _done_card_json(card: Card) -> dict[str, Any]:
+    """The extended card with the fields only mark-done returns."""
+    return {
+        **_extended_card_json(card),
+        "completedAt": card.completed_at,
+        "isHidden": False,
+        "linkCategory": None,
         "sourceTitle": None,
         "sourceUrl": None,
-        "thumbnailOverridden": False,
     }
 
 
@@ -200,7 +207,7 @@ def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str
 
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended_card_json(cards.mark_done(session, account_id=user, card_id=card_id))
+        return _done_card_json(cards.mark_done(session, account_id=user, card_id=card_id))
 
 
 def trash_card(card_id: str, user: str) -> dict[str, Any]:

@@ -61,6 +61,21 @@ class BodyTooLarge(HTTPException):
         self.details = {"limitBytes": limit}
 
 
+class HeadersTooLarge(HTTPException):
+    """The request's headers are over the size the app accepts."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(431, f"The request headers are over {limit} bytes in all.")
+        self.details = {"limitBytes": limit}
+
+
+class AmbiguousCredentials(HTTPException):
+    """More than one Authorization header: which credential counts would be a guess."""
+
+    def __init__(self) -> None:
+        super().__init__(400, "Send one Authorization header; this request has several.")
+
+
 class UnsupportedMediaType(HTTPException):
     """The request body is of a media type no operation takes."""
 
@@ -139,6 +154,19 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         )
     if isinstance(exc, BadRequestProblem):
         return error_response(request_id, 400, "INVALID_INPUT", str(exc.detail or exc.title))
+    if isinstance(exc, AmbiguousCredentials):
+        return error_response(
+            request_id,
+            400,
+            "INVALID_INPUT",
+            exc.detail,
+            details={
+                "fields": [{"location": "header", "field": "Authorization", "message": "must be sent once"}]
+            },
+            headers={"WWW-Authenticate": f'{_BEARER_CHALLENGE}, error="invalid_request"'},
+        )
+    if isinstance(exc, HeadersTooLarge):
+        return error_response(request_id, 431, "HEADERS_TOO_LARGE", exc.detail, details=exc.details)
     if isinstance(exc, BodyTooLarge):
         return error_response(request_id, 413, "CONTENT_TOO_LARGE", exc.detail, details=exc.details)
     if isinstance(exc, HTTPException) and not isinstance(exc, NonConformingResponse):

@@ -1,15 +1,24 @@
-"""ASGI middleware around the Connexion stack: request ids, the app's runtime, body size."""
+"""ASGI middleware around the Connexion stack: request ids, the app's runtime, request guards."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import typing as t
 
+import yaml
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cardvault.handlers import runtime
-from cardvault.handlers.errors import BodyTooLarge, UnsupportedMediaType
+from cardvault.handlers.errors import (
+    AmbiguousCredentials,
+    BodyTooLarge,
+    HeadersTooLarge,
+    InvalidRequest,
+    UnsupportedMediaType,
+)
 
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -67,15 +76,37 @@ class ResponseRequestId:
         await self.app(scope, receive, send_with_id)
 
 
+MAX_HEADER_BYTES = 16 * 1024
+_UI_PREFIX = "/v1/ui/"
+
+
+def _media_type(content_type: bytes) -> tuple[bytes, bytes | None]:
+    """The media type, lowercased (RFC 9110 §8.3.1: it is case-insensitive), and the charset
+    parameter if one is given."""
+    kind, *params = content_type.split(b";")
+    charset = None
+    for param in params:
+        name, _, value = param.partition(b"=")
+        if name.strip().lower() == b"charset":
+            charset = value.strip().strip(b'"').lower()
+    return kind.strip().lower(), charset
+
+
 def _is_json(media_type: bytes) -> bool:
     return media_type == b"application/json" or media_type.endswith(b"+json")
 
 
-class BodyGuard:
-    """Check request bodies before Connexion sees them: a body must be JSON (no operation takes
-    anything else, and Connexion would hand an undeclared one to the handler raw), at most
-    MAX_BODY_BYTES, and a chunked one is buffered and given a Content-Length (Connexion reads a
-    body only when that header says there is one)."""
+class RequestGuard:
+    """Check what every request must be before Connexion sees it:
+    - headers of at most MAX_HEADER_BYTES in all (431), one Authorization header at most (two
+      are ambiguous credentials: 400), not both Content-Length and Transfer-Encoding (400);
+    - no path with a trailing slash (404; the router would redirect to a URL built from the
+      Host header), except the docs UI;
+    - a body must be JSON in UTF-8 (no operation takes anything else, and Connexion would hand
+      an undeclared type to the handler raw), at most MAX_BODY_BYTES; its media type is passed
+      on lowercased, as Connexion matches it case-sensitively;
+    - a chunked body is buffered and given a Content-Length (Connexion reads a body only when
+      that header says there is one)."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -85,22 +116,27 @@ class BodyGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        _check_head(scope)
         headers = dict(scope["headers"])
-        media_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        media_type, charset = _media_type(headers.get(b"content-type", b""))
         declared = headers.get(b"content-length", b"")
         chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
         has_body = chunked or (declared.isdigit() and int(declared) > 0)
         if (has_body or media_type.startswith(b"multipart/")) and not _is_json(media_type):
             raise UnsupportedMediaType()
+        if charset not in (None, b"utf-8", b"utf8"):
+            raise UnsupportedMediaType()
         if declared.isdigit() and int(declared) > self.limit:
             raise BodyTooLarge(self.limit)
+        if b"content-type" in headers:
+            scope["headers"] = _replaced(scope["headers"], b"content-type", media_type)
         if chunked and not declared:
             body = await self._read_all(receive)
-            scope["headers"] = [
-                (k, v)
-                for k, v in scope["headers"]
-                if k.lower() not in (b"transfer-encoding", b"content-length")
-            ] + [(b"content-length", str(len(body)).encode())]
+            scope["headers"] = _replaced(
+                _replaced(scope["headers"], b"transfer-encoding", None),
+                b"content-length",
+                str(len(body)).encode(),
+            )
             replayed = False
 
             async def replay() -> t.MutableMapping[str, t.Any]:
@@ -135,3 +171,49 @@ class BodyGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+def _check_head(scope: Scope) -> None:
+    """Refuse oversized headers, ambiguous credentials or framing, and trailing-slash paths."""
+    if sum(len(name) + len(value) + 4 for name, value in scope["headers"]) > MAX_HEADER_BYTES:
+        raise HeadersTooLarge(MAX_HEADER_BYTES)
+    names = [name.lower() for name, _ in scope["headers"]]
+    if names.count(b"authorization") > 1:
+        raise AmbiguousCredentials()
+    if b"content-length" in names and b"transfer-encoding" in names:
+        # RFC 9112 §6.3: the framing is ambiguous (the stuff of request smuggling); refuse it.
+        raise InvalidRequest("Send Content-Length or Transfer-Encoding, not both.")
+    path = scope["path"]
+    if len(path) > 1 and path.endswith("/") and not path.startswith(_UI_PREFIX):
+        raise HTTPException(404)
+
+
+def _replaced(
+    headers: list[tuple[bytes, bytes]], name: bytes, value: bytes | None
+) -> list[tuple[bytes, bytes]]:
+    """The headers with every ``name`` header removed and, unless value is None, one set to value."""
+    kept = [(k, v) for k, v in headers if k.lower() != name]
+    return kept if value is None else [*kept, (name, value)]
+
+
+class SpecDocument:
+    """Serve the contract as written, $refs and all, at /v1/openapi.json and /v1/openapi.yaml
+    (Connexion would serve it with every $ref inlined, losing the named schemas SDK generators
+    need)."""
+
+    def __init__(self, app: ASGIApp, spec_text: str) -> None:
+        self.app = app
+        self.documents = {
+            "/v1/openapi.json": (b"application/json", json.dumps(yaml.safe_load(spec_text)).encode()),
+            "/v1/openapi.yaml": (b"application/yaml", spec_text.encode()),
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        document = self.documents.get(scope["path"]) if scope["type"] == "http" else None
+        if document is None or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        media_type, body = document
+        headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})

@@ -6,18 +6,24 @@ problem briefly, and take the error code a schema declares with ``x-error-code``
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import typing as t
 from functools import cached_property, lru_cache
 
+import anyio.to_thread
 from connexion.datastructures import MediaTypeDict
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError, validators
+from starlette.datastructures import QueryParams
 
 from cardvault.handlers.errors import InvalidRequest
 
 _MAX_FIELDS = 20
+_MAX_ERRORS = 100  # schema errors collected per request; the first _MAX_FIELDS are reported
+MAX_DEPTH = 32  # JSON nesting levels a body may have
+INLINE_BODY_BYTES = 16 * 1024  # larger bodies are parsed and validated off the event loop
 
 
 @lru_cache(maxsize=256)
@@ -27,13 +33,53 @@ def _ecma_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile(re.sub(r"(?<!\\)\$$", r"\\Z", pattern))
 
 
+def _over_size_bound(schema: t.Any, instance: t.Any) -> bool:
+    """Say whether the instance already breaks the schema's maxLength or maxItems; that error
+    is reported, and the costlier keywords below are not run on an oversized value, so no
+    value costs more than its bound allows."""
+    if isinstance(instance, str):
+        return len(instance) > schema.get("maxLength", len(instance))
+    if isinstance(instance, list):
+        return len(instance) > schema.get("maxItems", len(instance))
+    return False
+
+
 def _pattern(validator: t.Any, pattern: str, instance: t.Any, schema: t.Any) -> t.Iterator[ValidationError]:
-    if isinstance(instance, str) and not _ecma_pattern(pattern).search(instance):
+    checked = isinstance(instance, str) and not _over_size_bound(schema, instance)
+    if checked and not _ecma_pattern(pattern).search(instance):
         yield ValidationError(f"does not match {pattern!r}")
 
 
+def _canonical(value: t.Any) -> t.Hashable:
+    """A hashable form equal for JSON-equal values (1 == 1.0, key order ignored, true != 1)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _canonical(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
+
+
+def _unique_items(
+    validator: t.Any, unique: bool, instance: t.Any, schema: t.Any
+) -> t.Iterator[ValidationError]:
+    # jsonschema compares unsortable items pairwise (quadratic); hashing is linear.
+    checked = unique and isinstance(instance, list) and not _over_size_bound(schema, instance)
+    if checked and len({_canonical(item) for item in instance}) != len(instance):
+        yield ValidationError("has non-unique elements")
+
+
 def _strict(base: t.Any) -> t.Any:
-    return validators.extend(base, {"pattern": _pattern})
+    check_items = base.VALIDATORS["items"]
+
+    def items(validator: t.Any, items: t.Any, instance: t.Any, schema: t.Any) -> t.Iterator[ValidationError]:
+        if not _over_size_bound(schema, instance):
+            yield from check_items(validator, items, instance, schema)
+
+    return validators.extend(base, {"pattern": _pattern, "uniqueItems": _unique_items, "items": items})
 
 
 StrictDraft4Validator = _strict(Draft4Validator)
@@ -104,18 +150,30 @@ def _raise_for(errors: list[ValidationError], location: str, prefix: str = "") -
     raise InvalidRequest(f"The request {location} is invalid: {summary}.", details={"fields": fields})
 
 
-def _has_lone_surrogate(value: t.Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
+def _is_utf8_encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
         return False
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
+    return True
+
+
+def _check_structure(body: t.Any) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH or holding an unpaired surrogate escape, in one
+    pass without recursion (no schema of ours goes beyond a few levels)."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.")
+        if isinstance(value, str):
+            if not _is_utf8_encodable(value):
+                raise InvalidRequest("The request body holds an unpaired UTF-16 surrogate escape.")
+        elif isinstance(value, dict):
+            stack.extend((key, depth) for key in value)
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
 
 
 def _reject_constant(name: str) -> t.NoReturn:
@@ -123,7 +181,10 @@ def _reject_constant(name: str) -> t.NoReturn:
 
 
 class JSONBodyValidator(JSONRequestBodyValidator):
-    """JSON bodies: strict UTF-8, strict JSON, every schema problem listed."""
+    """JSON bodies: strict UTF-8, strict JSON, bounded depth, every schema problem listed.
+
+    Parsing and validation cost time linear in the body (at most 4 MiB); a body over
+    INLINE_BODY_BYTES is checked in a worker thread so the event loop keeps serving."""
 
     @cached_property
     def _validator(self) -> t.Any:  # type: ignore[override]
@@ -132,28 +193,60 @@ class JSONBodyValidator(JSONRequestBodyValidator):
 
     async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: t.Any) -> t.Any:
         raw = b"".join([chunk async for chunk in stream])
+        if len(raw) > INLINE_BODY_BYTES:
+            return await anyio.to_thread.run_sync(self._check, raw)
+        return self._check(raw)
+
+    def _check(self, raw: bytes) -> t.Any:
+        """Parse and validate the body; return it, or None when it is empty."""
         if not raw:
             return None
         try:
-            text = raw.decode("utf-8")
-            body = json.loads(text, parse_constant=_reject_constant)
+            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except UnicodeDecodeError:
             raise InvalidRequest("The request body is not valid UTF-8.") from None
         except RecursionError:
-            raise InvalidRequest("The request body is nested too deeply.") from None
+            raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.") from None
         except ValueError as exc:
             raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from None
-        if _has_lone_surrogate(body):
-            raise InvalidRequest("The request body holds an unpaired UTF-16 surrogate escape.")
+        _check_structure(body)
+        errors = list(itertools.islice(self._validator.iter_errors(body), _MAX_ERRORS))
+        if errors:
+            _raise_for(errors, "body")
         return body
 
     def _validate(self, body: t.Any) -> dict[str, t.Any] | None:
+        # A non-empty body was validated while parsing (_check); only emptiness is left.
         if body is None and not self._nullable:
             raise InvalidRequest("The request body must not be empty: send a JSON object.")
-        errors = list(self._validator.iter_errors(body))
-        if errors:
-            _raise_for(errors, "body")
         return None
+
+
+# How a query value of each type must be written: the JSON forms, in ASCII (Python's int() and
+# float() would also take "1_0", " 5", "+5" and non-ASCII digits).
+_QUERY_FORMS = {
+    "integer": (re.compile(r"-?(?:0|[1-9][0-9]*)"), "must be an integer written in ASCII digits"),
+    "number": (
+        re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"),
+        "must be a number written in ASCII digits",
+    ),
+    "boolean": (re.compile(r"true|false"), "must be true or false"),
+}
+
+
+def _query_form_errors(params: list[dict[str, t.Any]], query_string: bytes) -> list[dict[str, str]]:
+    """Problems with how the query is written: a parameter given more than once (none of ours
+    is an array), or a number or boolean not in its JSON form."""
+    raw = QueryParams(query_string.decode("latin-1"))
+    errors = []
+    for param in params:
+        name, kind = param["name"], param.get("schema", {}).get("type")
+        values = raw.getlist(name)
+        if len(values) > 1 and kind != "array":
+            errors.append({"location": "query", "field": name, "message": "must be given at most once"})
+        elif values and kind in _QUERY_FORMS and not _QUERY_FORMS[kind][0].fullmatch(values[0]):
+            errors.append({"location": "query", "field": name, "message": _QUERY_FORMS[kind][1]})
+    return errors
 
 
 class FieldParameterValidator(ParameterValidator):
@@ -171,15 +264,19 @@ class FieldParameterValidator(ParameterValidator):
                     "Unknown query parameter: " + ", ".join(sorted(extra)) + ".",
                     details={"fields": fields},
                 )
+        query = self.parameters.get("query", [])
+        errors = _query_form_errors(query, request.scope.get("query_string", b""))
+        malformed = {error["field"] for error in errors}
         sources = {
             "query": request.query_params,
             "path": request.path_params,
             "header": request.headers,
         }
-        errors: list[dict[str, str]] = []
         for location, values in sources.items():
             for param in self.parameters.get(location, []):
                 name = param["name"]
+                if location == "query" and name in malformed:
+                    continue
                 value = values.get(name if location != "path" else name.replace("-", "_"))
                 if value is None:
                     if param.get("required"):
@@ -192,7 +289,7 @@ class FieldParameterValidator(ParameterValidator):
         if errors:
             summary = "; ".join(f"{f['field']} {f['message']}" for f in errors[:3])
             raise InvalidRequest(
-                f"The request parameters are invalid: {summary}.", details={"fields": errors}
+                f"The request parameters are invalid: {summary}.", details={"fields": errors[:_MAX_FIELDS]}
             )
 
 

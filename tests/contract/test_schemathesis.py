@@ -3,80 +3,30 @@ check and every phase (examples, coverage, fuzzing, stateful through the spec's 
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import fresh_postgres_database
+from tests.contract.servers import BIN, running_server, server_env
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _cli(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [str(BIN / "cardvault"), *args], env=env, capture_output=True, text=True, check=True
-    )
-    return result.stdout.strip()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """Start `cardvault serve` and return its base URL and an API key."""
-    env = {
-        **os.environ,
-        "CARDVAULT_DATA_DIR": str(tmp_path),
-        "CARDVAULT_VALIDATE_RESPONSES": "true",
-        "CARDVAULT_DATABASE_URL": "",
-    }
-    workers = "1"
     if request.param == "postgresql":
-        env["CARDVAULT_DATABASE_URL"] = fresh_postgres_database(
-            "cardvault_contract", "PostgreSQL contract tier"
-        )
-        workers = "2"  # production shape: several API processes on one database
-    _cli(env, "migrate")
-    _cli(env, "accounts", "create", "contract")
-    key = _cli(env, "keys", "create", "contract")
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [str(BIN / "cardvault"), "serve", "--port", str(port), "--workers", workers],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("the server did not start:\n" + (tmp_path / "server.log").read_text())
-            time.sleep(0.2)
-        yield base, key
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+        url = fresh_postgres_database("cardvault_contract", "PostgreSQL contract tier")
+        # production shape: several API processes on one database
+        with running_server(server_env(tmp_path, url), tmp_path, workers=2) as started:
+            yield started
+    else:
+        with running_server(server_env(tmp_path), tmp_path) as started:
+            yield started
 
 
 def test_the_server_honours_its_contract(server: tuple[str, str], tmp_path: Path) -> None:

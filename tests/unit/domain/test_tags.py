@@ -58,3 +58,34 @@ def test_the_spec_pattern_accepts_exactly_the_tags_the_domain_accepts(raw: str) 
     except InvalidTag:
         valid = False
     assert (TAG_PATTERN.fullmatch(raw) is not None and 1 <= len(raw) <= TAG_SCHEMA["maxLength"]) == valid
+
+
+@pytest.mark.parametrize("raw", ["\u200b", "\ufeffwork", "work\u200e", " \u2060 "])
+def test_refuses_a_tag_that_begins_or_ends_invisibly(raw: str) -> None:
+    with pytest.raises(InvalidTag):
+        clean_tag(raw)
+
+
+def test_a_joiner_inside_a_tag_is_kept() -> None:
+    assert clean_tag("👩\u200d💻") == "👩\u200d💻"
+
+
+def _accepted(raw: str) -> tuple[bool, bool]:
+    try:
+        clean_tag(raw)
+        by_domain = True
+    except InvalidTag:
+        by_domain = False
+    return by_domain, TAG_PATTERN.fullmatch(raw) is not None
+
+
+def test_the_spec_pattern_and_the_domain_agree_on_every_character_at_every_place() -> None:
+    disagreements = []
+    # Every BMP character (where the rules name characters), and a sample of the other planes.
+    for code in [*range(0xD800), *range(0xE000, 0x10000), *range(0x10000, 0x110000, 97)]:
+        c = chr(code)
+        for raw in (c, f"a{c}", f"{c}a", f"a{c}a"):
+            by_domain, by_spec = _accepted(raw)
+            if by_domain != by_spec:
+                disagreements.append((hex(code), raw, by_domain, by_spec))
+    assert disagreements == []

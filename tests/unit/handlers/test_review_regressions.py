@@ -153,10 +153,3 @@ def test_done_on_a_card_in_trash_is_409_whatever_its_type(api: Api) -> None:
     card = api.create(content="plain text")
     api.post(f"/v1/cards/{card['id']}/trash")
     assert_error(api.post(f"/v1/cards/{card['id']}/done"), 409, "CARD_IN_TRASH")
-
-
-def test_a_cursor_of_a_deleted_folder_is_refused_clearly(api: Api) -> None:
-    ids = [api.post("/v1/folders", json={"name": f"f{i}"}).json()["id"] for i in range(2)]
-    cursor = api.get("/v1/folders", params={"limit": 1}).json()["pageInfo"]["nextCursor"]
-    api.request("DELETE", f"/v1/folders/{ids[0]}")
-    assert_error(api.get("/v1/folders", params={"cursor": cursor}), 400, "INVALID_CURSOR")

@@ -1,0 +1,127 @@
+"""The HTTP edge as a client meets it over a socket: what the app answers (always the JSON
+error body) and what the HTTP server refuses before the app sees the request."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.contract.servers import running_server, server_env
+
+ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """`cardvault serve --port P` on the embedded default, CARDVAULT_PUBLIC_URL unset."""
+    tmp_path = tmp_path_factory.mktemp("http-server")
+    with running_server(server_env(tmp_path), tmp_path) as started:
+        yield started
+
+
+def raw_request(base: str, head: bytes, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    """Send bytes as they are and read the whole answer (the server closes the connection)."""
+    address = urlsplit(base)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+        sock.sendall(head + b"\r\n" + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head_part, _, payload = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head_part.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+    return int(status_line.split()[1]), headers, payload
+
+
+def get_head(path: str, key: str, *extra: str) -> bytes:
+    lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {key}", *extra]
+    return ("\r\n".join(lines) + "\r\nConnection: close\r\n").encode()
+
+
+def assert_json_error(status: int, headers: dict[str, str], payload: bytes, expected: int, code: str) -> None:
+    assert status == expected, payload
+    assert headers["content-type"] == "application/json"
+    body = json.loads(payload)
+    assert set(body) == ERROR_KEYS and body["code"] == code
+    assert body["requestId"] == headers["x-request-id"]
+
+
+def test_app_urls_name_the_port_served_when_no_public_url_is_set(server: tuple[str, str]) -> None:
+    base, key = server
+    response = httpx.post(f"{base}/cards", json={"content": "x"}, headers={"Authorization": f"Bearer {key}"})
+    port = urlsplit(base).port
+    assert response.json()["appUrl"].startswith(f"http://127.0.0.1:{port}/cards/")
+
+
+def test_a_trailing_slash_is_a_json_404_never_a_redirect_built_from_host(server: tuple[str, str]) -> None:
+    base, key = server
+    head = get_head("/v1/cards/?limit=1", key).replace(b"Host: 127.0.0.1", b"Host: evil.example")
+    status, headers, payload = raw_request(base, head)
+    assert "location" not in headers
+    assert_json_error(status, headers, payload, 404, "NOT_FOUND")
+
+
+def test_headers_over_16_kib_get_431_with_the_error_body(server: tuple[str, str]) -> None:
+    base, key = server
+    status, headers, payload = raw_request(base, get_head("/v1/cards", key, "X-Pad: " + "a" * 20_000))
+    assert_json_error(status, headers, payload, 431, "HEADERS_TOO_LARGE")
+
+
+def test_a_32_mib_header_is_refused_by_the_http_server_before_it_is_buffered(
+    server: tuple[str, str],
+) -> None:
+    base, key = server
+    try:
+        status, _, _ = raw_request(base, get_head("/v1/cards", key, "X-Pad: " + "a" * 32 * 1024 * 1024))
+    except (ConnectionResetError, BrokenPipeError):
+        return  # refused and closed while we were still sending
+    assert status == 400
+
+
+def test_an_unknown_method_reaches_the_app_and_gets_405(server: tuple[str, str]) -> None:
+    base, key = server
+    head = get_head("/v1/cards", key).replace(b"GET ", b"BREW ", 1)
+    status, headers, payload = raw_request(base, head)
+    assert_json_error(status, headers, payload, 405, "METHOD_NOT_ALLOWED")
+    assert headers["allow"] == "GET, POST"
+
+
+def test_a_100000_character_query_gets_the_json_400(server: tuple[str, str]) -> None:
+    base, key = server
+    status, headers, payload = raw_request(base, get_head("/v1/cards?q=" + "a" * 100_000, key))
+    assert_json_error(status, headers, payload, 400, "INVALID_INPUT")
+
+
+def test_two_authorization_headers_are_refused(server: tuple[str, str]) -> None:
+    base, key = server
+    status, headers, payload = raw_request(base, get_head("/v1/cards", key, "Authorization: Bearer cvk_bad"))
+    assert_json_error(status, headers, payload, 400, "INVALID_INPUT")
+    assert 'error="invalid_request"' in headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("bad_line", ["X-Bad: a\x00b", "X-Bad: a\rb", "X-Bad: a\nb"])
+def test_requests_http_forbids_are_refused_by_the_http_server(server: tuple[str, str], bad_line: str) -> None:
+    base, key = server
+    status, _, _ = raw_request(base, get_head("/v1/cards", key, bad_line))
+    assert status == 400
+
+
+def test_content_length_beside_chunked_is_refused_by_the_app(server: tuple[str, str]) -> None:
+    base, key = server
+    head = get_head("/v1/cards", key, "Content-Length: 5", "Transfer-Encoding: chunked")
+    status, headers, payload = raw_request(base, head, b"0\r\n\r\n")
+    assert_json_error(status, headers, payload, 400, "INVALID_INPUT")
+
+
+def test_the_spec_is_served_as_written(server: tuple[str, str]) -> None:
+    base, _ = server
+    served = httpx.get(f"{base}/openapi.json").json()
+    written = Path(__file__).resolve().parents[2] / "openapi" / "cardvault.yaml"
+    assert json.dumps(served).count('"$ref"') == written.read_text().count("$ref") > 100
+    assert httpx.get(f"{base}/openapi.yaml").text == written.read_text()
