@@ -14,6 +14,7 @@ from cardvault.domain import search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, TypeMismatch, UploadNotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, Folder, FolderCard, get_owned
@@ -79,6 +80,8 @@ def add_card(
     card_type = card_type or infer_card_type(content, url)
     if card_type == "link" and url is None:
         url = url_in(content)
+    if clean:
+        lock_tags(session, account_id=account_id)  # a running tag batch sees no card gain a tag
     now = now_ms()
     card = Card(
         id=new_id("crd"),
@@ -125,6 +128,8 @@ def update_card(
     if content is not None:
         check_content_size(content)
     clean = clean_tags(tags) if tags is not None else None
+    if clean is not None:
+        lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = (card.content, card.notes, card.url, card.tags)
     if content is not None:

@@ -1,7 +1,14 @@
-"""Engines, transactions and migrations for SQLite (embedded) and PostgreSQL (production)."""
+"""Engines, transactions and migrations for SQLite (embedded) and PostgreSQL (production).
+
+Lock order (PostgreSQL; SQLite runs one writer at a time): a writer takes locks top-down, never
+back up: an operation or folder row; then the account's tag lock (``lock_tags``); then cards,
+several only in ascending pk (``ORDER BY pk FOR UPDATE``); then child rows (card_tags,
+folder_cards, card_search) only of cards it holds. Every wait then points down the same order,
+so no two transactions can wait for each other (a deadlock)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +22,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = str(Path(__file__).resolve().parent / "migrations")
 _MIGRATION_LOCK = 4_275_001  # pg_advisory_lock key: one migrator at a time across processes
+_TAG_LOCKS = 4_275_002  # first pg_advisory_xact_lock key of the accounts' tag locks
+_TAG_LOCK_SQL = {
+    False: text("SELECT pg_advisory_xact_lock_shared(CAST(:space AS integer), CAST(:key AS integer))"),
+    True: text("SELECT pg_advisory_xact_lock(CAST(:space AS integer), CAST(:key AS integer))"),
+}
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -50,6 +62,14 @@ def make_engine(database_url: str) -> Engine:
         _configure_sqlite(engine)
         return engine
     return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+
+
+def lock_tags(session: Session, *, account_id: str, exclusive: bool = False) -> None:
+    """Hold the account's tag lock until the transaction ends: shared to give cards tags,
+    exclusive to run a tag operation's batch, so no card gains a tag between its statements."""
+    if session.get_bind().dialect.name == "postgresql":
+        key = int.from_bytes(hashlib.sha256(account_id.encode()).digest()[:4], "big", signed=True)
+        session.execute(_TAG_LOCK_SQL[exclusive], {"space": _TAG_LOCKS, "key": key})
 
 
 class Database:

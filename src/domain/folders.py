@@ -94,7 +94,17 @@ def update_folder(
 
 def delete_folder(session: Session, *, account_id: str, folder_id: str) -> None:
     """Delete a folder; its cards are kept."""
-    session.delete(get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True))
+    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    # Lock its cards in pk order before the cascade deletes their folder rows (the lock order in
+    # cardvault.domain.db), as the Trash purge does from the cards' side.
+    session.execute(
+        select(Card.pk)
+        .join(FolderCard, FolderCard.card_pk == Card.pk)
+        .where(FolderCard.folder_id == folder.id)
+        .order_by(Card.pk)
+        .with_for_update(of=Card)
+    )
+    session.delete(folder)
 
 
 def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagOperation, get_owned
@@ -115,6 +116,9 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
     if operation is None or operation.status != "running":
         return False
     account, from_key, cursor = operation.account_id, operation.from_key, operation.cursor_pk
+    # No card of the account gains a tag until the batch commits (tag writers share this lock),
+    # so every statement below sees the same cards carrying it, all of them locked by the batch.
+    lock_tags(session, account_id=account, exclusive=True)
     upcoming = (
         select(CardTag.card_pk)
         .distinct()
@@ -140,10 +144,17 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
     recase = operation.kind != "delete" and to_key == from_key
     batch = (*carrying(from_key), CardTag.name != to_name) if recase else carrying(from_key)
     now = now_ms()
-    # Updating the cards first also locks them, as single-card writers lock theirs first.
+    # Lock the batch's cards in pk order before touching them or their tags (the lock order in
+    # cardvault.domain.db): the update changes exactly the rows its ordered subquery locked.
+    locked = (
+        select(Card.pk)
+        .where(Card.pk > cursor, Card.pk <= last, Card.pk.in_(select(CardTag.card_pk).where(*batch)))
+        .order_by(Card.pk)
+        .with_for_update()
+    )
     changed = session.execute(
         update(Card)
-        .where(Card.pk.in_(select(CardTag.card_pk).where(*batch)))
+        .where(Card.pk.in_(locked.scalar_subquery()))
         .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
         .execution_options(synchronize_session=False)
     ).rowcount

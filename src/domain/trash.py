@@ -51,26 +51,28 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     session.delete(card)
 
 
-def _delete_locked(session: Session, condition: ColumnElement[bool], limit: int) -> int:
-    """Lock up to ``limit`` matching cards in pk order (as every other multi-card writer does,
-    so no deadlock) and delete them; return how many."""
+def _delete_locked(session: Session, condition: ColumnElement[bool], limit: int) -> list[int]:
+    """Lock up to ``limit`` matching cards in pk order (the lock order in cardvault.domain.db)
+    and delete them; return their pks."""
     pks = list(
         session.scalars(select(Card.pk).where(condition).order_by(Card.pk).limit(limit).with_for_update())
     )
     if pks:
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
-    return len(pks)
+    return pks
 
 
 def empty_trash(session: Session, *, account_id: str) -> int:
     """Delete every card of the account's Trash; return how many."""
     in_trash = (Card.account_id == account_id) & Card.deleted_at.is_not(None)
-    deleted = 0
-    while batch := _delete_locked(session, in_trash, PURGE_BATCH):
-        deleted += batch
+    deleted = after = 0
+    # Each batch starts after the last one, so the whole transaction locks in ascending pk; a card
+    # moved to Trash meanwhile behind it stays for the next time.
+    while pks := _delete_locked(session, in_trash & (Card.pk > after), PURGE_BATCH):
+        deleted, after = deleted + len(pks), pks[-1]
     return deleted
 
 
 def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
     """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
-    return _delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit)
+    return len(_delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit))
