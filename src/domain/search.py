@@ -21,6 +21,8 @@ def _combining_marks() -> dict[int, None]:
 
 # str.translate is linear and fast; a regular expression over the ~2,400 marks costs 1.4 s per MiB.
 _MARKS = _combining_marks()
+# U+0345 COMBINING GREEK YPOGEGRAMMENI case-folds to the letter iota, so it stays until folded.
+_MARKS_BEFORE_FOLDING = {c: None for c in _MARKS if c != 0x345}
 _WORD = re.compile(r"[^\W_]+")
 MAX_WORD_LENGTH = 100  # longer runs (hashes, base64 blobs) are indexed by their first 100 characters
 MAX_QUERY_WORDS = 16
@@ -30,7 +32,11 @@ _INDEX_BUDGET = 900_000  # bytes of tsvector entries; PostgreSQL caps one tsvect
 def split_words(value: str) -> list[str]:
     """Split text into folded words (runs of letters and digits), so that matching ignores
     case and accents: case-folded, decomposed, combining marks removed."""
-    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", value).casefold()).translate(_MARKS)
+    # Marks already in the text go first: NFD puts each run of marks in canonical order with an
+    # insertion sort, quadratic in the run, and a run can be the whole text. Decomposing what is
+    # left yields only the few marks of each precomposed character.
+    unmarked = value.translate(_MARKS_BEFORE_FOLDING)
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", unmarked).casefold()).translate(_MARKS)
     return _WORD.findall(unicodedata.normalize("NFC", folded))
 
 

@@ -77,6 +77,7 @@ class ResponseRequestId:
 
 
 MAX_HEADER_BYTES = 16 * 1024
+MAX_QUERY_PARAMETERS = 32  # no operation declares more than 12
 _UI_PREFIX = "/v1/ui/"
 
 
@@ -100,6 +101,7 @@ class RequestGuard:
     """Check what every request must be before Connexion sees it:
     - headers of at most MAX_HEADER_BYTES in all (431), one Authorization header at most (two
       are ambiguous credentials: 400), not both Content-Length and Transfer-Encoding (400);
+    - at most MAX_QUERY_PARAMETERS query parameters (400);
     - no path with a trailing slash (404; the router would redirect to a URL built from the
       Host header), except the docs UI;
     - a body must be JSON in UTF-8 (no operation takes anything else, and Connexion would hand
@@ -174,7 +176,8 @@ class RequestGuard:
 
 
 def _check_head(scope: Scope) -> None:
-    """Refuse oversized headers, ambiguous credentials or framing, and trailing-slash paths."""
+    """Refuse oversized headers, ambiguous credentials or framing, too many query parameters,
+    and trailing-slash paths."""
     if sum(len(name) + len(value) + 4 for name, value in scope["headers"]) > MAX_HEADER_BYTES:
         raise HeadersTooLarge(MAX_HEADER_BYTES)
     names = [name.lower() for name, _ in scope["headers"]]
@@ -183,6 +186,9 @@ def _check_head(scope: Scope) -> None:
     if b"content-length" in names and b"transfer-encoding" in names:
         # RFC 9112 §6.3: the framing is ambiguous (the stuff of request smuggling); refuse it.
         raise InvalidRequest("Send Content-Length or Transfer-Encoding, not both.")
+    if scope.get("query_string", b"").count(b"&") >= MAX_QUERY_PARAMETERS:
+        # Connexion gathers each name's values with a scan of the whole query: quadratic.
+        raise InvalidRequest(f"A request takes at most {MAX_QUERY_PARAMETERS} query parameters.")
     path = scope["path"]
     if len(path) > 1 and path.endswith("/") and not path.startswith(_UI_PREFIX):
         raise HTTPException(404)

@@ -1,8 +1,11 @@
 """How text becomes search words, and which query words take part in matching."""
 
+import re
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cardvault.domain.search import query_words, split_words
 
@@ -31,3 +34,21 @@ def test_every_combining_mark_is_folded_away() -> None:
     marks = [chr(c) for c in range(0x300, 0x110000) if unicodedata.category(chr(c)).startswith("M")]
     marks.remove("\u0345")
     assert split_words("a" + "".join(marks) + "b É") == ["ab", "e"]
+
+
+def _words_by_the_book(value: str) -> list[str]:
+    """The folding rule written plainly (quadratic on long runs of marks)."""
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFD", value).casefold())
+    kept = "".join(c for c in decomposed if not unicodedata.category(c).startswith("M"))
+    return re.findall(r"[^\W_]+", unicodedata.normalize("NFC", kept))
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40))
+def test_folding_matches_the_rule_as_written(value: str) -> None:
+    assert split_words(value) == _words_by_the_book(value)
+
+
+def test_a_long_run_of_marks_in_any_order_folds_to_nothing() -> None:
+    marks = "".join(chr(0x300 + (i * 37) % 0x45) for i in range(200_000))  # U+0300..U+0344
+    assert split_words("a" + marks + "b") == ["ab"]

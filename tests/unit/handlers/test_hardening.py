@@ -188,3 +188,9 @@ class TestDoneFieldsBelongToMarkDone:
         for action in ("archive", "unarchive", "trash", "restore"):
             body = api.post(f"/v1/cards/{card['id']}/{action}").json()
             assert "isDeleted" in body and not DONE_FIELDS & set(body), action
+
+
+def test_more_than_32_query_parameters_are_refused_before_they_are_parsed(api: Api) -> None:
+    query = "&".join(f"x{i}=1" for i in range(1_000))
+    body = assert_error(api.get(f"/v1/cards?{query}"), 400, "INVALID_INPUT")
+    assert "at most 32 query parameters" in body["error"]
