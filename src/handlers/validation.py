@@ -6,6 +6,7 @@ problem briefly, and take the error code a schema declares with ``x-error-code``
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import re
@@ -118,8 +119,10 @@ def field_errors(
     for error in errors:
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = set(error.schema.get("properties", {}))
-            for name in sorted(set(error.instance) - known):
+            known = error.schema.get("properties", {})
+            # Only the first few are reported: pick them without sorting 100,000 names.
+            unknown = heapq.nsmallest(_MAX_FIELDS, (name for name in error.instance if name not in known))
+            for name in unknown:
                 fields.append(
                     {
                         "location": location,
@@ -151,6 +154,8 @@ def _raise_for(errors: list[ValidationError], location: str, prefix: str = "") -
 
 
 def _is_utf8_encodable(value: str) -> bool:
+    if value.isascii():  # a flag of the string: no scan
+        return True
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -158,19 +163,28 @@ def _is_utf8_encodable(value: str) -> bool:
     return True
 
 
-def _check_structure(body: t.Any) -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH or holding an unpaired surrogate escape, in one
-    pass without recursion (no schema of ours goes beyond a few levels)."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _check_structure(raw: bytes, body: t.Any) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH or holding an unpaired surrogate escape, without
+    recursion, walking the body only when its text says it might (no schema of ours goes
+    beyond a few levels, and surrogates can only come from \\uD800-\\uDFFF escapes)."""
+    might_be_deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    might_have_surrogates = _SURROGATE_ESCAPE.search(raw) is not None
+    if not (might_be_deep or might_have_surrogates):
+        return
     stack = [(body, 1)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.")
         if isinstance(value, str):
-            if not _is_utf8_encodable(value):
+            if might_have_surrogates and not _is_utf8_encodable(value):
                 raise InvalidRequest("The request body holds an unpaired UTF-16 surrogate escape.")
         elif isinstance(value, dict):
-            stack.extend((key, depth) for key in value)
+            if might_have_surrogates:
+                stack.extend((key, depth) for key in value)
             stack.extend((item, depth + 1) for item in value.values())
         elif isinstance(value, list):
             stack.extend((item, depth + 1) for item in value)
@@ -209,7 +223,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
             raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.") from None
         except ValueError as exc:
             raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from None
-        _check_structure(body)
+        _check_structure(raw, body)
         errors = list(itertools.islice(self._validator.iter_errors(body), _MAX_ERRORS))
         if errors:
             _raise_for(errors, "body")
