@@ -100,11 +100,11 @@ def _is_json(media_type: bytes) -> bool:
 class RequestGuard:
     """Check what every request must be before Connexion sees it:
     - headers of at most MAX_HEADER_BYTES in all (431), one Authorization header at most (two
-      are ambiguous credentials: 400), not both Content-Length and Transfer-Encoding (400);
+      are ambiguous credentials: 400), one Content-Length and not beside Transfer-Encoding (400);
     - at most MAX_QUERY_PARAMETERS query parameters (400);
     - no path with a trailing slash (404; the router would redirect to a URL built from the
       Host header), except the docs UI;
-    - a body must be JSON in UTF-8 (no operation takes anything else, and Connexion would hand
+    - a body must be JSON in UTF-8, not compressed (no operation takes anything else, and Connexion would hand
       an undeclared type to the handler raw), at most MAX_BODY_BYTES; its media type is passed
       on lowercased, as Connexion matches it case-sensitively;
     - a chunked body is buffered and given a Content-Length (Connexion reads a body only when
@@ -128,6 +128,8 @@ class RequestGuard:
             raise UnsupportedMediaType()
         if charset not in (None, b"utf-8", b"utf8"):
             raise UnsupportedMediaType()
+        if headers.get(b"content-encoding", b"identity").strip().lower() != b"identity":
+            raise UnsupportedMediaType()  # no operation takes a compressed body
         if declared.isdigit() and int(declared) > self.limit:
             raise BodyTooLarge(self.limit)
         if b"content-type" in headers:
@@ -183,6 +185,8 @@ def _check_head(scope: Scope) -> None:
     names = [name.lower() for name, _ in scope["headers"]]
     if names.count(b"authorization") > 1:
         raise AmbiguousCredentials()
+    if names.count(b"content-length") > 1:
+        raise InvalidRequest("Send one Content-Length header.")
     if b"content-length" in names and b"transfer-encoding" in names:
         # RFC 9112 §6.3: the framing is ambiguous (the stuff of request smuggling); refuse it.
         raise InvalidRequest("Send Content-Length or Transfer-Encoding, not both.")

@@ -138,17 +138,24 @@ def field_errors(
     return fields[:_MAX_FIELDS]
 
 
+def _error_codes(errors: list[ValidationError]) -> set[str | None]:
+    return {error.schema.get("x-error-code") for error in errors if isinstance(error.schema, dict)}
+
+
+def _raise_invalid_tag(errors: list[ValidationError], fields: list[dict[str, str]]) -> t.NoReturn:
+    bad = next((e.instance for e in errors if isinstance(e.instance, str)), "")
+    raise InvalidRequest(
+        f"Tag {bad[:80]!r} is invalid: a tag is 1 to 64 characters after trimming, without "
+        "control characters, visible at both ends.",
+        code="INVALID_TAG",
+        details={"tag": bad, "fields": fields},
+    )
+
+
 def _raise_for(errors: list[ValidationError], location: str, prefix: str = "") -> None:
-    codes = {error.schema.get("x-error-code") for error in errors if isinstance(error.schema, dict)}
     fields = field_errors(errors, location, prefix)
-    if codes == {"INVALID_TAG"}:
-        bad = next((e.instance for e in errors if isinstance(e.instance, str)), "")
-        raise InvalidRequest(
-            f"Tag {bad[:80]!r} is invalid: a tag is 1 to 64 characters after trimming, "
-            "without control characters.",
-            code="INVALID_TAG",
-            details={"tag": bad, "fields": fields},
-        )
+    if _error_codes(errors) == {"INVALID_TAG"}:
+        _raise_invalid_tag(errors, fields)
     summary = "; ".join(f"{f['field'] or location} {f['message']}" for f in fields[:3])
     raise InvalidRequest(f"The request {location} is invalid: {summary}.", details={"fields": fields})
 
@@ -190,6 +197,15 @@ def _check_structure(raw: bytes, body: t.Any) -> None:
             stack.extend((item, depth + 1) for item in value)
 
 
+def _object(pairs: list[tuple[str, t.Any]]) -> dict[str, t.Any]:
+    """A JSON object whose names are unique: with a repeated name, which value counts would
+    depend on the parser (RFC 8259 §4), so the body is refused."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise InvalidRequest("The request body repeats a name in an object.")
+    return found
+
+
 def _reject_constant(name: str) -> t.NoReturn:
     raise ValueError(f"{name} is not JSON")
 
@@ -216,7 +232,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
         if not raw:
             return None
         try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_object)
         except UnicodeDecodeError:
             raise InvalidRequest("The request body is not valid UTF-8.") from None
         except RecursionError:
@@ -281,6 +297,7 @@ class FieldParameterValidator(ParameterValidator):
         query = self.parameters.get("query", [])
         errors = _query_form_errors(query, request.scope.get("query_string", b""))
         malformed = {error["field"] for error in errors}
+        schema_errors: list[ValidationError] = []
         sources = {
             "query": request.query_params,
             "path": request.path_params,
@@ -296,10 +313,19 @@ class FieldParameterValidator(ParameterValidator):
                     if param.get("required"):
                         errors.append({"location": location, "field": name, "message": "is required"})
                     continue
-                problems = StrictDraft4Validator(
-                    param.get("schema", {}), format_checker=Draft4Validator.FORMAT_CHECKER
-                ).iter_errors(value)
+                problems = list(
+                    StrictDraft4Validator(
+                        param.get("schema", {}), format_checker=Draft4Validator.FORMAT_CHECKER
+                    ).iter_errors(value)
+                )
+                schema_errors.extend(problems)
                 errors.extend(field_errors(problems, location, prefix=name))
+        if (
+            schema_errors
+            and len(errors) == len(schema_errors)
+            and _error_codes(schema_errors) == {"INVALID_TAG"}
+        ):
+            _raise_invalid_tag(schema_errors, errors)  # a bad `tag` filter, like a bad tag in a body
         if errors:
             summary = "; ".join(f"{f['field']} {f['message']}" for f in errors[:3])
             raise InvalidRequest(

@@ -194,3 +194,27 @@ def test_more_than_32_query_parameters_are_refused_before_they_are_parsed(api: A
     query = "&".join(f"x{i}=1" for i in range(1_000))
     body = assert_error(api.get(f"/v1/cards?{query}"), 400, "INVALID_INPUT")
     assert "at most 32 query parameters" in body["error"]
+
+
+def test_a_repeated_name_in_a_json_object_is_refused(api: Api) -> None:
+    raw = b'{"content": "first", "content": "second"}'
+    response = api.post("/v1/cards", content=raw, headers={"Content-Type": "application/json"})
+    assert "repeats a name" in assert_error(response, 400, "INVALID_INPUT")["error"]
+    assert api.get("/v1/cards").json()["total"] == 0
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate"])
+def test_a_compressed_body_is_415(api: Api, encoding: str) -> None:
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    assert_error(
+        api.post("/v1/cards", content=b'{"content": "x"}', headers=headers), 415, "UNSUPPORTED_MEDIA_TYPE"
+    )
+    assert api.get("/v1/cards").json()["total"] == 0
+
+
+def test_two_content_lengths_are_refused(api: Api) -> None:
+    headers = [*api.headers.items(), ("Content-Type", "application/json"), ("Content-Length", "16")]
+    response = api.client.post(
+        "/v1/cards", content=b'{"content": "x"}', headers=[*headers, ("Content-Length", "16")]
+    )
+    assert_error(response, 400, "INVALID_INPUT")
