@@ -104,9 +104,9 @@ class RequestGuard:
     - at most MAX_QUERY_PARAMETERS query parameters (400);
     - no path with a trailing slash (404; the router would redirect to a URL built from the
       Host header), except the docs UI;
-    - a body must be JSON in UTF-8, not compressed (no operation takes anything else, and Connexion would hand
-      an undeclared type to the handler raw), at most MAX_BODY_BYTES; its media type is passed
-      on lowercased, as Connexion matches it case-sensitively;
+    - a body must be JSON in UTF-8, not compressed (no operation takes anything else, and
+      Connexion would hand an undeclared type to the handler raw), at most MAX_BODY_BYTES; its
+      media type is passed on lowercased, as Connexion matches it case-sensitively;
     - a chunked body is buffered and given a Content-Length (Connexion reads a body only when
       that header says there is one)."""
 
