@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f/?#]+(?:[/?#][^\x00-\x20\x7f-\x9f]*)?")
@@ -27,8 +28,6 @@ _QUOTE_PAIRS = {
     "《": "》",
     "〈": "〉",
 }
-# What may follow the closing mark: nothing but whitespace, or a dash-led attribution.
-_TAIL = re.compile(r"\s*(?:[—–―~-]+\s*\S.*)?", re.DOTALL)
 
 _HEX_COLOUR = re.compile(r"#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
 CSS_COLOUR_NAMES = frozenset(
@@ -192,16 +191,25 @@ def url_in(content: str) -> str | None:
     return candidate if _URL.fullmatch(candidate) else None
 
 
+@functools.cache
+def _attributed_closer(closers: str) -> re.Pattern[str]:
+    """The last closing mark followed by a dash-led attribution (``.*`` runs to the end, then
+    gives back one character at a time in C until the rest matches: the rightmost such mark)."""
+    return re.compile(r".*([" + re.escape(closers) + r"])(?=\s*[—–―~-]+\s*\S)", re.DOTALL)
+
+
 def is_quote(content: str) -> bool:
-    """Say whether the content is a quotation, optionally followed by an attribution."""
+    """Say whether the content is a quotation, optionally followed by an attribution: it opens
+    with a quotation mark, and the last matching closing mark ends it or is followed by a
+    dash-led attribution."""
     text = content.strip()
     if len(text) < 3 or text[0] not in _QUOTE_PAIRS:
         return False
     closers = _QUOTE_PAIRS[text[0]]
-    for end in range(len(text) - 1, 0, -1):
-        if text[end] in closers and _TAIL.fullmatch(text, end + 1):
-            return end > 1
-    return False
+    if text[-1] in closers:
+        return True
+    attributed = _attributed_closer(closers).match(text, 1)
+    return attributed is not None and attributed.start(1) > 1
 
 
 def is_colour(token: str) -> bool:

@@ -1,8 +1,12 @@
 """Type inference for cards created without a type."""
 
-import pytest
+import re
 
-from cardvault.domain.classify import infer_card_type, is_quote, url_in
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cardvault.domain.classify import _QUOTE_PAIRS, infer_card_type, is_quote, url_in
 
 
 @pytest.mark.parametrize(
@@ -40,3 +44,21 @@ def test_url_in_returns_the_trimmed_url_only_when_the_content_is_one_url() -> No
 
 def test_a_quote_may_contain_its_closing_mark_inside_the_attribution() -> None:
     assert is_quote('"It works." — "Bob" Smith')
+
+
+def _is_quote_by_the_book(content: str) -> bool:
+    """The rule written plainly: scan closing marks from the right (quadratic at worst)."""
+    text = content.strip()
+    if len(text) < 3 or text[0] not in _QUOTE_PAIRS:
+        return False
+    for end in range(len(text) - 1, 0, -1):
+        tail = re.fullmatch(r"\s*(?:[—–―~-]+\s*\S.*)?", text[end + 1 :], re.DOTALL)
+        if text[end] in _QUOTE_PAIRS[text[0]] and tail:
+            return end > 1
+    return False
+
+
+@settings(max_examples=2000)
+@given(st.text(alphabet=list("\"'“”„«»「」 \n—-~ab"), max_size=14))
+def test_quote_detection_follows_the_rule(content: str) -> None:
+    assert is_quote(content) == _is_quote_by_the_book(content)
