@@ -33,9 +33,9 @@ def _local_key(db: Database, data_dir: Path) -> str:
 
 
 # The HTTP server refuses, with its own 400 text/plain before the app sees anything, a request
-# whose request line and headers together exceed this, or that HTTP/1.1 itself forbids (a NUL,
-# CR or LF inside a header, Content-Length beside chunked). h11 has such a bound; httptools,
-# uvicorn's default parser, has none, so a client could make a process buffer gigabytes.
+# whose request line and headers keep growing past this, or that HTTP/1.1 itself forbids (a
+# NUL, CR or LF inside a header). h11 has such a bound; httptools, uvicorn's default parser,
+# has none, so a client could make a process buffer gigabytes.
 MAX_REQUEST_HEAD_BYTES = 256 * 1024
 
 

@@ -148,7 +148,9 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         runtime=runtime.Runtime(settings=settings, db=db),
     )
     app.add_middleware(RequestGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
-    app.add_middleware(SpecDocument, position=MiddlewarePosition.BEFORE_SWAGGER, spec_text=spec_text)
+    app.add_middleware(
+        SpecDocument, position=MiddlewarePosition.BEFORE_SWAGGER, spec=spec, spec_text=spec_text
+    )
     app.add_middleware(ResponseRequestId, position=MiddlewarePosition.BEFORE_CONTEXT)
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)

@@ -7,7 +7,6 @@ import re
 import secrets
 import typing as t
 
-import yaml
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -211,10 +210,10 @@ class SpecDocument:
     (Connexion would serve it with every $ref inlined, losing the named schemas SDK generators
     need)."""
 
-    def __init__(self, app: ASGIApp, spec_text: str) -> None:
+    def __init__(self, app: ASGIApp, spec: dict[str, t.Any], spec_text: str) -> None:
         self.app = app
         self.documents = {
-            "/v1/openapi.json": (b"application/json", json.dumps(yaml.safe_load(spec_text)).encode()),
+            "/v1/openapi.json": (b"application/json", json.dumps(spec).encode()),
             "/v1/openapi.yaml": (b"application/yaml", spec_text.encode()),
         }
 
