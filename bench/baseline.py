@@ -1,5 +1,7 @@
-"""The baseline: a bare Starlette app that runs the same SQL as the API (key lookup, card row,
-tag rows; for the list, the count, the page and its tags) with the database driver directly."""
+"""The baseline: a bare Starlette app that sends the same SQL as the API with the database driver
+directly: the key lookup (cached per process, as the API caches verified keys), then one
+statement for the card or the page, each card with its tags and folders as JSON (the page
+without a count, as the API sends it unless asked)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,13 @@ COLUMNS = (
     "metadata_title, metadata_description, ai_summary, ai_transcript, is_favorited, completed_at, "
     "created_at, updated_at"
 )
+ARRAY, OF = ("json_group_array", "json_array") if IS_SQLITE else ("json_agg", "json_build_array")
+AGGREGATES = (
+    f"(SELECT {ARRAY}({OF}(kind, position, name)) FROM card_tags WHERE card_pk = cards.pk), "
+    f"(SELECT {ARRAY}({OF}(added_at, folder_id)) FROM folder_cards WHERE card_pk = cards.pk)"
+)
+SELECT = f"SELECT {COLUMNS}, {AGGREGATES} FROM cards"
+_keys: dict[str, str] = {}
 _pool: queue.Queue[Any] = queue.Queue()
 
 
@@ -53,27 +62,25 @@ def connection() -> Iterator[Any]:
 def _account(conn: Any, request: Request) -> str | None:
     key = request.headers.get("authorization", "").removeprefix("Bearer ")
     digest = hashlib.sha256(key.encode()).hexdigest()
+    if digest in _keys:
+        return _keys[digest]
     row = conn.execute(
         f"SELECT account_id, secret_hash FROM api_keys WHERE secret_hash = {P} AND revoked_at IS NULL",
         (digest,),
     ).fetchone()
     if row is None or not hmac.compare_digest(row[1], digest):
         return None
-    return str(row[0])
+    _keys[digest] = str(row[0])
+    return _keys[digest]
 
 
-def _tags(conn: Any, pks: list[int]) -> dict[int, list[str]]:
-    marks = ", ".join([P] * len(pks))
-    rows = conn.execute(
-        f"SELECT card_pk, kind, name_key, name, position, account_id FROM card_tags "
-        f"WHERE card_pk IN ({marks}) ORDER BY position",
-        pks,
-    ).fetchall()
-    tags: dict[int, list[str]] = {pk: [] for pk in pks}
-    for row in rows:
-        if row[1] == "user":
-            tags[row[0]].append(row[3])
-    return tags
+def _tags(value: Any) -> tuple[list[str], list[str]]:
+    rows = sorted(json.loads(value) if isinstance(value, str) else value or [])
+    return [n for k, _, n in rows if k == "user"], [n for k, _, n in rows if k == "ai"]
+
+
+def _folders(value: Any) -> list[str]:
+    return [f for _, f in sorted(json.loads(value) if isinstance(value, str) else value or [])]
 
 
 _NULLS = dict.fromkeys(
@@ -93,16 +100,18 @@ _NULLS = dict.fromkeys(
 )
 
 
-def _json(row: Any, tags: list[str], *, full: bool) -> dict[str, Any]:
+def _json(row: Any, *, full: bool) -> dict[str, Any]:
+    tags, ai_tags = _tags(row[19])
     body = {
         "id": row[1],
         "type": row[3],
         "createdAt": row[17],
         "updatedAt": row[18],
         "appUrl": f"http://127.0.0.1:8000/cards/{row[1]}",
-        "aiTags": [],
+        "aiTags": ai_tags,
         "tags": tags,
         "isFavorited": bool(row[15]),
+        "folderIds": _folders(row[20]),
         "url": row[6],
         "fileName": row[8],
         "fileSize": row[9],
@@ -126,13 +135,11 @@ def get_card(request: Request) -> Response:
         if account is None:
             return Response(status_code=401)
         row = conn.execute(
-            f"SELECT {COLUMNS} FROM cards WHERE id = {P} AND account_id = {P}",
-            (request.path_params["card_id"], account),
+            f"{SELECT} WHERE id = {P} AND account_id = {P}", (request.path_params["card_id"], account)
         ).fetchone()
         if row is None:
             return Response(status_code=404)
-        body = _json(row, _tags(conn, [row[0]])[row[0]], full=True)
-    return Response(json.dumps(body), media_type="application/json")
+    return Response(json.dumps(_json(row, full=True)), media_type="application/json")
 
 
 def list_cards(request: Request) -> Response:
@@ -140,15 +147,13 @@ def list_cards(request: Request) -> Response:
         account = _account(conn, request)
         if account is None:
             return Response(status_code=401)
-        total = conn.execute(f"SELECT count(*) FROM cards WHERE account_id = {P}", (account,)).fetchone()[0]
         rows = conn.execute(
-            f"SELECT {COLUMNS} FROM cards WHERE account_id = {P} ORDER BY created_at DESC, pk DESC LIMIT 51",
+            f"{SELECT} WHERE account_id = {P} AND deleted_at IS NULL AND archived_at IS NULL "
+            "ORDER BY created_at DESC, pk DESC LIMIT 51",
             (account,),
         ).fetchall()
-        page = rows[:50]
-        tags = _tags(conn, [row[0] for row in page])
-        items = [_json(row, tags[row[0]], full=False) for row in page]
-    body = {"items": items, "pageInfo": {"hasMore": len(rows) > 50, "nextCursor": None}, "total": total}
+    items = [_json(row, full=False) for row in rows[:50]]
+    body = {"items": items, "pageInfo": {"hasMore": len(rows) > 50, "nextCursor": None}}
     return Response(json.dumps(body), media_type="application/json")
 
 

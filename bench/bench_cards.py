@@ -1,8 +1,9 @@
 """Requests per second of GET /v1/cards/{id} and GET /v1/cards (a page of 50 out of 10,000
 cards), against a bare Starlette endpoint running the same SQL with the driver directly, in
-the same run, on the same database.
+the same run, on the same database, in alternating rounds.
 
-    .venv/bin/python -m bench.bench_cards [--database postgresql|sqlite] [--cards N] [--seconds S]
+    .venv/bin/python -m bench.bench_cards [--database postgresql|sqlite] [--cards N]
+        [--seconds S] [--rounds R]
 
 Each server is one uvicorn process pinned to CPU 0 (when there are two); the load generator
 runs on CPU 1 with 16 keep-alive connections. Prints a table and one JSON line per workload.
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,9 +100,19 @@ def _start(target: list[str], env: dict[str, str], port: int) -> subprocess.Pope
 
 
 def _measure(port: int, path: str, key: str, seconds: float) -> LoadResult:
-    headers = {"Authorization": f"Bearer {key}"}
-    run_load("127.0.0.1", port, path, headers, seconds=1.5)  # warm-up
-    return run_load("127.0.0.1", port, path, headers, seconds=seconds)
+    return run_load("127.0.0.1", port, path, {"Authorization": f"Bearer {key}"}, seconds=seconds)
+
+
+def _combined(parts: list[LoadResult]) -> LoadResult:
+    """The rounds of one server and workload as one run: requests over time; the median of the
+    rounds' latency percentiles."""
+    return LoadResult(
+        requests=sum(p.requests for p in parts),
+        errors=sum(p.errors for p in parts),
+        seconds=sum(p.seconds for p in parts),
+        p50_ms=statistics.median(p.p50_ms for p in parts),
+        p99_ms=statistics.median(p.p99_ms for p in parts),
+    )
 
 
 def main() -> None:
@@ -109,7 +121,8 @@ def main() -> None:
     )
     parser.add_argument("--database", choices=["postgresql", "sqlite"], default="postgresql")
     parser.add_argument("--cards", type=int, default=10_000)
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one round")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per server and workload")
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})
@@ -128,18 +141,30 @@ def main() -> None:
             "baseline": ["bench.baseline:app"],
         }
         workloads = {"get_card": f"/v1/cards/{card_id}", "list_cards_50": "/v1/cards?limit=50"}
-        results: dict[tuple[str, str], LoadResult] = {}
-        for name, target in servers.items():
-            port = _free_port()
-            process = _start(target, env, port)
-            try:
-                for workload, path in workloads.items():
-                    results[(name, workload)] = _measure(port, path, key, args.seconds)
-            finally:
+        ports = {name: _free_port() for name in servers}
+        processes = [_start(target, env, ports[name]) for name, target in servers.items()]
+        # Rounds alternate the two servers (and swap which goes first), so a drift of the
+        # machine during the run lands on both sides of the ratio alike.
+        totals: dict[tuple[str, str], list[LoadResult]] = {}
+        try:
+            for workload, path in workloads.items():
+                for name in servers:
+                    _measure(ports[name], path, key, 1.5)  # warm-up
+                for round_ in range(args.rounds):
+                    order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
+                    for name in order:
+                        result = _measure(ports[name], path, key, args.seconds)
+                        totals.setdefault((name, workload), []).append(result)
+        finally:
+            for process in processes:
                 process.terminate()
                 process.wait()
+        results = {run: _combined(parts) for run, parts in totals.items()}
 
-    print(f"\n{args.database}, {args.cards} cards, {args.seconds:.0f} s per run, 16 connections")
+    print(
+        f"\n{args.database}, {args.cards} cards, {args.rounds} alternating rounds of "
+        f"{args.seconds:.0f} s per server, 16 connections"
+    )
     header = ("workload", "api rps", "base rps", "ratio", "api p50/p99 ms", "base p50/p99 ms")
     print(f"{header[0]:<16}{header[1]:>10}{header[2]:>10}{header[3]:>8}{header[4]:>18}{header[5]:>19}")
     for workload in workloads:

@@ -29,7 +29,7 @@ import redis
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import POSTGRES, _free_port
-from cardvault.domain import accounts
+from cardvault.domain import accounts, tag_counts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 
@@ -97,6 +97,9 @@ def _seed(url: str, count: int) -> tuple[str, str]:
         for statement in SEED_TAGS.split(";"):
             if statement.strip():
                 connection.execute(text(statement), {"a": account})
+    with db.transaction() as session:
+        tag_counts.recount(session, account_id=account)  # the rows above went around the domain
+    with db.engine.begin() as connection:
         connection.execute(text("ANALYZE"))
     db.dispose()
     return account, key

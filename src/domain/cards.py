@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, exists, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from cardvault.domain import search
+from cardvault.domain import search, tag_counts
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
-from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, TypeMismatch, UploadNotFound
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, Folder, FolderCard, get_owned
-from cardvault.domain.tags import clean_tag, clean_tags, tag_key
+from cardvault.domain.models import Card, CardTag, get_owned
+from cardvault.domain.tags import clean_tags, tag_key
 
 MAX_CONTENT_BYTES = 512 * 1024
 _UNSET = object()
@@ -102,6 +97,9 @@ def add_card(
     session.add(card)
     session.flush()
     search.index_card(session, card)
+    tag_counts.apply(
+        session, account_id=account_id, before=tag_counts.NONE, after=tag_counts.card_tally(card)
+    )
     return card
 
 
@@ -132,6 +130,7 @@ def update_card(
         lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = (card.content, card.notes, card.url, card.tags)
+    tags_before = tag_counts.card_tally(card)
     if content is not None:
         card.content = content
     if notes is not _UNSET:
@@ -144,6 +143,21 @@ def update_card(
         card.updated_at = max(now_ms(), card.updated_at)
         session.flush()
         search.index_card(session, card)
+        tag_counts.apply(
+            session, account_id=account_id, before=tags_before, after=tag_counts.card_tally(card)
+        )
+    return card
+
+
+def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequence[str]) -> Card:
+    """Make the card's AI tags exactly these (cleaned), in this order."""
+    clean = clean_tags(tags)
+    lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    before = tag_counts.card_tally(card)
+    _set_tags(card, "ai", clean)
+    session.flush()
+    tag_counts.apply(session, account_id=account_id, before=before, after=tag_counts.card_tally(card))
     return card
 
 
@@ -185,110 +199,3 @@ def mark_done(session: Session, *, account_id: str, card_id: str) -> Card:
         card.completed_at = now_ms()
         card.updated_at = max(card.completed_at, card.updated_at)
     return card
-
-
-@dataclasses.dataclass(frozen=True)
-class CardFilter:
-    """What a listing asks for, apart from paging."""
-
-    sort: str = "newest"
-    card_type: str | None = None
-    tag: str | None = None
-    favorited: bool | None = None
-    created_after: int | None = None
-    created_before: int | None = None
-    q: str | None = None
-    archived: str = "exclude"  # exclude | include | only
-    folder: str | None = None
-    in_trash: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class CardPage:
-    """One page of a listing."""
-
-    cards: list[Card]
-    next_cursor: str | None
-    total: int
-
-
-def _conditions(session: Session, account_id: str, filters: CardFilter) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [
-        Card.account_id == account_id,
-        Card.deleted_at.is_not(None) if filters.in_trash else Card.deleted_at.is_(None),
-    ]
-    if filters.archived == "exclude":
-        conditions.append(Card.archived_at.is_(None))
-    elif filters.archived == "only":
-        conditions.append(Card.archived_at.is_not(None))
-    if filters.folder is not None:
-        conditions.append(
-            exists().where(
-                FolderCard.card_pk == Card.pk,
-                FolderCard.folder_id == Folder.id,
-                Folder.id == filters.folder,
-                Folder.account_id == account_id,
-            )
-        )
-    if filters.card_type is not None:
-        conditions.append(Card.type == filters.card_type)
-    if filters.favorited is not None:
-        conditions.append(Card.is_favorited.is_(filters.favorited))
-    if filters.created_after is not None:
-        conditions.append(Card.created_at > filters.created_after)
-    if filters.created_before is not None:
-        conditions.append(Card.created_at < filters.created_before)
-    if filters.tag is not None:
-        key = tag_key(clean_tag(filters.tag))
-        conditions.append(
-            exists().where(
-                CardTag.account_id == account_id,
-                CardTag.name_key == key,
-                CardTag.card_pk == Card.pk,
-            )
-        )
-    words = search.query_words(filters.q or "")
-    if words:
-        conditions.append(search.matches(session.get_bind().dialect.name, words))
-    return conditions
-
-
-def _scope(account_id: str, filters: CardFilter) -> str:
-    """The query a cursor belongs to: the account, the sort and every filter."""
-    described = json.dumps([account_id, dataclasses.asdict(filters)], sort_keys=True)
-    return hashlib.sha256(described.encode()).hexdigest()
-
-
-def list_cards(
-    session: Session,
-    *,
-    account_id: str,
-    secret: str,
-    filters: CardFilter,
-    limit: int = 50,
-    cursor: str | None = None,
-) -> CardPage:
-    """Return one page of the account's cards matching the filters, in the chosen order."""
-    conditions = _conditions(session, account_id, filters)
-    total = session.scalar(select(func.count()).select_from(Card).where(*conditions)) or 0
-    # Trash is ordered by when cards went there; everything else by when they were created.
-    moment = Card.deleted_at if filters.in_trash else Card.created_at
-    position = tuple_(moment, Card.pk)
-    newest = filters.sort == "newest"
-    query = select(Card).where(*conditions)
-    scope = _scope(account_id, filters)
-    if cursor is not None:
-        after = tuple_(*decode_cursor(secret, cursor, scope=scope, size=2))
-        query = query.where(position < after if newest else position > after)
-    if newest:
-        query = query.order_by(moment.desc(), Card.pk.desc())
-    else:
-        query = query.order_by(moment.asc(), Card.pk.asc())
-    cards = list(session.scalars(query.limit(limit + 1)))
-    next_cursor = None
-    if len(cards) > limit:
-        cards = cards[:limit]
-        last = cards[-1]
-        at = last.deleted_at if filters.in_trash else last.created_at
-        next_cursor = encode_cursor(secret, scope=scope, position=[at or 0, last.pk])
-    return CardPage(cards=cards, next_cursor=next_cursor, total=total)

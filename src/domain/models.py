@@ -15,6 +15,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     select,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
@@ -55,9 +56,24 @@ class ApiKey(Base):
     revoked_at: Mapped[int | None] = mapped_column(BigInteger)
 
 
+_IN_TRASH = text("deleted_at IS NOT NULL")
+
+
 class Card(Base):
     __tablename__ = "cards"
-    __table_args__ = (Index("ix_cards_account_created", "account_id", "created_at", "pk"),)
+    __table_args__ = (
+        Index("ix_cards_account_created", "account_id", "created_at", "pk"),
+        # Only cards in Trash (migration 0004 says why).
+        Index("ix_cards_deleted_at", "deleted_at", postgresql_where=_IN_TRASH, sqlite_where=_IN_TRASH),
+        Index(
+            "ix_cards_account_trash",
+            "account_id",
+            "deleted_at",
+            "pk",
+            postgresql_where=_IN_TRASH,
+            sqlite_where=_IN_TRASH,
+        ),
+    )
 
     pk: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(64), unique=True)
@@ -78,7 +94,7 @@ class Card(Base):
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
-    deleted_at: Mapped[int | None] = mapped_column(BigInteger, index=True)  # set while in Trash
+    deleted_at: Mapped[int | None] = mapped_column(BigInteger)  # set while in Trash
     archived_at: Mapped[int | None] = mapped_column(BigInteger)
 
     folder_rows: Mapped[list[FolderCard]] = relationship(
@@ -124,12 +140,34 @@ class CardTag(Base):
     name: Mapped[str] = mapped_column(String(64))
     position: Mapped[int] = mapped_column(Integer)
     account_id: Mapped[str] = mapped_column(String(64))
-    # The tag's folded words, space-delimited at both ends, so search can match a word prefix
-    # with LIKE '% word%'. Kept here, not in the full-text index, so tag operations never
-    # re-read card content.
+    # The tag's folded words, space-delimited (and at both ends), which a full-text index of
+    # their own makes searchable (migration 0004). Kept here, not in the card's full-text row,
+    # so tag operations never re-read card content.
     words: Mapped[str] = mapped_column(String(400))
 
     card: Mapped[Card] = relationship(back_populates="tag_rows")
+
+
+class TagCounter(Base):
+    """How many of the account's cards outside Trash carry a tag (cardvault.domain.tag_counts)."""
+
+    __tablename__ = "tag_counters"
+    __table_args__ = (Index("ix_tag_counters_account_cards", "account_id", text("cards DESC"), "name_key"),)
+
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    name_key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    cards: Mapped[int] = mapped_column(Integer)
+
+
+class TagSpelling(Base):
+    """How many tag rows of the account's cards outside Trash spell a tag this way."""
+
+    __tablename__ = "tag_spellings"
+
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    name_key: Mapped[str] = mapped_column(String(256), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    uses: Mapped[int] = mapped_column(Integer)
 
 
 class TagOperation(Base):

@@ -8,10 +8,10 @@ import sys
 import unicodedata
 from collections.abc import Iterable
 
-from sqlalchemy import BigInteger, ColumnElement, and_, bindparam, column, exists, or_, text
+from sqlalchemy import BigInteger, ColumnElement, and_, bindparam, column, text
 from sqlalchemy.orm import Session
 
-from cardvault.domain.models import Card, CardTag
+from cardvault.domain.models import Card
 
 
 def _combining_marks() -> dict[int, None]:
@@ -97,32 +97,39 @@ def index_card(session: Session, card: Card) -> None:
     else:
         session.execute(
             text(
-                "INSERT INTO card_search (card_pk, words) "
-                "VALUES (:pk, array_to_tsvector(CAST(:words AS text[]))) "
-                "ON CONFLICT (card_pk) DO UPDATE SET words = EXCLUDED.words"
+                "INSERT INTO card_search (card_pk, part, words) "
+                "VALUES (:pk, 0, array_to_tsvector(CAST(:words AS text[]))) "
+                "ON CONFLICT (card_pk, part) DO UPDATE SET words = EXCLUDED.words"
             ),
             {"pk": card.pk, "words": words},
         )
 
 
-def _text_match(dialect: str, word: str) -> ColumnElement[bool]:
-    """Cards whose indexed texts have a word beginning with this one."""
-    if dialect == "sqlite":
-        subquery = text("SELECT rowid FROM card_search WHERE card_search MATCH :fts")
-        expression = f'"{word}"*'
-    else:
-        subquery = text("SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)")
-        expression = f"'{word}':*"
-    subquery = subquery.bindparams(bindparam("fts", expression, unique=True))
-    return Card.pk.in_(subquery.columns(column("card_pk", BigInteger)))
+def _prefix_query(dialect: str, word: str) -> str:
+    """The full-text query for words beginning with this one (words hold no operators)."""
+    return f'"{word}"*' if dialect == "sqlite" else f"'{word}':*"
 
 
-def _tag_match(word: str) -> ColumnElement[bool]:
-    """Cards with a tag or AI tag having a word beginning with this one."""
-    # Words are letters and digits only, so they hold no LIKE wildcard.
-    return exists().where(CardTag.card_pk == Card.pk, CardTag.words.like(f"% {word}%"))
+# The card pks whose texts or tags have a word beginning with :fts. PostgreSQL keeps both in
+# card_search (part 0: texts, part 1: tags; migration 0004), so that one table answers and its
+# statistics let the planner choose between driving from the index (a rare word) and probing
+# cards in list order (a common one). SQLite indexes tag rows in card_tag_search.
+_INDEXES = {
+    "sqlite": (
+        "SELECT rowid AS card_pk FROM card_search WHERE card_search MATCH :fts "
+        "UNION ALL SELECT card_pk FROM card_tags WHERE rowid IN "
+        "(SELECT rowid FROM card_tag_search WHERE card_tag_search MATCH :fts)"
+    ),
+    "postgresql": "SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)",
+}
+
+
+def _match(dialect: str, word: str) -> ColumnElement[bool]:
+    """Cards with a word beginning with this one in their texts, tags or AI tags."""
+    found = text(_INDEXES[dialect]).bindparams(bindparam("fts", _prefix_query(dialect, word), unique=True))
+    return Card.pk.in_(found.columns(column("card_pk", BigInteger)))
 
 
 def matches(dialect: str, words: list[str]) -> ColumnElement[bool]:
     """Return a condition on Card: each word begins some word of the card's texts or tags."""
-    return and_(*(or_(_text_match(dialect, word), _tag_match(word)) for word in words))
+    return and_(*(_match(dialect, word) for word in words))

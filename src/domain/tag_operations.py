@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from sqlalchemy import ColumnElement, case, delete, distinct, func, select, tuple_, update
+from sqlalchemy import ColumnElement, case, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.domain import tag_counts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, TagOperation, get_owned
+from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
 from cardvault.domain.search import tag_words
 from cardvault.domain.tags import clean_tag, tag_key
 
@@ -141,6 +142,9 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
         )
 
     to_name, to_key = operation.to_name or "", operation.to_key or ""
+    keys = [from_key] if operation.kind == "delete" else [from_key, to_key]
+    counted = {"account_id": account, "keys": keys, "after_pk": cursor, "last_pk": last}
+    tags_before = tag_counts.range_tally(session, **counted)
     recase = operation.kind != "delete" and to_key == from_key
     batch = (*carrying(from_key), CardTag.name != to_name) if recase else carrying(from_key)
     now = now_ms()
@@ -174,6 +178,9 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
             .values(name=to_name, name_key=to_key, words=tag_words(to_name))
             .execution_options(synchronize_session=False)
         )
+    tag_counts.apply(
+        session, account_id=account, before=tags_before, after=tag_counts.range_tally(session, **counted)
+    )
     operation.cursor_pk = last
     operation.processed += looked_at
     operation.changed += changed
@@ -219,28 +226,25 @@ def list_tags(
     limit: int = 100,
     cursor: str | None = None,
 ) -> TagPage:
-    """Return a page of the account's tags (user and AI) with how many cards carry each."""
-    count = func.count(distinct(CardTag.card_pk))
-    grouped = (
-        select(CardTag.name_key, count)
-        .join(Card, Card.pk == CardTag.card_pk)
-        .where(CardTag.account_id == account_id, Card.deleted_at.is_(None))
-        .group_by(CardTag.name_key)
-    )
-    total = session.scalar(select(func.count()).select_from(grouped.subquery())) or 0
+    """Return a page of the account's tags (user and AI) with how many cards outside Trash
+    carry each, read from the counts kept by cardvault.domain.tag_counts."""
+    mine = TagCounter.account_id == account_id
+    total = session.scalar(select(func.count()).select_from(TagCounter).where(mine)) or 0
     scope = f"tags:{account_id}:{sort}"
+    query = select(TagCounter.name_key, TagCounter.cards).where(mine)
     if sort == "count":
-        query = grouped.order_by(count.desc(), CardTag.name_key)
+        query = query.order_by(TagCounter.cards.desc(), TagCounter.name_key)
         if cursor is not None:
             last_count, last_key = decode_cursor(secret, cursor, scope=scope, size=2)
-            query = query.having(
-                (count < last_count) | ((count == last_count) & (CardTag.name_key > last_key))
+            query = query.where(
+                (TagCounter.cards < last_count)
+                | ((TagCounter.cards == last_count) & (TagCounter.name_key > last_key))
             )
     else:
-        query = grouped.order_by(CardTag.name_key)
+        query = query.order_by(TagCounter.name_key)
         if cursor is not None:
             (last_key,) = decode_cursor(secret, cursor, scope=scope, size=1)
-            query = query.where(CardTag.name_key > last_key)
+            query = query.where(TagCounter.name_key > last_key)
     rows = session.execute(query.limit(limit + 1)).all()
     page, more = rows[:limit], len(rows) > limit
     names = _display_names(session, account_id, [row[0] for row in page])
@@ -253,14 +257,13 @@ def list_tags(
 
 
 def _display_names(session: Session, account_id: str, keys: list[str]) -> dict[str, str]:
-    """The spelling most cards use for each tag (ties: the first in code-point order)."""
+    """The spelling most tag rows use for each tag (ties: the first in code-point order)."""
     if not keys:
         return {}
     rows = session.execute(
-        select(CardTag.name_key, CardTag.name, func.count())
-        .join(Card, Card.pk == CardTag.card_pk)
-        .where(CardTag.account_id == account_id, CardTag.name_key.in_(keys), Card.deleted_at.is_(None))
-        .group_by(CardTag.name_key, CardTag.name)
+        select(TagSpelling.name_key, TagSpelling.name, TagSpelling.uses).where(
+            TagSpelling.account_id == account_id, TagSpelling.name_key.in_(keys)
+        )
     ).all()
     best: dict[str, tuple[int, str]] = {}
     for key, name, n in rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
+from cardvault.domain import tag_counts
 from cardvault.domain.cards import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardNotInTrash
@@ -20,17 +21,19 @@ def retention_ms(days: float) -> int:
     return int(days * DAY_MS)
 
 
-def purge_at(card: Card, *, days: float) -> int:
-    """When a card in Trash will be deleted for good."""
-    return (card.deleted_at or 0) + retention_ms(days)
+def purge_at(deleted_at: int | None, *, days: float) -> int:
+    """When a card that went to Trash at ``deleted_at`` will be deleted for good."""
+    return (deleted_at or 0) + retention_ms(days)
 
 
 def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
     """Move the card to Trash; moving it again keeps the first time."""
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.deleted_at is None:
+        tags = tag_counts.card_tally(card)
         card.deleted_at = now_ms()
         card.updated_at = max(card.deleted_at, card.updated_at)
+        tag_counts.apply(session, account_id=account_id, before=tags, after=tag_counts.NONE)
     return card
 
 
@@ -40,6 +43,9 @@ def restore(session: Session, *, account_id: str, card_id: str) -> Card:
     if card.deleted_at is not None:
         card.deleted_at = None
         card.updated_at = max(now_ms(), card.updated_at)
+        tag_counts.apply(
+            session, account_id=account_id, before=tag_counts.NONE, after=tag_counts.card_tally(card)
+        )
     return card
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import cards, trash
+from cardvault.domain import card_views, cards, trash
+from cardvault.domain.card_views import CardView
 from cardvault.domain.models import Card
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
@@ -24,11 +25,11 @@ _NO_FILE = {
 }
 
 
-def _app_url(card: Card) -> str:
+def _app_url(card: Card | CardView) -> str:
     return f"{runtime.current().settings.public_url}/cards/{card.id}"
 
 
-def _base_json(card: Card) -> dict[str, Any]:
+def _base_json(card: Card | CardView) -> dict[str, Any]:
     """The fields every card representation carries."""
     return {
         "id": card.id,
@@ -48,7 +49,7 @@ def _base_json(card: Card) -> dict[str, Any]:
     }
 
 
-def _card_json(card: Card) -> dict[str, Any]:
+def _card_json(card: Card | CardView) -> dict[str, Any]:
     return {
         **_base_json(card),
         "content": card.content,
@@ -59,7 +60,7 @@ def _card_json(card: Card) -> dict[str, Any]:
     }
 
 
-def list_item_json(card: Card, include: set[str]) -> dict[str, Any]:
+def list_item_json(card: Card | CardView, include: set[str]) -> dict[str, Any]:
     """A card as an item of a list (also used by the Trash list)."""
     item = _base_json(card)
     for name in ("linkPreviewImageUrl", "filePreview"):
@@ -154,7 +155,7 @@ def list_cards(
     folder: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
-    filters = cards.CardFilter(
+    filters = card_views.CardFilter(
         sort=sort,
         card_type=type_,
         tag=tag,
@@ -166,22 +167,28 @@ def list_cards(
         folder=folder,
     )
     groups = set((include or "").split(","))
-    with rt.db.transaction(write=False) as session:
-        page = cards.list_cards(
+    with rt.db.transaction(write=False, snapshot="total" in groups) as session:
+        page = card_views.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
             filters=filters,
             limit=limit,
             cursor=cursor,
+            with_total="total" in groups,
         )
-        items = [list_item_json(card, groups) for card in page.cards]
-    return page_json(items, page.next_cursor, page.total)
+    return page_json(
+        [list_item_json(card, groups) for card in page.cards],
+        page.next_cursor,
+        page.total,
+        total_capped=page.total_capped,
+    )
 
 
 def get_card(card_id: str, user: str) -> dict[str, Any]:
-    with runtime.current().db.transaction(write=False) as session:
-        return _card_json(cards.get_card(session, account_id=user, card_id=card_id))
+    with runtime.current().db.transaction(write=False, snapshot=False) as session:
+        card = card_views.get_card_view(session, account_id=user, card_id=card_id)
+    return _card_json(card)
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import cards, trash
+from cardvault.domain import card_views, trash
 from cardvault.handlers import runtime
 from cardvault.handlers.cards import list_item_json
 from cardvault.handlers.pages import page_json
@@ -15,24 +15,25 @@ def list_trash(
 ) -> dict[str, Any]:
     rt = runtime.current()
     groups = set((include or "").split(","))
-    with rt.db.transaction(write=False) as session:
-        page = cards.list_cards(
+    with rt.db.transaction(write=False, snapshot="total" in groups) as session:
+        page = card_views.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
-            filters=cards.CardFilter(in_trash=True, archived="include"),
+            filters=card_views.CardFilter(in_trash=True, archived="include"),
             limit=limit,
             cursor=cursor,
+            with_total="total" in groups,
         )
-        items = [
-            {
-                **list_item_json(card, groups),
-                "deletedAt": card.deleted_at,
-                "purgeAt": trash.purge_at(card, days=rt.settings.trash_days),
-            }
-            for card in page.cards
-        ]
-    return page_json(items, page.next_cursor, page.total)
+    items = [
+        {
+            **list_item_json(card, groups),
+            "deletedAt": card.deleted_at,
+            "purgeAt": trash.purge_at(card.deleted_at, days=rt.settings.trash_days),
+        }
+        for card in page.cards
+    ]
+    return page_json(items, page.next_cursor, page.total, total_capped=page.total_capped)
 
 
 def empty_trash(user: str) -> dict[str, Any]:

@@ -282,6 +282,17 @@ def _query_form_errors(params: list[dict[str, t.Any]], query_string: bytes) -> l
 class FieldParameterValidator(ParameterValidator):
     """Query, path and header parameters, every problem listed."""
 
+    def __init__(self, *args: t.Any, **kwargs: t.Any) -> None:
+        super().__init__(*args, **kwargs)
+        # One schema validator per parameter, built once per operation, not per request.
+        self._checkers = {
+            (location, param["name"]): StrictDraft4Validator(
+                param.get("schema", {}), format_checker=Draft4Validator.FORMAT_CHECKER
+            )
+            for location, params in self.parameters.items()
+            for param in params
+        }
+
     def validate_request(self, request: t.Any) -> None:
         if self.strict_validation:
             extra = self.validate_query_parameter_list(request, security_params=self.security_query_params)
@@ -313,11 +324,7 @@ class FieldParameterValidator(ParameterValidator):
                     if param.get("required"):
                         errors.append({"location": location, "field": name, "message": "is required"})
                     continue
-                problems = list(
-                    StrictDraft4Validator(
-                        param.get("schema", {}), format_checker=Draft4Validator.FORMAT_CHECKER
-                    ).iter_errors(value)
-                )
+                problems = list(self._checkers[(location, name)].iter_errors(value))
                 schema_errors.extend(problems)
                 errors.extend(field_errors(problems, location, prefix=name))
         if (

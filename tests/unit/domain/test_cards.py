@@ -4,8 +4,8 @@ from collections.abc import Callable
 
 import pytest
 
-from cardvault.domain import cards
-from cardvault.domain.cards import CardFilter
+from cardvault.domain import card_views, cards
+from cardvault.domain.card_views import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import (
     ContentTooLarge,
@@ -26,15 +26,16 @@ def add(database: Database, account_id: str, **fields: object) -> cards.Card:
 
 def listing(
     database: Database, account_id: str, limit: int = 50, cursor: str | None = None, **filters: object
-) -> cards.CardPage:
+) -> card_views.CardPage:
     with database.transaction(write=False) as session:
-        return cards.list_cards(
+        return card_views.list_cards(
             session,
             account_id=account_id,
             secret=SECRET,
             filters=CardFilter(**filters),
             limit=limit,
             cursor=cursor,  # type: ignore[arg-type]
+            with_total=True,
         )
 
 
@@ -192,8 +193,7 @@ class TestListCards:
         tagged = add(database, account_id, tags=["Reading"])
         ai = add(database, account_id)
         with database.transaction() as session:
-            card = cards.get_card(session, account_id=account_id, card_id=ai.id)
-            cards._set_tags(card, "ai", ["reading"])
+            cards.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
         assert {c.id for c in listing(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
 
     def test_search_matches_every_word_as_a_prefix_ignoring_case(

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain import cards, tag_operations
-from cardvault.domain.cards import CardFilter
+from cardvault.domain import card_views, cards, tag_operations
+from cardvault.domain.card_views import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidTag, NotFound, TagExists, TagOperationRunning
 from cardvault.domain.models import CardTag
@@ -21,7 +21,7 @@ def add(db: Database, account: str, tags: list[str], ai: list[str] | None = None
     with db.transaction() as session:
         card = cards.add_card(session, account_id=account, content="c", tags=tags)
         if ai:
-            cards._set_tags(card, "ai", ai)
+            cards.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
         return card.id
 
 
@@ -98,14 +98,18 @@ class TestRename:
         run(database, start(database, account_id, "rename", "from-tag", "to-tag"))
         with database.transaction(write=False) as session:
             after = cards.get_card(session, account_id=account_id, card_id=card)
-            page = cards.list_cards(
+            page = card_views.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(tag="TO-TAG")
             )
-            searched = cards.list_cards(
+            searched = card_views.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(q="to tag")
             )
-            old = cards.list_cards(
-                session, account_id=account_id, secret=SECRET, filters=CardFilter(tag="from-tag")
+            old = card_views.list_cards(
+                session,
+                account_id=account_id,
+                secret=SECRET,
+                filters=CardFilter(tag="from-tag"),
+                with_total=True,
             )
         assert after.updated_at >= before
         assert [c.id for c in page.cards] == [card] == [c.id for c in searched.cards]

@@ -4,7 +4,12 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
+from sqlalchemy import insert
 
+from cardvault.domain import card_views
+from cardvault.domain.db import Database
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Card
 from tests.conftest import Api
 
 
@@ -61,7 +66,7 @@ class TestCreateCard:
     def test_returns_400_invalid_tag_naming_it(self, api: Api) -> None:
         body = assert_error(api.post("/v1/cards", json={"tags": ["ok", "bad\u0007tag"]}), 400, "INVALID_TAG")
         assert body["details"]["tag"] == "bad\u0007tag"
-        assert api.get("/v1/cards").json()["total"] == 0
+        assert api.get("/v1/cards", params={"include": "total"}).json()["total"] == 0
 
     def test_returns_400_with_every_bad_field(self, api: Api) -> None:
         body = assert_error(
@@ -209,11 +214,41 @@ class TestMarkCardDone:
 
 
 class TestListCards:
+    def test_counts_only_when_asked(self, api: Api) -> None:
+        api.create(content="x")
+        body = api.get("/v1/cards", params={"include": "content"}).json()
+        assert "total" not in body and "totalCapped" not in body and len(body["items"]) == 1
+        trash = api.get("/v1/trash").json()
+        assert "total" not in trash and "totalCapped" not in trash
+
+    def test_a_total_is_counted_up_to_ten_thousand(self, api: Api, database: Database) -> None:
+        rows = [
+            {
+                "id": new_id("crd"),
+                "account_id": api.account_id,
+                "type": "text",
+                "content": "",
+                "is_favorited": False,
+                "created_at": 1,
+                "updated_at": 1,
+            }
+            for _ in range(card_views.TOTAL_CAP + 1)
+        ]
+        with database.transaction() as session:
+            session.execute(insert(Card), rows)
+        body = api.get("/v1/cards", params={"include": "total", "limit": 1}).json()
+        assert (body["total"], body["totalCapped"]) == (10_000, True)
+        api.post(f"/v1/cards/{body['items'][0]['id']}/trash")
+        body = api.get("/v1/cards", params={"include": "total", "limit": 1}).json()
+        assert (body["total"], body["totalCapped"]) == (10_000, False)
+        trash = api.get("/v1/trash", params={"include": "total"}).json()
+        assert (trash["total"], trash["totalCapped"]) == (1, False)
+
     def test_lists_newest_first_with_page_info_and_total(self, api: Api) -> None:
         ids = [api.create(content=f"c{i}")["id"] for i in range(3)]
-        body = api.get("/v1/cards", params={"limit": 2}).json()
+        body = api.get("/v1/cards", params={"limit": 2, "include": "total"}).json()
         assert [i["id"] for i in body["items"]] == ids[:0:-1]
-        assert body["total"] == 3 and body["pageInfo"]["hasMore"] is True
+        assert (body["total"], body["totalCapped"], body["pageInfo"]["hasMore"]) == (3, False, True)
         rest = api.get("/v1/cards", params={"limit": 2, "cursor": body["pageInfo"]["nextCursor"]}).json()
         assert [i["id"] for i in rest["items"]] == [ids[0]]
         assert rest["pageInfo"] == {"hasMore": False, "nextCursor": None}
@@ -296,6 +331,6 @@ class TestIsolation:
     def test_lists_and_search_show_only_the_accounts_cards(self, make_api: Callable[[], Api]) -> None:
         owner, other = make_api(), make_api()
         owner.create(content="secret word", tags=["private"])
-        assert other.get("/v1/cards").json()["total"] == 0
+        assert other.get("/v1/cards", params={"include": "total"}).json()["total"] == 0
         assert other.get("/v1/cards", params={"q": "secret"}).json()["items"] == []
         assert other.get("/v1/cards", params={"tag": "private"}).json()["items"] == []

@@ -1001,7 +1001,7 @@ def test_wildcards_and_operators_in_search_match_words_only(api: Api) -> None:
     searches = [(f"{name}={quote(value, safe='')}", expected) for name, value, expected in SEARCHES]
     failures = []
     for query, expected in searches + RAW_SEARCHES:
-        response = api.get(f"/v1/cards?{query}")
+        response = api.get(f"/v1/cards?{query}&include=total")
         if response.status_code != 200:
             failures.append(f"{query}: {response.status_code} {response.text[:200]}")
             continue

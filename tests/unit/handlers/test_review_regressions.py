@@ -17,7 +17,7 @@ from tests.unit.handlers.test_cards import assert_error
 def test_the_type_filter_alone_narrows_the_list(api: Api) -> None:
     quote = api.create(content='"Hi." — Me')
     api.create(content="plain")
-    body = api.get("/v1/cards", params={"type": "quote"}).json()
+    body = api.get("/v1/cards", params={"type": "quote", "include": "total"}).json()
     assert [i["id"] for i in body["items"]] == [quote["id"]] and body["total"] == 1
 
 

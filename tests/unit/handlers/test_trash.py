@@ -22,7 +22,7 @@ class TestTrash:
         card = api.create(content="findable words", tags=["t"], notes="n")
         moved = api.post(f"/v1/cards/{card['id']}/trash")
         assert moved.status_code == 200 and moved.json()["isDeleted"] is True
-        assert api.get("/v1/cards").json()["total"] == 0
+        assert api.get("/v1/cards", params={"include": "total"}).json()["total"] == 0
         assert api.get("/v1/cards", params={"q": "findable"}).json()["items"] == []
         assert api.get("/v1/cards", params={"tag": "t", "archived": "include"}).json()["items"] == []
         kept = api.get(f"/v1/cards/{card['id']}").json()
@@ -38,7 +38,7 @@ class TestTrash:
         restored = api.post(f"/v1/cards/{card['id']}/restore").json()
         assert restored["isDeleted"] is False
         assert [i["id"] for i in api.get("/v1/cards").json()["items"]] == [card["id"]]
-        assert api.get("/v1/trash").json()["total"] == 0
+        assert api.get("/v1/trash", params={"include": "total"}).json()["total"] == 0
 
     def test_done_archive_and_unarchive_are_refused_in_trash(self, api: Api) -> None:
         link = api.create(url="https://example.com")
@@ -91,7 +91,7 @@ class TestTrash:
             missing = assert_error(intruder.request(method, f"/v1/cards/crd_none{action}"), 404, "NOT_FOUND")
             assert foreign["error"] == missing["error"]
         assert intruder.request("DELETE", "/v1/trash").json() == {"deletedCount": 0}
-        assert owner.get("/v1/trash").json()["total"] == 1
+        assert owner.get("/v1/trash", params={"include": "total"}).json()["total"] == 1
 
 
 class TestArchive:
@@ -105,7 +105,7 @@ class TestArchive:
         assert [i["id"] for i in api.get("/v1/cards", params={"archived": "only"}).json()["items"]] == [
             archived["id"]
         ]
-        assert api.get("/v1/cards", params={"archived": "include"}).json()["total"] == 2
+        assert api.get("/v1/cards", params={"archived": "include", "include": "total"}).json()["total"] == 2
         unarchived = api.post(f"/v1/cards/{archived['id']}/unarchive").json()
         assert (unarchived["isArchived"], unarchived["archivedAt"]) == (False, None)
 

@@ -1,0 +1,291 @@
+"""Lists and search at scale: one account of 1,000,000 cards beside 99 accounts of 10,000 on
+PostgreSQL (100,000 beside 9 of 10,000 on SQLite), with tags, AI tags, search rows, folders,
+favorites, archive and Trash in realistic proportions (bench/scale_data.py), loaded in the
+schema of BASE_REVISION; the later migrations then run on the full tables, timed, and the
+statistics are gathered (ANALYZE), as a long-lived database has them.
+
+One uvicorn process serves the API, pinned to CPU 0; the load generator runs on CPU 1. For
+every workload it measures p50 and p99 with 1 client and with 16, prints a table and one JSON
+line per workload, and prints the query plans (EXPLAIN ANALYZE; SQLite: EXPLAIN QUERY PLAN) of
+every workload over its target.
+
+    .venv/bin/python -m bench.bench_scale [--database postgresql|sqlite] [--cards N]
+        [--accounts N] [--account-cards N] [--seconds S] [--reuse]
+
+--reuse keeps the loaded database from an earlier run (and skips the migration timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from sqlalchemy import create_engine, event, text
+
+from bench.bench_cards import POSTGRES, _free_port, _start
+from bench.load import LoadResult, run_load
+from bench.scale_data import Generator, Stats
+from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
+from cardvault.domain import accounts, cards, tag_operations
+from cardvault.domain.db import Database
+
+WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
+DATABASE = "cardvault_scale"
+# p99 targets in ms for PostgreSQL at 1M cards, one API process, one client; SQLite gets 2x.
+TARGETS = {"q_common": 60.0, "q_rare": 30.0}
+LIST_TARGET = 15.0
+
+
+def _fresh_database(kind: str, reuse: bool) -> str:
+    WORKDIR.mkdir(parents=True, exist_ok=True)
+    if kind == "sqlite":
+        path = WORKDIR / "scale.db"
+        if not reuse:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return f"sqlite:///{path}"
+    if not reuse:
+        engine = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
+            connection.execute(text(f"CREATE DATABASE {DATABASE}"))
+        engine.dispose()
+    return POSTGRES.rsplit("/", 1)[0] + "/" + DATABASE
+
+
+def _closest(counter: dict[str, int], wanted: float, keep: Callable[[str], bool] = lambda _: True) -> str:
+    return min((k for k in counter if keep(k)), key=lambda k: (abs(counter[k] - wanted), k))
+
+
+def _load(url: str, kind: str, sizes: list[int]) -> dict[str, Any]:
+    """Load the data, migrate to head (timed), gather statistics; return what the workloads need."""
+    db = Database.from_url(url)
+    db.migrate(revision=BASE_REVISION)
+    gen, stats = Generator(), Stats()
+    started = time.perf_counter()
+    print(f"loading {sum(sizes):,} cards in {len(sizes)} accounts ...", flush=True)
+    loader = load_postgresql if kind == "postgresql" else load_sqlite
+    big = loader(url if kind == "postgresql" else url.removeprefix("sqlite:///"), sizes, gen, stats)
+    loaded = time.perf_counter() - started
+    _analyze(db)
+    started = time.perf_counter()
+    db.migrate()
+    migrated = time.perf_counter() - started
+    _analyze(db)
+    live = sizes[0]
+    common = _closest(stats.words, 0.10 * live)
+    rare = _closest(stats.words, 30, keep=lambda w: len(w) >= 8)
+    meta = {
+        **big,
+        "cards": sizes[0],
+        "load_seconds": round(loaded, 1),
+        "migration_seconds": round(migrated, 2),
+        "common_word": [common, stats.words[common]],
+        "rare_word": [rare, stats.words[rare]],
+        "tag": (tag := _closest(stats.tags, 0.01 * live)),
+        "tag_cards": stats.tags[tag],
+        "folder": (folder := stats.folders.most_common(1)[0][0]),
+        "folder_cards": stats.folders[folder],
+        "common_tag": stats.tags.most_common(1)[0][0],
+    }
+    db.dispose()
+    return meta
+
+
+def _analyze(db: Database) -> None:
+    with db.engine.connect() as connection:
+        connection.execute(text("ANALYZE"))
+        connection.commit()
+
+
+def _workloads(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {
+        "first_page": {},
+        "page_200": {},  # the cursor is filled in by walking there
+        "q_common": {"q": meta["common_word"][0]},
+        "q_rare": {"q": meta["rare_word"][0]},
+        "tag": {"tag": meta["tag"]},
+        "favorited": {"favorited": "true"},
+        "type": {"type": "video"},
+        "folder": {"folder": meta["folder"]},
+        "combination": {"type": "link", "tag": meta["common_tag"], "favorited": "false"},
+        "total": {"include": "total"},
+        "tag_list": {},
+    }
+
+
+def _path(name: str, params: dict[str, str]) -> str:
+    if name == "tag_list":
+        return "/v1/tags?limit=100"
+    return "/v1/cards?" + urlencode({"limit": "50", **params})
+
+
+def _walk_to_page(port: int, key: str, page: int) -> str:
+    """Follow nextCursor from the first page; return the cursor of the given page (1-based)."""
+    cursor = ""
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
+        for _ in range(page - 1):
+            params = {"limit": "50", **({"cursor": cursor} if cursor else {})}
+            body = client.get("/v1/cards", params=params, timeout=60).raise_for_status().json()
+            cursor = body["pageInfo"]["nextCursor"]
+    return cursor
+
+
+def _target(name: str, kind: str) -> float:
+    return TARGETS.get(name, LIST_TARGET) * (2 if kind == "sqlite" else 1)
+
+
+def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) -> None:
+    """Run the workload's domain call in process and print the plan of each statement it sends."""
+    db = Database.from_url(url)
+    statements: list[tuple[str, Any]] = []
+
+    @event.listens_for(db.engine, "before_cursor_execute")
+    def _capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    account = meta["account_id"]
+    with db.transaction(write=False) as session:
+        if name == "tag_list":
+            tag_operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
+        else:
+            filters = cards.CardFilter(
+                card_type=params.get("type"),
+                tag=params.get("tag"),
+                q=params.get("q"),
+                favorited={"true": True, "false": False}.get(params.get("favorited", "")),
+                folder=params.get("folder"),
+            )
+            cards.list_cards(session, account_id=account, secret="x" * 32, filters=filters, limit=50)
+    event.remove(db.engine, "before_cursor_execute", _capture)
+    prefix = "EXPLAIN QUERY PLAN " if db.dialect == "sqlite" else "EXPLAIN (ANALYZE, BUFFERS) "
+    raw = db.engine.raw_connection()
+    try:
+        for statement, parameters in statements:
+            if not statement.lstrip().upper().startswith("SELECT"):
+                continue
+            cursor = raw.cursor()
+            cursor.execute(prefix + statement, parameters)
+            print(f"-- {name}: {statement.strip()[:2000]}\n-- parameters: {parameters}")
+            for row in cursor.fetchall():
+                print("   ", " ".join(str(v) for v in row))
+            cursor.close()
+        raw.rollback()
+    finally:
+        raw.close()
+    db.dispose()
+
+
+def _measure(port: int, path: str, key: str, clients: int, seconds: float) -> LoadResult:
+    headers = {"Authorization": f"Bearer {key}"}
+    run_load("127.0.0.1", port, path, headers, connections=clients, seconds=min(1.0, seconds))
+    return run_load("127.0.0.1", port, path, headers, connections=clients, seconds=seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--database", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument("--cards", type=int, help="cards of the measured account (1M; SQLite 100k)")
+    parser.add_argument("--accounts", type=int, help="other accounts (99; SQLite 9)")
+    parser.add_argument("--account-cards", type=int, default=10_000, help="cards of each other account")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--only", nargs="*", help="run only these workloads")
+    parser.add_argument("--reuse", action="store_true", help="keep the data of an earlier run")
+    args = parser.parse_args()
+    kind = args.database
+    big = args.cards or (1_000_000 if kind == "postgresql" else 100_000)
+    others = args.accounts if args.accounts is not None else (99 if kind == "postgresql" else 9)
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+
+    url = _fresh_database(kind, args.reuse)
+    meta_file = WORKDIR / f"{kind}.json"
+    if args.reuse and meta_file.exists():
+        meta = json.loads(meta_file.read_text())
+        started = time.perf_counter()
+        Database.from_url(url).migrate()
+        print(f"migrations applied on the loaded data in {time.perf_counter() - started:.1f} s")
+    else:
+        meta = _load(url, kind, [big] + [args.account_cards] * others)
+        meta_file.write_text(json.dumps(meta))
+    print(json.dumps({k: v for k, v in meta.items() if k != "folders"}))
+
+    db = Database.from_url(url)
+    with db.transaction() as session:
+        key = accounts.issue_api_key(session, account_id=meta["account_id"])
+    db.dispose()
+    env = {
+        **os.environ,
+        "CARDVAULT_DATABASE_URL": url,
+        "CARDVAULT_DATA_DIR": str(WORKDIR),
+        "CARDVAULT_VALIDATE_RESPONSES": "false",
+    }
+    workloads = _workloads(meta)
+    if args.only:
+        workloads = {k: v for k, v in workloads.items() if k in args.only}
+    port = _free_port()
+    process = _start(["--factory", "cardvault.handlers.app:app_from_env"], env, port)
+    results: dict[str, tuple[LoadResult, LoadResult]] = {}
+    try:
+        if "page_200" in workloads:
+            workloads["page_200"] = {"cursor": _walk_to_page(port, key, 200)}
+        for name, params in workloads.items():
+            path = _path(name, params)
+            results[name] = (
+                _measure(port, path, key, 1, args.seconds),
+                _measure(port, path, key, 16, args.seconds),
+            )
+            one, many = results[name]
+            assert one.errors == 0 and many.errors == 0, (name, one, many)
+    finally:
+        process.terminate()
+        process.wait()
+
+    print(f"\n{kind}, {meta['cards']:,} cards in the measured account, {args.seconds:.0f} s per run")
+    print(
+        f"{'workload':<13}{'1 client p50/p99 ms':>21}{'16 clients p50/p99 ms':>23}{'rps 1':>8}{'rps 16':>8}"
+        f"{'x':>6}{'target':>8}"
+    )
+    over = []
+    for name, (one, many) in results.items():
+        target = _target(name, kind)
+        flag = "" if one.p99_ms <= target else "  OVER"
+        if flag:
+            over.append(name)
+        print(
+            f"{name:<13}{one.p50_ms:>12.1f}/{one.p99_ms:<8.1f}{many.p50_ms:>14.1f}/{many.p99_ms:<8.1f}"
+            f"{one.rps:>8.0f}{many.rps:>8.0f}{many.rps / one.rps:>6.1f}{target:>8.0f}{flag}"
+        )
+    for name, (one, many) in results.items():
+        line = {
+            "workload": name,
+            "database": kind,
+            "cards": meta["cards"],
+            "p50_ms": round(one.p50_ms, 2),
+            "p99_ms": round(one.p99_ms, 2),
+            "p50_ms_16": round(many.p50_ms, 2),
+            "p99_ms_16": round(many.p99_ms, 2),
+            "rps_1": round(one.rps, 1),
+            "rps_16": round(many.rps, 1),
+            "throughput_ratio_16_to_1": round(many.rps / one.rps, 2),
+            "target_p99_ms": _target(name, kind),
+        }
+        print(json.dumps(line))
+    for name in over:
+        if name != "page_200":
+            _explain(url, meta, name, workloads[name])
+
+
+if __name__ == "__main__":
+    main()
