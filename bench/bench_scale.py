@@ -34,7 +34,7 @@ from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from cardvault.domain import accounts, cards, tag_operations
+from cardvault.domain import accounts, card_views, tag_operations
 from cardvault.domain.db import Database
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
@@ -158,14 +158,21 @@ def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) 
         if name == "tag_list":
             tag_operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
         else:
-            filters = cards.CardFilter(
+            filters = card_views.CardFilter(
                 card_type=params.get("type"),
                 tag=params.get("tag"),
                 q=params.get("q"),
                 favorited={"true": True, "false": False}.get(params.get("favorited", "")),
                 folder=params.get("folder"),
             )
-            cards.list_cards(session, account_id=account, secret="x" * 32, filters=filters, limit=50)
+            card_views.list_cards(
+                session,
+                account_id=account,
+                secret="x" * 32,
+                filters=filters,
+                limit=50,
+                with_total=params.get("include") == "total",
+            )
     event.remove(db.engine, "before_cursor_execute", _capture)
     prefix = "EXPLAIN QUERY PLAN " if db.dialect == "sqlite" else "EXPLAIN (ANALYZE, BUFFERS) "
     raw = db.engine.raw_connection()

@@ -38,17 +38,17 @@ BIN = Path(sys.executable).parent
 REDIS = os.environ.get("CARDVAULT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 
 SEED_TAGS = """
-INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words)
-SELECT c.pk, 'user', t.name, t.name, t.position, c.account_id, ' ' || t.name || ' '
+INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words, card_created_at)
+SELECT c.pk, 'user', t.name, t.name, t.position, c.account_id, ' ' || t.name || ' ', c.created_at
 FROM cards c CROSS JOIN (VALUES ('alpha1', 0), ('alpha2', 1), ('beta1', 2), ('beta2', 3),
      ('delta1', 4), ('delta2', 5)) AS t(name, position)
 WHERE c.account_id = :a;
-INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words)
-SELECT c.pk, 'user', t.name, t.name, t.position, c.account_id, ' ' || t.name || ' '
+INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words, card_created_at)
+SELECT c.pk, 'user', t.name, t.name, t.position, c.account_id, ' ' || t.name || ' ', c.created_at
 FROM cards c CROSS JOIN (VALUES ('gamma1', 6), ('gamma2', 7)) AS t(name, position)
 WHERE c.account_id = :a AND c.pk % 2 = 0;
-INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words)
-SELECT c.pk, 'user', 'warm', 'warm', 8, c.account_id, ' warm '
+INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words, card_created_at)
+SELECT c.pk, 'user', 'warm', 'warm', 8, c.account_id, ' warm ', c.created_at
 FROM cards c WHERE c.account_id = :a AND c.pk % 1000 = 0;
 """
 

@@ -37,6 +37,7 @@ CARD_COLUMNS = [
     "archived_at",
 ]
 TAG_COLUMNS = ["card_pk", "kind", "name_key", "name", "position", "account_id", "words"]
+# The data is written in the schema of BASE_REVISION, before card_created_at existed.
 FOLDER_COLUMNS = ["id", "account_id", "name", "name_key", "color", "kind", "created_at", "updated_at"]
 
 

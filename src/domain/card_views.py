@@ -8,13 +8,13 @@ import hashlib
 import json
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, exists, func, select, tuple_
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import search
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import NotFound
-from cardvault.domain.models import Card, CardTag, Folder, FolderCard
+from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.tags import clean_tag, tag_key
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
@@ -62,11 +62,13 @@ def _view_query(dialect: str) -> Select[Any]:
     tags = (
         select(_aggregate(dialect, CardTag.kind, CardTag.position, CardTag.name))
         .where(CardTag.card_pk == Card.pk)
+        .correlate(Card)
         .scalar_subquery()
     )
     folders = (
         select(_aggregate(dialect, FolderCard.added_at, FolderCard.folder_id))
         .where(FolderCard.card_pk == Card.pk)
+        .correlate(Card)
         .scalar_subquery()
     )
     return select(*_COLUMNS, tags.label("tag_list"), folders.label("folder_list"))
@@ -127,45 +129,68 @@ class CardPage:
     total_capped: bool = False
 
 
-def _conditions(dialect: str, account_id: str, filters: CardFilter) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [
+Position = tuple[Any, Any]  # the columns a listing is ordered by: a moment, then a card pk
+
+
+def _filtered(
+    query: Select[Any], dialect: str, account_id: str, filters: CardFilter
+) -> tuple[Select[Any], Position]:
+    """Narrow a statement over cards to the account's cards matching the filters; return it
+    with the columns that put it in list order.
+
+    A tag or folder filter joins the tag or folder rows, which carry their card's createdAt, and
+    the list is ordered by those columns: the planner then reads the tag's or folder's cards in
+    list order from its index and stops after a page. (Ordered by the card's own columns, it
+    misjudged the join and fetched and sorted every card of the tag.) A card can carry a tag
+    twice (as a tag and as an AI tag), so a tag filter can repeat it."""
+    query = query.where(
         Card.account_id == account_id,
         Card.deleted_at.is_not(None) if filters.in_trash else Card.deleted_at.is_(None),
-    ]
-    if filters.archived == "exclude":
-        conditions.append(Card.archived_at.is_(None))
-    elif filters.archived == "only":
-        conditions.append(Card.archived_at.is_not(None))
+    )
+    # Trash is ordered by when cards went there; everything else by when they were created.
+    position: Position = (Card.deleted_at, Card.pk) if filters.in_trash else (Card.created_at, Card.pk)
+    if filters.archived != "include":
+        query = query.where(
+            Card.archived_at.is_(None) if filters.archived == "exclude" else Card.archived_at.is_not(None)
+        )
     if filters.folder is not None:
-        conditions.append(
-            exists().where(
-                FolderCard.card_pk == Card.pk,
-                FolderCard.folder_id == Folder.id,
-                Folder.id == filters.folder,
-                Folder.account_id == account_id,
-            )
-        )
-    if filters.card_type is not None:
-        conditions.append(Card.type == filters.card_type)
-    if filters.favorited is not None:
-        conditions.append(Card.is_favorited.is_(filters.favorited))
-    if filters.created_after is not None:
-        conditions.append(Card.created_at > filters.created_after)
-    if filters.created_before is not None:
-        conditions.append(Card.created_at < filters.created_before)
+        # The folder's cards are all of its account's, so another account's folder finds none.
+        rows = aliased(FolderCard)
+        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == filters.folder))
+        position = position if filters.in_trash else (rows.card_created_at, rows.card_pk)
     if filters.tag is not None:
+        tags = aliased(CardTag)
         key = tag_key(clean_tag(filters.tag))
-        conditions.append(
-            exists().where(
-                CardTag.account_id == account_id,
-                CardTag.name_key == key,
-                CardTag.card_pk == Card.pk,
-            )
+        query = query.join(
+            tags, (tags.card_pk == Card.pk) & (tags.account_id == account_id) & (tags.name_key == key)
         )
+        position = position if filters.in_trash else (tags.card_created_at, tags.card_pk)
+    if filters.card_type is not None:
+        query = query.where(Card.type == filters.card_type)
+    if filters.favorited is not None:
+        query = query.where(Card.is_favorited.is_(filters.favorited))
+    if filters.created_after is not None:
+        query = query.where(Card.created_at > filters.created_after)
+    if filters.created_before is not None:
+        query = query.where(Card.created_at < filters.created_before)
     words = search.query_words(filters.q or "")
     if words:
-        conditions.append(search.matches(dialect, words))
-    return conditions
+        query = query.where(search.matches(dialect, words))
+    return query, position
+
+
+def _ordered(
+    query: Select[Any], position: Position, filters: CardFilter, after: list[int | str] | None = None
+) -> Select[Any]:
+    """Put a statement in list order by ``position``, from just after the position ``after``."""
+    moment, pk = position
+    newest = filters.sort == "newest"
+    if after is not None:
+        here, boundary = tuple_(moment, pk), tuple_(*after)
+        query = query.where(here < boundary if newest else here > boundary)
+    if newest:
+        return query.order_by(moment.desc(), pk.desc())
+    return query.order_by(moment.asc(), pk.asc())
 
 
 def _scope(account_id: str, filters: CardFilter) -> str:
@@ -174,9 +199,13 @@ def _scope(account_id: str, filters: CardFilter) -> str:
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def count_cards(session: Session, conditions: list[ColumnElement[bool]]) -> tuple[int, bool]:
-    """Count the matching cards up to TOTAL_CAP; say whether there are more."""
-    first = select(Card.pk).where(*conditions).limit(TOTAL_CAP + 1).subquery()
+def count_cards(session: Session, *, account_id: str, filters: CardFilter) -> tuple[int, bool]:
+    """Count the matching cards up to TOTAL_CAP, in list order (so the cost follows the page's
+    plan, not a scan of the table); say whether there are more."""
+    dialect = session.get_bind().dialect.name
+    query, position = _filtered(select(Card.pk), dialect, account_id, filters)
+    cards = _ordered(query.add_columns(*position), position, filters)
+    first = cards.distinct().limit(TOTAL_CAP + 1).subquery()
     found = session.scalar(select(func.count()).select_from(first)) or 0
     return min(found, TOTAL_CAP), found > TOTAL_CAP
 
@@ -186,16 +215,8 @@ def list_query(
 ) -> Select[Any]:
     """The statement reading a listing's cards in order, from just after the position ``after``."""
     dialect = session.get_bind().dialect.name
-    # Trash is ordered by when cards went there; everything else by when they were created.
-    moment = Card.deleted_at if filters.in_trash else Card.created_at
-    newest = filters.sort == "newest"
-    query = _view_query(dialect).where(*_conditions(dialect, account_id, filters))
-    if after is not None:
-        position, boundary = tuple_(moment, Card.pk), tuple_(*after)
-        query = query.where(position < boundary if newest else position > boundary)
-    if newest:
-        return query.order_by(moment.desc(), Card.pk.desc())
-    return query.order_by(moment.asc(), Card.pk.asc())
+    query, position = _filtered(_view_query(dialect), dialect, account_id, filters)
+    return _ordered(query, position, filters, after)
 
 
 def list_cards(
@@ -213,7 +234,9 @@ def list_cards(
     scope = _scope(account_id, filters)
     after = None if cursor is None else decode_cursor(secret, cursor, scope=scope, size=2)
     query = list_query(session, account_id=account_id, filters=filters, after=after)
-    views = [_view(row) for row in session.execute(query.limit(limit + 1))]
+    # A tag filter can repeat a card (once per kind of tag): read enough rows for limit + 1 cards.
+    rows = session.execute(query.limit((limit + 1) * (2 if filters.tag is not None else 1)))
+    views = list({view.pk: view for view in map(_view, rows)}.values())[: limit + 1]
     next_cursor = None
     if len(views) > limit:
         views = views[:limit]
@@ -222,6 +245,5 @@ def list_cards(
         next_cursor = encode_cursor(secret, scope=scope, position=[at or 0, last.pk])
     if not with_total:
         return CardPage(views, next_cursor)
-    conditions = _conditions(session.get_bind().dialect.name, account_id, filters)
-    total, capped = count_cards(session, conditions)
+    total, capped = count_cards(session, account_id=account_id, filters=filters)
     return CardPage(views, next_cursor, total, capped)

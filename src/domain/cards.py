@@ -46,6 +46,7 @@ def _set_tags(card: Card, kind: str, names: Sequence[str]) -> None:
                 position=position,
                 account_id=card.account_id,
                 words=search.tag_words(name),
+                card_created_at=card.created_at,
             )
         )
 

@@ -180,7 +180,11 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
         elif room <= 0 or len(card.folder_rows) >= MAX_FOLDERS_PER_CARD:
             result.limited.append(card_id)
         else:
-            card.folder_rows.append(FolderCard(folder_id=folder.id, card_pk=card.pk, added_at=now))
+            card.folder_rows.append(
+                FolderCard(
+                    folder_id=folder.id, card_pk=card.pk, added_at=now, card_created_at=card.created_at
+                )
+            )
             card.updated_at = max(now, card.updated_at)
             present.add(card.pk)
             room -= 1

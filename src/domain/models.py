@@ -132,7 +132,10 @@ class CardTag(Base):
     """One tag on one card: a user tag (``kind='user'``) or an AI tag (``kind='ai'``)."""
 
     __tablename__ = "card_tags"
-    __table_args__ = (Index("ix_card_tags_account_key", "account_id", "name_key", "card_pk"),)
+    __table_args__ = (
+        Index("ix_card_tags_account_key", "account_id", "name_key", "card_pk"),
+        Index("ix_card_tags_account_key_created", "account_id", "name_key", "card_created_at", "card_pk"),
+    )
 
     card_pk: Mapped[int] = mapped_column(ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True)
     kind: Mapped[str] = mapped_column(String(8), primary_key=True)
@@ -144,6 +147,9 @@ class CardTag(Base):
     # their own makes searchable (migration 0004). Kept here, not in the card's full-text row,
     # so tag operations never re-read card content.
     words: Mapped[str] = mapped_column(String(400))
+    # The card's createdAt (which never changes), so a tag's cards can be read in list order
+    # straight from ix_card_tags_account_key_created.
+    card_created_at: Mapped[int] = mapped_column(BigInteger)
 
     card: Mapped[Card] = relationship(back_populates="tag_rows")
 
@@ -216,12 +222,14 @@ class FolderCard(Base):
     """A card in a folder."""
 
     __tablename__ = "folder_cards"
+    __table_args__ = (Index("ix_folder_cards_folder_created", "folder_id", "card_created_at", "card_pk"),)
 
     folder_id: Mapped[str] = mapped_column(ForeignKey("folders.id", ondelete="CASCADE"), primary_key=True)
     card_pk: Mapped[int] = mapped_column(
         ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True, index=True
     )
     added_at: Mapped[int] = mapped_column(BigInteger)
+    card_created_at: Mapped[int] = mapped_column(BigInteger)  # as on CardTag
 
 
 Owned = TypeVar("Owned", Card, Folder, TagOperation)

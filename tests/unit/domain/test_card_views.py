@@ -77,6 +77,54 @@ class TestCardView:
             assert page.total == (3 if with_total else None)
 
 
+class TestTagAndFolderFilters:
+    def test_a_card_carrying_a_tag_twice_is_listed_once(self, database: Database, account_id: str) -> None:
+        with database.transaction() as session:
+            made = [
+                cards.add_card(session, account_id=account_id, content=f"c{i}", tags=["Read"])
+                for i in range(4)
+            ]
+            for card in made:
+                cards.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=["read"])
+        seen, cursor = [], None
+        while True:
+            with database.transaction(write=False) as session:
+                page = card_views.list_cards(
+                    session,
+                    account_id=account_id,
+                    secret=SECRET,
+                    filters=CardFilter(tag="READ"),
+                    limit=1,
+                    cursor=cursor,
+                    with_total=True,
+                )
+            assert page.total == 4
+            seen += [c.id for c in page.cards]
+            if (cursor := page.next_cursor) is None:
+                break
+        assert seen == [c.id for c in reversed(made)]
+
+    def test_a_folder_lists_its_cards_in_list_order(self, database: Database, account_id: str) -> None:
+        with database.transaction() as session:
+            made = [cards.add_card(session, account_id=account_id, content=f"c{i}") for i in range(3)]
+            folder = folders.create_folder(session, account_id=account_id, name="F")
+        with database.transaction() as session:  # added newest first: the list still goes by createdAt
+            folders.add_cards(
+                session, account_id=account_id, folder_id=folder.id, card_ids=[c.id for c in made[::-1]]
+            )
+        with database.transaction(write=False) as session:
+            newest = card_views.list_cards(
+                session, account_id=account_id, secret=SECRET, filters=CardFilter(folder=folder.id)
+            )
+            oldest = card_views.list_cards(
+                session,
+                account_id=account_id,
+                secret=SECRET,
+                filters=CardFilter(folder=folder.id, sort="oldest"),
+            )
+        assert [c.id for c in oldest.cards] == [c.id for c in made] == [c.id for c in newest.cards][::-1]
+
+
 class TestTagSearch:
     def test_a_tag_deleted_with_its_card_is_not_found_in_a_row_reusing_its_place(
         self, database: Database, account_id: str

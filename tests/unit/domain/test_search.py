@@ -56,7 +56,7 @@ def test_a_long_run_of_marks_in_any_order_folds_to_nothing() -> None:
     assert split_words("a" + marks + "b") == ["ab"]
 
 
-def test_postgresql_sessions_run_without_jit_or_parallel_workers(database: Database) -> None:
+def test_postgresql_sessions_run_without_jit_parallel_workers_or_generic_plans(database: Database) -> None:
     # JIT compiling cost a 16-word search 1.4 s of its 1.45 s, a parallel plan a tag filter 41 ms
     # of 3.2; our statements run in milliseconds.
     if database.dialect != "postgresql":
@@ -65,3 +65,4 @@ def test_postgresql_sessions_run_without_jit_or_parallel_workers(database: Datab
         with database.transaction(write=write) as session:
             assert session.execute(text("SHOW jit")).scalar() == "off"
             assert session.execute(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"
+            assert session.execute(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"
