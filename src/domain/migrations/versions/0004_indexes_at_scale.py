@@ -24,7 +24,7 @@ CREATE FUNCTION card_search_tags_{event}() RETURNS trigger LANGUAGE plpgsql AS $
 BEGIN
     DELETE FROM card_search WHERE part = 1 AND card_pk IN (SELECT card_pk FROM {rows});
     INSERT INTO card_search (card_pk, part, words)
-    SELECT t.card_pk, 1, array_to_tsvector(array_agg(DISTINCT w))
+    SELECT t.card_pk, 1, array_to_tsvector(array_agg(w))
     FROM card_tags t CROSS JOIN unnest(string_to_array(btrim(t.words), ' ')) AS w
     WHERE t.card_pk IN (SELECT card_pk FROM {rows}) AND w <> ''
     GROUP BY t.card_pk;
@@ -86,6 +86,13 @@ def upgrade() -> None:
 
 def _created_at_copies() -> None:
     sqlite = op.get_bind().dialect.name == "sqlite"
+    if not sqlite:
+        # Sorts and index builds of millions of rows in memory; rewriting every tag row without
+        # its two indexes and building them after took a third of the time.
+        op.execute("SET LOCAL work_mem = '256MB'")
+        op.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        op.drop_index("ix_card_tags_account_key", "card_tags")
+        op.execute("ALTER TABLE card_tags DROP CONSTRAINT pk_card_tags")
     for table in ("card_tags", "folder_cards"):
         # A default lets SQLite add a NOT NULL column; every row gets its real value next.
         op.execute(f"ALTER TABLE {table} ADD COLUMN card_created_at BIGINT NOT NULL DEFAULT 0")
@@ -97,6 +104,9 @@ def _created_at_copies() -> None:
         op.execute(f"UPDATE {table} SET card_created_at = {created}")
         if not sqlite:  # every writer sets it (SQLite cannot drop a column default)
             op.execute(f"ALTER TABLE {table} ALTER COLUMN card_created_at DROP DEFAULT")
+    if not sqlite:
+        op.execute("ALTER TABLE card_tags ADD CONSTRAINT pk_card_tags PRIMARY KEY (card_pk, kind, name_key)")
+        op.create_index("ix_card_tags_account_key", "card_tags", ["account_id", "name_key", "card_pk"])
     op.create_index(
         "ix_card_tags_account_key_created",
         "card_tags",
@@ -110,16 +120,21 @@ def _created_at_copies() -> None:
 def _tag_words_in_card_search() -> None:
     op.execute("ALTER TABLE card_search ADD COLUMN part smallint NOT NULL DEFAULT 0")
     op.execute("ALTER TABLE card_search DROP CONSTRAINT pk_card_search")
-    op.execute("ALTER TABLE card_search ADD CONSTRAINT pk_card_search PRIMARY KEY (card_pk, part)")
-    # Building the index once after the rows are in is much faster than growing it row by row.
+    # Building the indexes once after the rows are in, and checking the foreign key in one join,
+    # is much faster than doing either row by row.
     op.execute("DROP INDEX ix_card_search_words")
+    op.execute("ALTER TABLE card_search DROP CONSTRAINT fk_card_search_card_pk_cards")
     op.execute(
         "INSERT INTO card_search (card_pk, part, words) "
-        "SELECT t.card_pk, 1, array_to_tsvector(array_agg(DISTINCT w)) "
+        "SELECT t.card_pk, 1, array_to_tsvector(array_agg(w)) "
         "FROM card_tags t CROSS JOIN unnest(string_to_array(btrim(t.words), ' ')) AS w "
         "WHERE w <> '' GROUP BY t.card_pk"
     )
-    op.execute("SET LOCAL maintenance_work_mem = '256MB'")
+    op.execute("ALTER TABLE card_search ADD CONSTRAINT pk_card_search PRIMARY KEY (card_pk, part)")
+    op.execute(
+        "ALTER TABLE card_search ADD CONSTRAINT fk_card_search_card_pk_cards "
+        "FOREIGN KEY (card_pk) REFERENCES cards (pk) ON DELETE CASCADE"
+    )
     op.execute("CREATE INDEX ix_card_search_words ON card_search USING gin (words)")
     for event, (verb, tables, rows) in _EVENTS.items():
         op.execute(_REBUILD.format(event=event, rows=rows))
