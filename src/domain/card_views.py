@@ -4,11 +4,12 @@ gathered by the database beside its row, without ORM objects (writers use cardva
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import search
@@ -21,8 +22,7 @@ TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
 _COLUMNS = list(Card.__table__.columns)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CardView:
+class CardView(NamedTuple):
     """A card as read for a response: its columns (named as on Card), tags and folders."""
 
     pk: int
@@ -58,6 +58,7 @@ def _aggregate(dialect: str, *values: Any) -> Any:
     return func.json_agg(func.json_build_array(*values))
 
 
+@functools.cache
 def _view_query(dialect: str) -> Select[Any]:
     tags = (
         select(_aggregate(dialect, CardTag.kind, CardTag.position, CardTag.name))
@@ -85,19 +86,28 @@ def _view(row: Any) -> CardView:
     *columns, tag_list, folder_list = row
     tags = sorted(_loaded(tag_list))
     folders = sorted(_loaded(folder_list))
-    return CardView(
-        *columns,
-        tags=[name for kind, _, name in tags if kind == "user"],
-        ai_tags=[name for kind, _, name in tags if kind == "ai"],
-        folder_ids=[folder_id for _, folder_id in folders],
+    return CardView._make(
+        (
+            *columns,
+            [name for kind, _, name in tags if kind == "user"],
+            [name for kind, _, name in tags if kind == "ai"],
+            [folder_id for _, folder_id in folders],
+        )
+    )
+
+
+@functools.cache
+def _card_query(dialect: str) -> Select[Any]:
+    # Built once: SQLAlchemy keys its compiled-statement cache on the statement object.
+    return _view_query(dialect).where(
+        Card.id == bindparam("card_id"), Card.account_id == bindparam("account_id")
     )
 
 
 def get_card_view(session: Session, *, account_id: str, card_id: str) -> CardView:
     """Return the account's card, or raise NotFound (also for another account's card)."""
-    dialect = session.get_bind().dialect.name
-    query = _view_query(dialect).where(Card.id == card_id, Card.account_id == account_id)
-    row = session.execute(query).first()
+    query = _card_query(session.get_bind().dialect.name)
+    row = session.connection().execute(query, {"card_id": card_id, "account_id": account_id}).first()
     if row is None:
         raise NotFound("Card not found.")
     return _view(row)
@@ -132,65 +142,128 @@ class CardPage:
 Position = tuple[Any, Any]  # the columns a listing is ordered by: a moment, then a card pk
 
 
-def _filtered(
-    query: Select[Any], dialect: str, account_id: str, filters: CardFilter
-) -> tuple[Select[Any], Position]:
-    """Narrow a statement over cards to the account's cards matching the filters; return it
-    with the columns that put it in list order.
+class _Shape(NamedTuple):
+    """What a listing statement's SQL depends on; the values go in as parameters, so each shape
+    is built once (SQLAlchemy keys its compiled-statement cache on the statement object, and
+    building the key cost a fifteenth of a list request's CPU)."""
+
+    dialect: str
+    view: bool  # the cards' columns (a page), or their position only (a count)
+    sort: str
+    in_trash: bool
+    archived: str
+    folder: bool
+    tag: bool
+    card_type: bool
+    favorited: bool | None
+    created_after: bool
+    created_before: bool
+    words: int
+    after: bool
+
+
+@functools.lru_cache(maxsize=1024)
+def _statement(shape: _Shape) -> Select[Any]:
+    """The listing statement of a shape, in list order.
 
     A tag or folder filter joins the tag or folder rows, which carry their card's createdAt, and
     the list is ordered by those columns: the planner then reads the tag's or folder's cards in
     list order from its index and stops after a page. (Ordered by the card's own columns, it
     misjudged the join and fetched and sorted every card of the tag.) A card can carry a tag
     twice (as a tag and as an AI tag), so a tag filter can repeat it."""
+    query = _view_query(shape.dialect) if shape.view else select(Card.pk)
     query = query.where(
-        Card.account_id == account_id,
-        Card.deleted_at.is_not(None) if filters.in_trash else Card.deleted_at.is_(None),
+        Card.account_id == bindparam("account_id"),
+        Card.deleted_at.is_not(None) if shape.in_trash else Card.deleted_at.is_(None),
     )
     # Trash is ordered by when cards went there; everything else by when they were created.
-    position: Position = (Card.deleted_at, Card.pk) if filters.in_trash else (Card.created_at, Card.pk)
-    if filters.archived != "include":
+    position: Position = (Card.deleted_at, Card.pk) if shape.in_trash else (Card.created_at, Card.pk)
+    if shape.archived != "include":
         query = query.where(
-            Card.archived_at.is_(None) if filters.archived == "exclude" else Card.archived_at.is_not(None)
+            Card.archived_at.is_(None) if shape.archived == "exclude" else Card.archived_at.is_not(None)
         )
-    if filters.folder is not None:
+    if shape.folder:
         # The folder's cards are all of its account's, so another account's folder finds none.
         rows = aliased(FolderCard)
-        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == filters.folder))
-        position = position if filters.in_trash else (rows.card_created_at, rows.card_pk)
-    if filters.tag is not None:
+        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == bindparam("folder")))
+        position = position if shape.in_trash else (rows.card_created_at, rows.card_pk)
+    if shape.tag:
         tags = aliased(CardTag)
-        key = tag_key(clean_tag(filters.tag))
         query = query.join(
-            tags, (tags.card_pk == Card.pk) & (tags.account_id == account_id) & (tags.name_key == key)
+            tags,
+            (tags.card_pk == Card.pk)
+            & (tags.account_id == bindparam("account_id"))
+            & (tags.name_key == bindparam("tag_key")),
         )
-        position = position if filters.in_trash else (tags.card_created_at, tags.card_pk)
-    if filters.card_type is not None:
-        query = query.where(Card.type == filters.card_type)
-    if filters.favorited is not None:
-        query = query.where(Card.is_favorited.is_(filters.favorited))
-    if filters.created_after is not None:
-        query = query.where(Card.created_at > filters.created_after)
-    if filters.created_before is not None:
-        query = query.where(Card.created_at < filters.created_before)
-    words = search.query_words(filters.q or "")
-    if words:
-        query = query.where(search.matches(dialect, words))
-    return query, position
-
-
-def _ordered(
-    query: Select[Any], position: Position, filters: CardFilter, after: list[int | str] | None = None
-) -> Select[Any]:
-    """Put a statement in list order by ``position``, from just after the position ``after``."""
+        position = position if shape.in_trash else (tags.card_created_at, tags.card_pk)
+    if shape.card_type:
+        query = query.where(Card.type == bindparam("card_type"))
+    if shape.favorited is not None:
+        query = query.where(Card.is_favorited.is_(shape.favorited))
+    if shape.created_after:
+        query = query.where(Card.created_at > bindparam("created_after"))
+    if shape.created_before:
+        query = query.where(Card.created_at < bindparam("created_before"))
+    if shape.words:
+        query = query.where(search.matches(shape.dialect, shape.words))
+    if not shape.view:
+        query = query.add_columns(*position)
     moment, pk = position
-    newest = filters.sort == "newest"
-    if after is not None:
-        here, boundary = tuple_(moment, pk), tuple_(*after)
+    newest = shape.sort == "newest"
+    if shape.after:
+        here, boundary = (
+            tuple_(moment, pk),
+            tuple_(bindparam("after_moment", type_=BigInteger), bindparam("after_pk", type_=BigInteger)),
+        )
         query = query.where(here < boundary if newest else here > boundary)
     if newest:
         return query.order_by(moment.desc(), pk.desc())
     return query.order_by(moment.asc(), pk.asc())
+
+
+@functools.lru_cache(maxsize=1024)
+def _page_statement(shape: _Shape) -> Select[Any]:
+    return _statement(shape).limit(bindparam("limit", type_=Integer))
+
+
+@functools.lru_cache(maxsize=1024)
+def _count_statement(shape: _Shape) -> Select[Any]:
+    first = _statement(shape).distinct().limit(TOTAL_CAP + 1).subquery()
+    return select(func.count()).select_from(first)
+
+
+def _listing(
+    dialect: str, account_id: str, filters: CardFilter, *, view: bool, after: list[int | str] | None = None
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The statement of a listing and the values of its parameters."""
+    words = search.query_words(filters.q or "")
+    shape = _Shape(
+        dialect=dialect,
+        view=view,
+        sort=filters.sort,
+        in_trash=filters.in_trash,
+        archived=filters.archived,
+        folder=filters.folder is not None,
+        tag=filters.tag is not None,
+        card_type=filters.card_type is not None,
+        favorited=filters.favorited,
+        created_after=filters.created_after is not None,
+        created_before=filters.created_before is not None,
+        words=len(words),
+        after=after is not None,
+    )
+    values: dict[str, Any] = {
+        "account_id": account_id,
+        "folder": filters.folder,
+        "tag_key": tag_key(clean_tag(filters.tag)) if filters.tag is not None else None,
+        "card_type": filters.card_type,
+        "created_after": filters.created_after,
+        "created_before": filters.created_before,
+        **search.match_parameters(dialect, words),
+    }
+    if after is not None:
+        values["after_moment"], values["after_pk"] = after
+    return (_page_statement(shape) if view else _count_statement(shape)), values
 
 
 def _scope(account_id: str, filters: CardFilter) -> str:
@@ -202,21 +275,17 @@ def _scope(account_id: str, filters: CardFilter) -> str:
 def count_cards(session: Session, *, account_id: str, filters: CardFilter) -> tuple[int, bool]:
     """Count the matching cards up to TOTAL_CAP, in list order (so the cost follows the page's
     plan, not a scan of the table); say whether there are more."""
-    dialect = session.get_bind().dialect.name
-    query, position = _filtered(select(Card.pk), dialect, account_id, filters)
-    cards = _ordered(query.add_columns(*position), position, filters)
-    first = cards.distinct().limit(TOTAL_CAP + 1).subquery()
-    found = session.scalar(select(func.count()).select_from(first)) or 0
+    query, values = _listing(session.get_bind().dialect.name, account_id, filters, view=False)
+    found = session.connection().execute(query, values).scalar() or 0
     return min(found, TOTAL_CAP), found > TOTAL_CAP
 
 
 def list_query(
     session: Session, *, account_id: str, filters: CardFilter, after: list[int | str] | None = None
-) -> Select[Any]:
-    """The statement reading a listing's cards in order, from just after the position ``after``."""
-    dialect = session.get_bind().dialect.name
-    query, position = _filtered(_view_query(dialect), dialect, account_id, filters)
-    return _ordered(query, position, filters, after)
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The statement reading a listing's cards in order (from just after the position
+    ``after``) and its parameters, all but ``limit``."""
+    return _listing(session.get_bind().dialect.name, account_id, filters, view=True, after=after)
 
 
 def list_cards(
@@ -233,9 +302,11 @@ def list_cards(
     with ``with_total`` how many match (in the same snapshot, when the session has one)."""
     scope = _scope(account_id, filters)
     after = None if cursor is None else decode_cursor(secret, cursor, scope=scope, size=2)
-    query = list_query(session, account_id=account_id, filters=filters, after=after)
+    query, values = list_query(session, account_id=account_id, filters=filters, after=after)
     # A tag filter can repeat a card (once per kind of tag): read enough rows for limit + 1 cards.
-    rows = session.execute(query.limit((limit + 1) * (2 if filters.tag is not None else 1)))
+    values["limit"] = (limit + 1) * (2 if filters.tag is not None else 1)
+    # Core rows, not ORM loading: nothing here becomes an ORM object.
+    rows = session.connection().execute(query, values)
     views = list({view.pk: view for view in map(_view, rows)}.values())[: limit + 1]
     next_cursor = None
     if len(views) > limit:

@@ -8,7 +8,7 @@ import sys
 import unicodedata
 from collections.abc import Iterable
 
-from sqlalchemy import BigInteger, ColumnElement, and_, bindparam, column, text
+from sqlalchemy import BigInteger, ColumnElement, String, and_, bindparam, column, text
 from sqlalchemy.orm import Session
 
 from cardvault.domain.models import Card
@@ -124,12 +124,18 @@ _INDEXES = {
 }
 
 
-def _match(dialect: str, word: str) -> ColumnElement[bool]:
-    """Cards with a word beginning with this one in their texts, tags or AI tags."""
-    found = text(_INDEXES[dialect]).bindparams(bindparam("fts", _prefix_query(dialect, word), unique=True))
+def _match(dialect: str, name: str) -> ColumnElement[bool]:
+    """Cards with a word beginning with the word bound to ``name`` in their texts, tags or AI tags."""
+    found = text(_INDEXES[dialect].replace(":fts", f":{name}")).bindparams(bindparam(name, type_=String))
     return Card.pk.in_(found.columns(column("card_pk", BigInteger)))
 
 
-def matches(dialect: str, words: list[str]) -> ColumnElement[bool]:
-    """Return a condition on Card: each word begins some word of the card's texts or tags."""
-    return and_(*(_match(dialect, word) for word in words))
+def matches(dialect: str, count: int) -> ColumnElement[bool]:
+    """Return a condition on Card: each of ``count`` words, bound by match_parameters, begins
+    some word of the card's texts or tags."""
+    return and_(*(_match(dialect, f"word{i}") for i in range(count)))
+
+
+def match_parameters(dialect: str, words: list[str]) -> dict[str, str]:
+    """The values of the parameters that ``matches`` binds, for these query words."""
+    return {f"word{i}": _prefix_query(dialect, word) for i, word in enumerate(words)}
