@@ -9,6 +9,7 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
+import orjson
 from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
@@ -79,7 +80,7 @@ def _loaded(value: Any) -> list[Any]:
     """The rows of an aggregate: parsed by the driver (PostgreSQL) or from text (SQLite)."""
     if value is None:
         return []
-    return json.loads(value) if isinstance(value, str) else list(value)
+    return orjson.loads(value) if isinstance(value, str) else list(value)
 
 
 def _view(row: Any) -> CardView:
@@ -200,10 +201,13 @@ def _statement(shape: _Shape) -> Select[Any]:
         query = query.where(Card.type == bindparam("card_type"))
     if shape.favorited is not None:
         query = query.where(Card.is_favorited.is_(shape.favorited))
+    # On the ordering column (the same value where a tag or folder row carries it), so the
+    # bounds narrow the index range the page is read from.
+    created = Card.created_at if shape.in_trash else position[0]
     if shape.created_after:
-        query = query.where(Card.created_at > bindparam("created_after"))
+        query = query.where(created > bindparam("created_after"))
     if shape.created_before:
-        query = query.where(Card.created_at < bindparam("created_before"))
+        query = query.where(created < bindparam("created_before"))
     if shape.words:
         query = query.where(search.matches(shape.dialect, shape.words))
     if not shape.view:

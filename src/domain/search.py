@@ -113,12 +113,11 @@ def _prefix_query(dialect: str, word: str) -> str:
 # The card pks whose texts or tags have a word beginning with :fts. PostgreSQL keeps both in
 # card_search (part 0: texts, part 1: tags; migration 0004), so that one table answers and its
 # statistics let the planner choose between driving from the index (a rare word) and probing
-# cards in list order (a common one). SQLite indexes tag rows in card_tag_search.
+# cards in list order (a common one). SQLite keeps each card's tag words in card_tag_search.
 _INDEXES = {
     "sqlite": (
         "SELECT rowid AS card_pk FROM card_search WHERE card_search MATCH :fts "
-        "UNION ALL SELECT card_pk FROM card_tags WHERE rowid IN "
-        "(SELECT rowid FROM card_tag_search WHERE card_tag_search MATCH :fts)"
+        "UNION ALL SELECT rowid AS card_pk FROM card_tag_search WHERE card_tag_search MATCH :fts"
     ),
     "postgresql": "SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)",
 }

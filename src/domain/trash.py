@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from cardvault.domain import tag_counts
 from cardvault.domain.cards import get_card
 from cardvault.domain.clock import now_ms
+from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash
 from cardvault.domain.models import Card
 
@@ -28,6 +29,8 @@ def purge_at(deleted_at: int | None, *, days: float) -> int:
 
 def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
     """Move the card to Trash; moving it again keeps the first time."""
+    # The card's tags leave the tag counts: no tag batch may run meanwhile (cardvault.domain.db).
+    lock_tags(session, account_id=account_id)
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.deleted_at is None:
         tags = tag_counts.card_tally(card)
@@ -39,6 +42,7 @@ def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
 
 def restore(session: Session, *, account_id: str, card_id: str) -> Card:
     """Take the card out of Trash, back where it was (archived cards return to the archive)."""
+    lock_tags(session, account_id=account_id)  # its tags come back into the tag counts
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.deleted_at is not None:
         card.deleted_at = None
