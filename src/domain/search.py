@@ -97,9 +97,9 @@ def index_card(session: Session, card: Card) -> None:
     else:
         session.execute(
             text(
-                "INSERT INTO card_search (card_pk, part, words) "
-                "VALUES (:pk, 0, array_to_tsvector(CAST(:words AS text[]))) "
-                "ON CONFLICT (card_pk, part) DO UPDATE SET words = EXCLUDED.words"
+                "INSERT INTO card_search (card_pk, part, tag_key, words) "
+                "VALUES (:pk, 0, '', array_to_tsvector(CAST(:words AS text[]))) "
+                "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
             ),
             {"pk": card.pk, "words": words},
         )
@@ -111,7 +111,7 @@ def _prefix_query(dialect: str, word: str) -> str:
 
 
 # The card pks whose texts or tags have a word beginning with :fts. PostgreSQL keeps both in
-# card_search (part 0: texts, part 1: tags; migration 0004), so that one table answers and its
+# card_search (part 0: texts; 1 and 2: a tag row each; migration 0004), so that one table answers and its
 # statistics let the planner choose between driving from the index (a rare word) and probing
 # cards in list order (a common one). SQLite keeps each card's tag words in card_tag_search.
 _INDEXES = {

@@ -15,22 +15,25 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-# PostgreSQL: card_search holds a second row per card (part 1) with the words of its tags, kept
-# by statement triggers on card_tags, so one table answers a word and the planner can estimate
-# it (over a UNION of two indexes it assumed 200 matches and joined 235,000 cards for a common
-# word). The function rebuilds the tag rows of the cards named in the transition table.
-# The statements run through EXECUTE, so they are planned for each call's transition table: a
-# plan cached by the connection for a batch of 2,000 rows read every tag row for one row later.
-_REBUILD = """
+# PostgreSQL: card_search also holds the words of each tag row (part 1: a tag, part 2: an AI
+# tag; tag_key: its name_key), kept by statement triggers on card_tags, so one table answers a
+# word and the planner can estimate it (over a UNION of two indexes it assumed 200 matches and
+# joined 235,000 cards for a common word). A row per tag row, not per card, so renaming a tag
+# rewrites only that tag's words. The statements run through EXECUTE: a plan cached by the
+# connection for one transition table would serve every later size badly.
+_TAG_ROWS = (
+    "SELECT card_pk, CASE kind WHEN ''user'' THEN 1 ELSE 2 END AS part, name_key AS tag_key, "
+    "array_to_tsvector(string_to_array(btrim(words), '' '')) AS words FROM {rows} WHERE btrim(words) <> ''''"
+)
+_REMOVE = (
+    "DELETE FROM card_search s USING {rows} t WHERE s.card_pk = t.card_pk "
+    "AND s.part = CASE t.kind WHEN ''user'' THEN 1 ELSE 2 END AND s.tag_key = t.name_key"
+)
+_ADD = "INSERT INTO card_search (card_pk, part, tag_key, words) " + _TAG_ROWS
+_FUNCTION = """
 CREATE FUNCTION card_search_tags_{event}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    EXECUTE 'DELETE FROM card_search WHERE part = 1 AND card_pk IN (SELECT card_pk FROM {rows})';
-    EXECUTE 'INSERT INTO card_search (card_pk, part, words)
-        SELECT t.card_pk, 1, array_to_tsvector(array_agg(w))
-        FROM card_tags t CROSS JOIN unnest(string_to_array(btrim(t.words), '' '')) AS w
-        WHERE t.card_pk IN (SELECT card_pk FROM {rows}) AND w <> ''''
-        GROUP BY t.card_pk';
-    RETURN NULL;
+{body}    RETURN NULL;
 END $$
 """
 _TRIGGER = (
@@ -38,12 +41,12 @@ _TRIGGER = (
     "REFERENCING {tables} FOR EACH STATEMENT EXECUTE FUNCTION card_search_tags_{event}()"
 )
 _EVENTS = {
-    "insert": ("INSERT", "NEW TABLE AS new_rows", "new_rows"),
-    "delete": ("DELETE", "OLD TABLE AS old_rows", "old_rows"),
+    "insert": ("INSERT", "NEW TABLE AS new_rows", [_ADD.format(rows="new_rows")]),
+    "delete": ("DELETE", "OLD TABLE AS old_rows", [_REMOVE.format(rows="old_rows")]),
     "update": (
         "UPDATE",
         "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-        "(SELECT card_pk FROM old_rows UNION SELECT card_pk FROM new_rows) AS changed",
+        [_REMOVE.format(rows="old_rows"), _ADD.format(rows="new_rows")],
     ),
 }
 
@@ -124,25 +127,22 @@ def _created_at_copies() -> None:
 
 def _tag_words_in_card_search() -> None:
     op.execute("ALTER TABLE card_search ADD COLUMN part smallint NOT NULL DEFAULT 0")
+    op.execute("ALTER TABLE card_search ADD COLUMN tag_key varchar(256) NOT NULL DEFAULT ''")
     op.execute("ALTER TABLE card_search DROP CONSTRAINT pk_card_search")
     # Building the indexes once after the rows are in, and checking the foreign key in one join,
     # is much faster than doing either row by row.
     op.execute("DROP INDEX ix_card_search_words")
     op.execute("ALTER TABLE card_search DROP CONSTRAINT fk_card_search_card_pk_cards")
-    op.execute(
-        "INSERT INTO card_search (card_pk, part, words) "
-        "SELECT t.card_pk, 1, array_to_tsvector(array_agg(w)) "
-        "FROM card_tags t CROSS JOIN unnest(string_to_array(btrim(t.words), ' ')) AS w "
-        "WHERE w <> '' GROUP BY t.card_pk"
-    )
-    op.execute("ALTER TABLE card_search ADD CONSTRAINT pk_card_search PRIMARY KEY (card_pk, part)")
+    op.execute(_ADD.format(rows="card_tags").replace("''", "'"))
+    op.execute("ALTER TABLE card_search ADD CONSTRAINT pk_card_search PRIMARY KEY (card_pk, part, tag_key)")
     op.execute(
         "ALTER TABLE card_search ADD CONSTRAINT fk_card_search_card_pk_cards "
         "FOREIGN KEY (card_pk) REFERENCES cards (pk) ON DELETE CASCADE"
     )
     op.execute("CREATE INDEX ix_card_search_words ON card_search USING gin (words)")
-    for event, (verb, tables, rows) in _EVENTS.items():
-        op.execute(_REBUILD.format(event=event, rows=rows))
+    for event, (verb, tables, statements) in _EVENTS.items():
+        body = "".join(f"    EXECUTE '{statement}';\n" for statement in statements)
+        op.execute(_FUNCTION.format(event=event, body=body))
         op.execute(_TRIGGER.format(event=event, verb=verb, tables=tables))
 
 
@@ -195,9 +195,10 @@ def downgrade() -> None:
         for event in _EVENTS:
             op.execute(f"DROP TRIGGER card_search_tags_{event} ON card_tags")
             op.execute(f"DROP FUNCTION card_search_tags_{event}()")
-        op.execute("DELETE FROM card_search WHERE part = 1")
+        op.execute("DELETE FROM card_search WHERE part <> 0")
         op.execute("ALTER TABLE card_search DROP CONSTRAINT pk_card_search")
         op.execute("ALTER TABLE card_search DROP COLUMN part")
+        op.execute("ALTER TABLE card_search DROP COLUMN tag_key")
         op.execute("ALTER TABLE card_search ADD CONSTRAINT pk_card_search PRIMARY KEY (card_pk)")
     op.drop_index("ix_cards_account_trash", "cards")
     op.drop_index("ix_cards_deleted_at", "cards")
