@@ -67,8 +67,10 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(connection: Any) -> None:
         # A writer takes the write lock up front: a deferred transaction that reads and then
         # writes fails at once with SQLITE_BUSY when another writer got in between.
-        mode = "IMMEDIATE" if connection.get_execution_options().get("write") else "DEFERRED"
-        connection.exec_driver_sql(f"BEGIN {mode}")
+        options = connection.get_execution_options()
+        if options.get("single_statement"):
+            return  # one statement is a transaction by itself
+        connection.exec_driver_sql(f"BEGIN {'IMMEDIATE' if options.get('write') else 'DEFERRED'}")
 
 
 def make_engine(database_url: str) -> Engine:
@@ -110,10 +112,10 @@ class Database:
             else engine.execution_options(isolation_level="REPEATABLE READ")
         )
         self._sessions = sessionmaker(reads, expire_on_commit=False)
-        # A read of one statement is consistent by itself: on PostgreSQL it runs without
-        # BEGIN and COMMIT, two round trips fewer.
+        # A read of one statement is consistent by itself: it runs without BEGIN and COMMIT
+        # (on PostgreSQL two round trips fewer).
         single = (
-            engine
+            engine.execution_options(single_statement=True)
             if engine.dialect.name == "sqlite"
             else engine.execution_options(isolation_level="AUTOCOMMIT")
         )
