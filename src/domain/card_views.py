@@ -20,7 +20,6 @@ from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.tags import clean_tag, tag_key
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
-_COLUMNS = list(Card.__table__.columns)
 
 
 class CardView(NamedTuple):
@@ -50,6 +49,10 @@ class CardView(NamedTuple):
     tags: list[str]
     ai_tags: list[str]
     folder_ids: list[str]
+
+
+# The card columns read, in CardView's order (its last three fields are gathered, not columns).
+_COLUMNS = [Card.__table__.c[name] for name in CardView._fields[:-3]]
 
 
 def _aggregate(dialect: str, *values: Any) -> Any:
