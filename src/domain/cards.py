@@ -155,8 +155,10 @@ def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequen
     clean = clean_tags(tags)
     lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
-    before = tag_counts.card_tally(card)
+    before, names = tag_counts.card_tally(card), card.ai_tags
     _set_tags(card, "ai", clean)
+    if card.ai_tags != names:
+        card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
     tag_counts.apply(session, account_id=account_id, before=before, after=tag_counts.card_tally(card))
     return card

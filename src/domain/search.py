@@ -111,9 +111,10 @@ def _prefix_query(dialect: str, word: str) -> str:
 
 
 # The card pks whose texts or tags have a word beginning with :fts. PostgreSQL keeps both in
-# card_search (part 0: texts; 1 and 2: a tag row each; migration 0004), so that one table answers and its
-# statistics let the planner choose between driving from the index (a rare word) and probing
-# cards in list order (a common one). SQLite keeps each card's tag words in card_tag_search.
+# card_search (part 0: texts; 1 and 2: one row per tag row; migration 0004), so that one table
+# answers and its statistics let the planner choose between driving from the index (a rare
+# word) and probing cards in list order (a common one). SQLite keeps each card's tag words in
+# card_tag_search.
 _INDEXES = {
     "sqlite": (
         "SELECT rowid AS card_pk FROM card_search WHERE card_search MATCH :fts "

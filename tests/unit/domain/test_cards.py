@@ -189,6 +189,14 @@ class TestListCards:
         assert listing(database, account_id, created_before=link.created_at).total == 0
         assert listing(database, account_id, created_after=link.created_at - 1).total == 2
 
+    def test_ai_tags_move_updated_at_only_when_they_change(self, database: Database, account_id: str) -> None:
+        card = add(database, account_id, content="x")
+        for tags, moves in ((["a"], True), (["A"], True), (["A"], False)):
+            with database.transaction() as session:
+                cards.get_card(session, account_id=account_id, card_id=card.id).updated_at = 1
+                after = cards.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=tags)
+                assert (after.ai_tags, after.updated_at > 1) == (tags, moves)
+
     def test_tag_filter_ignores_case_and_covers_ai_tags(self, database: Database, account_id: str) -> None:
         tagged = add(database, account_id, tags=["Reading"])
         ai = add(database, account_id)

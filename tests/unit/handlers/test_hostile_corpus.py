@@ -419,7 +419,15 @@ def _query_values(
             for raw in ["", "a b", "!", "%", "a/b", "ab==", "\u00e9", "\ufffd", "' OR 1=1 --"]:
                 yield f"pattern:{raw!r}", raw, BAD
         if name == "include":
-            for raw in ["content,", ",content", "CONTENT", "content,nope", "content;metadata"]:
+            for raw in [
+                "content,",
+                ",content",
+                "CONTENT",
+                "content,nope",
+                "content;metadata",
+                "TOTAL",
+                "totals",
+            ]:
                 yield f"pattern:{raw!r}", raw, BAD
         if code == BAD_TAG:
             for raw in [*INVISIBLE, *CONTROL, *TAG_ONLY]:
