@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
@@ -47,22 +48,37 @@ def card_tally(card: Card) -> Tally:
     return tally((card.pk, row.name_key, row.name) for row in card.tag_rows)
 
 
-def range_tally(
+class TagRow(NamedTuple):
+    card_pk: int
+    kind: str
+    name_key: str
+    name: str
+
+
+def range_rows(
     session: Session, *, account_id: str, keys: Iterable[str], after_pk: int, last_pk: int
-) -> Tally:
-    """Tally the rows with these keys of the account's cards outside Trash in (after_pk, last_pk]."""
+) -> list[TagRow]:
+    """The rows with these keys of the account's cards outside Trash in (after_pk, last_pk]."""
     rows = session.execute(
-        select(CardTag.card_pk, CardTag.name_key, CardTag.name)
+        select(CardTag.card_pk, CardTag.kind, CardTag.name_key, CardTag.name)
         .join(Card, Card.pk == CardTag.card_pk)
         .where(
             CardTag.account_id == account_id,
             CardTag.name_key.in_(sorted(set(keys))),
             CardTag.card_pk > after_pk,
             CardTag.card_pk <= last_pk,
+            # The same range on the cards, so they are read by it, not scanned for the join.
+            Card.pk > after_pk,
+            Card.pk <= last_pk,
             Card.deleted_at.is_(None),
         )
     )
-    return tally((pk, key, name) for pk, key, name in rows)
+    return [TagRow._make(row) for row in rows]
+
+
+def rows_tally(rows: Iterable[TagRow]) -> Tally:
+    """Tally tag rows of cards outside Trash."""
+    return tally((row.card_pk, row.name_key, row.name) for row in rows)
 
 
 _ADD_CARDS = text(

@@ -21,6 +21,7 @@ from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
 from cardvault.domain.search import tag_words
+from cardvault.domain.tag_counts import TagRow
 from cardvault.domain.tags import clean_tag, tag_key
 
 TOTAL_CAP = 10_000
@@ -143,8 +144,7 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
 
     to_name, to_key = operation.to_name or "", operation.to_key or ""
     keys = [from_key] if operation.kind == "delete" else [from_key, to_key]
-    counted = {"account_id": account, "keys": keys, "after_pk": cursor, "last_pk": last}
-    tags_before = tag_counts.range_tally(session, **counted)
+    rows_before = tag_counts.range_rows(session, account_id=account, keys=keys, after_pk=cursor, last_pk=last)
     recase = operation.kind != "delete" and to_key == from_key
     batch = (*carrying(from_key), CardTag.name != to_name) if recase else carrying(from_key)
     now = now_ms()
@@ -179,13 +179,33 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
             .execution_options(synchronize_session=False)
         )
     tag_counts.apply(
-        session, account_id=account, before=tags_before, after=tag_counts.range_tally(session, **counted)
+        session,
+        account_id=account,
+        before=tag_counts.rows_tally(rows_before),
+        after=tag_counts.rows_tally(_changed_rows(operation, rows_before)),
     )
     operation.cursor_pk = last
     operation.processed += looked_at
     operation.changed += changed
     operation.heartbeat_at = operation.updated_at = now
     return True
+
+
+def _changed_rows(operation: TagOperation, rows: list[TagRow]) -> list[TagRow]:
+    """The tag rows (with the operation's keys) of a batch's cards after the batch, from those
+    before it: the same change run_tag_batch's statements make in the database."""
+    from_key, to_key, to_name = operation.from_key, operation.to_key, operation.to_name or ""
+    if operation.kind == "delete":
+        return [row for row in rows if row.name_key != from_key]
+    if to_key == from_key:
+        return [row._replace(name=to_name) for row in rows]
+    # A card that already has the target tag (of the same kind) keeps its own copy.
+    targets = {(row.card_pk, row.kind) for row in rows if row.name_key == to_key}
+    return [row for row in rows if row.name_key == to_key] + [
+        row._replace(name_key=to_key, name=to_name)
+        for row in rows
+        if row.name_key == from_key and (row.card_pk, row.kind) not in targets
+    ]
 
 
 def fail_tag_operation(session: Session, *, operation_id: str, error: str) -> None:

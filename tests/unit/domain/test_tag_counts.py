@@ -81,6 +81,10 @@ def test_every_change_of_tags_or_trash_keeps_the_counts_exact(
         in_session(cards.update_card, card_id=ids[0], tags=["trashed"]),
         lambda: run_operation(database, account, "rename", "home", "House"),
         in_session(trash.restore, card_id=ids[0]),
+        # A merge into a tag the card has as the same kind of tag, and as the other kind.
+        in_session(cards.update_card, card_id=ids[1], tags=["work", "Work2", "House"]),
+        in_session(cards.set_ai_tags, card_id=ids[3], tags=["WORK2", "y"]),
+        in_session(cards.update_card, card_id=ids[3], tags=["house"]),
         lambda: run_operation(database, account, "merge", "work2", "house"),
         lambda: run_operation(database, account, "rename", "HOUSE", "house"),
         in_session(trash.move_to_trash, card_id=ids[2]),
