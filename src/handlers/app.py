@@ -17,10 +17,19 @@ from connexion.context import receive, scope
 from connexion.decorators import StarletteDecorator
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import MiddlewarePosition
+from connexion.middleware.context import ContextMiddleware
+from connexion.middleware.exceptions import ExceptionMiddleware
+from connexion.middleware.lifespan import LifespanMiddleware
+from connexion.middleware.request_validation import RequestValidationMiddleware
+from connexion.middleware.response_validation import ResponseValidationMiddleware
+from connexion.middleware.routing import RoutingMiddleware
+from connexion.middleware.security import SecurityMiddleware
+from connexion.middleware.server_error import ServerErrorMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from starlette.exceptions import HTTPException
+from starlette.types import Receive, Scope, Send
 
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
@@ -90,6 +99,21 @@ class _OnceDecoratedApi(AsyncApi):
         return _OnceDecoratedOperation.from_operation(
             operation, pythonic_params=self.pythonic_params, jsonifier=self.jsonifier
         )
+
+
+_DOCS_PATHS = (f"{BASE_PATH}/ui", f"{BASE_PATH}/openapi.")
+
+
+class _DocsUI(SwaggerUIMiddleware):
+    """Connexion's Swagger UI middleware sends every request through a router of its own to
+    find the few it serves (the docs UI and the spec document): 3% of a list request's CPU.
+    This one sends it only requests under those paths."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_DOCS_PATHS):
+            await super().__call__(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _serializing(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -163,9 +187,27 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             headers={"Allow": methods},
         )
 
+    # Connexion's stack, with ours placed in it and its Swagger UI middleware replaced.
+    middlewares: list[Any] = [
+        ServerErrorMiddleware,
+        functools.partial(RequestContext, runtime=runtime.Runtime(settings=settings, db=db)),
+        ExceptionMiddleware,
+        RequestGuard,
+        functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
+        _DocsUI,
+        RoutingMiddleware,
+        SecurityMiddleware,
+        RequestValidationMiddleware,
+        ResponseValidationMiddleware,
+        LifespanMiddleware,
+        # Only the response validator needs the header this early.
+        *([ResponseRequestId] if settings.validate_responses else []),
+        ContextMiddleware,
+    ]
     app = AsyncApp(
         __name__,
         lifespan=_lifespan(worker_broker.is_embedded()),
+        middlewares=middlewares,
         specification_dir=str(SPEC_PATH.parent),
         swagger_ui_options=SwaggerUIOptions(swagger_ui=settings.swagger_ui, serve_spec=True),
     )
@@ -179,17 +221,6 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         validate_responses=settings.validate_responses,
         validator_map=VALIDATORS,
     )
-    app.add_middleware(
-        RequestContext,
-        position=MiddlewarePosition.BEFORE_EXCEPTION,
-        runtime=runtime.Runtime(settings=settings, db=db),
-    )
-    app.add_middleware(RequestGuard, position=MiddlewarePosition.BEFORE_SWAGGER)
-    app.add_middleware(
-        SpecDocument, position=MiddlewarePosition.BEFORE_SWAGGER, spec=spec, spec_text=spec_text
-    )
-    if settings.validate_responses:  # only the response validator needs the header this early
-        app.add_middleware(ResponseRequestId, position=MiddlewarePosition.BEFORE_CONTEXT)
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)
     app.add_error_handler(405, method_not_allowed)
