@@ -630,6 +630,9 @@ def define(operations: dict[str, Operation], fx: Fixtures) -> None:
     simple("getCard", lambda i: f"/v1/cards/{s.card_id}")
     op("getCard").fixed_path = f"/v1/cards/{s.card_id}"
 
+    simple("getExtendedCard", lambda i: f"/v1/cards/{s.card_id}/extended")
+    op("getExtendedCard").fixed_path = f"/v1/cards/{s.card_id}/extended"
+
     o = op("updateCard")
     o.trivial = lambda i: Req("PATCH", f"/v1/cards/{fx.fresh_card()}", _json({"content": f"hello {i}"}))
     o.fixed_path = f"/v1/cards/{s.card_id}"
@@ -834,6 +837,8 @@ def define(operations: dict[str, Operation], fx: Fixtures) -> None:
     ]
     o = op("getCard")
     o.cases.append(Case("a card of 512 KiB", lambda i: Req("GET", f"/v1/cards/{s.big_archived[0]}")))
+    o = op("getExtendedCard")
+    o.cases.append(Case("a card of 512 KiB", lambda i: Req("GET", f"/v1/cards/{s.big_archived[0]}/extended")))
     op("listTags").cases.append(
         _query_case(base(op("listTags")), "sort=count&limit=500", "sort=count&limit=500")
     )

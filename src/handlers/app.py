@@ -34,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import runtime
+from cardvault.handlers.auth import ApiKeyBearer
 from cardvault.handlers.errors import error_response, render_exception
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
 from cardvault.handlers.validation import VALIDATORS
@@ -220,6 +221,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=VALIDATORS,
+        security_map={"bearer": ApiKeyBearer},
     )
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)

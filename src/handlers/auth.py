@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 import anyio.to_thread
+from connexion.security import BearerSecurityHandler
 
 from cardvault.domain import accounts
 from cardvault.handlers import runtime
@@ -31,3 +32,11 @@ async def authenticate(token: str) -> dict[str, Any] | None:
             return None
         rt.key_cache.put(digest, account_id)
     return {"sub": account_id}
+
+
+class ApiKeyBearer(BearerSecurityHandler):
+    """Connexion's bearer handler, verifying with ``authenticate`` (wired here rather than named
+    in the spec, which client developers read)."""
+
+    def _resolve_func(self, security_scheme: Any) -> Any:
+        return authenticate

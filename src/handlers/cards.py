@@ -79,7 +79,7 @@ def list_item_json(card: Card | CardView, include: set[str]) -> dict[str, Any]:
     return item
 
 
-def _extended_card_json(card: Card) -> dict[str, Any]:
+def _extended_card_json(card: Card | CardView) -> dict[str, Any]:
     return {
         **_card_json(card),
         "aiTranscript": card.ai_transcript,
@@ -150,7 +150,7 @@ def list_cards(
     favorited: bool | None = None,
     created_after: int | None = None,
     created_before: int | None = None,
-    include: str | None = None,
+    include: list[str] | None = None,
     archived: str = "exclude",
     folder: str | None = None,
 ) -> dict[str, Any]:
@@ -166,7 +166,7 @@ def list_cards(
         archived=archived,
         folder=folder,
     )
-    groups = set((include or "").split(","))
+    groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
         page = card_views.list_cards(
             session,
@@ -189,6 +189,12 @@ def get_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False, snapshot=False) as session:
         card = card_views.get_card_view(session, account_id=user, card_id=card_id)
     return _card_json(card)
+
+
+def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction(write=False, snapshot=False) as session:
+        card = card_views.get_card_view(session, account_id=user, card_id=card_id)
+    return _extended_card_json(card)
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from cardvault.handlers.pages import page_json
 
 
 def list_trash(
-    user: str, limit: int = 50, cursor: str | None = None, include: str | None = None
+    user: str, limit: int = 50, cursor: str | None = None, include: list[str] | None = None
 ) -> dict[str, Any]:
     rt = runtime.current()
-    groups = set((include or "").split(","))
+    groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
         page = card_views.list_cards(
             session,

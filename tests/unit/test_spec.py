@@ -1,9 +1,14 @@
 """The contract document itself."""
 
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import yaml
+from connexion.json_schema import Draft4ResponseValidator
+from jsonschema import Draft4Validator
 
 from cardvault.settings import SPEC_PATH
 
@@ -49,3 +54,66 @@ def test_every_link_names_an_existing_operation() -> None:
             for response in operation["responses"].values():
                 for link in response.get("links", {}).values():
                     assert link["operationId"] in ids
+
+
+def _resolved(spec: dict[str, Any], node: Any) -> Any:
+    """The node a local ``$ref`` points to (followed until it is not a reference)."""
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = spec
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+_SPEC: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text())
+
+
+def _media_types(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """Every JSON request and response body: operation id, status (or "request"), the request
+    body or response object, and its media type."""
+    for item in spec["paths"].values():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            bodies = {"request": operation.get("requestBody", {})}
+            bodies.update(operation["responses"])
+            for status, body in bodies.items():
+                body = _resolved(spec, body)
+                if "application/json" in body.get("content", {}):
+                    yield operation["operationId"], status, body, body["content"]["application/json"]
+
+
+def test_every_success_response_has_an_example_and_every_example_fits_its_schema() -> None:
+    # The validator the server's response checks use: Draft 4 with OpenAPI's nullable.
+    schemas = {"components": _SPEC["components"]}
+    checked = 0
+    for operation, status, _, media in _media_types(_SPEC):
+        examples = [_resolved(_SPEC, e)["value"] for e in media.get("examples", {}).values()]
+        examples += [media["example"]] if "example" in media else []
+        assert examples or not status.startswith("2"), f"{operation} {status} has no example"
+        validator = Draft4ResponseValidator(
+            {**media["schema"], **schemas}, format_checker=Draft4Validator.FORMAT_CHECKER
+        )
+        for example in examples:
+            errors = [error.message for error in validator.iter_errors(example)]
+            assert not errors, f"{operation} {status}: {errors[:3]}"
+            checked += 1
+    assert checked >= 26
+
+
+def test_no_schema_asks_for_unique_items() -> None:
+    # typescript-fetch turns a uniqueItems array into a Set that clients must build, and
+    # jsonschema checks uniqueItems pairwise (quadratic in the array); lists say instead how
+    # a repeated value is handled.
+    assert "uniqueItems" not in SPEC_PATH.read_text()
+
+
+def test_every_error_response_names_its_codes_with_an_example_of_each() -> None:
+    for operation, status, response, media in _media_types(_SPEC):
+        if status == "request" or status.startswith("2"):
+            continue
+        assert media["schema"] == {"$ref": "#/components/schemas/ApiError"}, (operation, status)
+        named = set(re.findall(r"`([A-Z][A-Z_]{2,})`", response["description"]))
+        shown = {example["value"]["code"] for example in media.get("examples", {}).values()}
+        assert named and named == shown, f"{operation} {status}: {sorted(named)} vs {sorted(shown)}"

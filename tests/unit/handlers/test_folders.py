@@ -110,7 +110,6 @@ class TestFolderCards:
         "body",
         [
             {"cardIds": []},
-            {"cardIds": ["a", "a"]},
             {"cardIds": ["x"] * 0 + [f"c{i}" for i in range(101)]},
             {},
         ],

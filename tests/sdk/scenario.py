@@ -1,0 +1,268 @@
+"""A client team's first day, written against the Python SDK that openapi-python-client
+generates from openapi/cardvault.yaml (package `cardvault_client`, made by the SDK tier into a
+temporary directory): every operation, through the generated client only, and the typed error
+bodies. Type-checked with mypy by the tier, so a weaker generated type fails the build.
+
+    python scenario.py BASE_URL API_KEY
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from cardvault_client import AuthenticatedClient, Client
+from cardvault_client.api.cards import (
+    archive_card,
+    create_card,
+    delete_card,
+    get_card,
+    get_extended_card,
+    list_cards,
+    mark_card_done,
+    restore_card,
+    set_card_favorite,
+    trash_card,
+    unarchive_card,
+    update_card,
+)
+from cardvault_client.api.folders import (
+    add_folder_cards,
+    create_folder,
+    delete_folder,
+    get_folder,
+    list_folders,
+    remove_folder_cards,
+    update_folder,
+)
+from cardvault_client.api.system import get_health
+from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
+from cardvault_client.api.trash import empty_trash, list_trash
+from cardvault_client.models import (
+    ApiError,
+    ArchivedFilter,
+    Card,
+    CardCreate,
+    CardCreated,
+    CardIdList,
+    CardInclude,
+    CardPage,
+    CardSort,
+    CardType,
+    CardUpdate,
+    DoneCard,
+    EmptyTrashResult,
+    ExtendedCard,
+    FavoriteUpdate,
+    Folder,
+    FolderCardsResult,
+    FolderColor,
+    FolderCreate,
+    FolderPage,
+    FolderUpdate,
+    Health,
+    HealthStatus,
+    TagDelete,
+    TagMerge,
+    TagOperation,
+    TagOperationStatus,
+    TagPage,
+    TagRename,
+)
+from cardvault_client.types import UNSET, Response, Unset
+
+T = TypeVar("T")
+
+
+def ok(result: T | ApiError | None) -> T:
+    """The parsed success body; any error body fails the scenario with its code."""
+    assert result is not None, "no body"
+    assert not isinstance(result, ApiError), f"{result.code}: {result.error}"
+    return result
+
+
+def refused(response: Response[Any], status: int, code: str) -> ApiError:
+    """The typed error body of a refused call, with its status and code checked."""
+    assert response.status_code == status, (response.status_code, response.content)
+    error = response.parsed
+    assert isinstance(error, ApiError), error
+    assert error.code == code, (error.code, error.error)
+    assert isinstance(error.request_id, str) and error.retry_at is None
+    return error
+
+
+def created(client: AuthenticatedClient, body: CardCreate) -> Card:
+    answer = ok(create_card.sync(client=client, body=body))
+    assert isinstance(answer, CardCreated) and answer.card_id == answer.card.id
+    return answer.card
+
+
+def finished(client: AuthenticatedClient, operation: TagOperation) -> TagOperation:
+    """Poll a tag operation until it stops running."""
+    deadline = time.monotonic() + 60
+    while operation.status == TagOperationStatus.RUNNING:
+        assert time.monotonic() < deadline, "the tag operation did not finish"
+        time.sleep(0.05)
+        operation = ok(get_tag_operation.sync(operation.id, client=client))
+    assert operation.status == TagOperationStatus.COMPLETED, operation.error
+    return operation
+
+
+def walk(page_after: Callable[[str | Unset], CardPage | ApiError | None]) -> list[str]:
+    """The ids of every card of a listing, page by page through `nextCursor`."""
+    ids: list[str] = []
+    cursor: str | Unset = UNSET
+    while True:
+        page = ok(page_after(cursor))
+        ids.extend(item.id for item in page.items)
+        assert page.page_info.has_more == (page.page_info.next_cursor is not None)
+        if page.page_info.next_cursor is None:
+            return ids
+        cursor = page.page_info.next_cursor
+
+
+def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
+    made = {
+        "text": created(
+            client, CardCreate(content="# Plans\n\n- ship the SDK", tags=["Work", "sdk"], notes="n")
+        ),
+        "link": created(client, CardCreate(content="https://example.com/articles/42", tags=["reading"])),
+        "quote": created(
+            client, CardCreate(content='"Simplicity is prerequisite for reliability." — Edsger Dijkstra')
+        ),
+        "palette": created(client, CardCreate(content="#ff0000, #00ff00 rebeccapurple")),
+    }
+    for kind in (CardType.IMAGE, CardType.VIDEO, CardType.AUDIO, CardType.DOCUMENT):
+        made[kind.value] = created(
+            client,
+            CardCreate(card_type=kind, content=f"a {kind.value}", file_name=f"f.{kind.value}", file_size=10),
+        )
+    for name, card in made.items():
+        assert card.type_.value == name, (name, card.type_)
+        assert isinstance(card.tags, list) and card.folder_ids == []
+    assert made["link"].url == "https://example.com/articles/42"
+
+    everything = walk(lambda cursor: list_cards.sync(client=client, limit=3, cursor=cursor))
+    assert sorted(everything) == sorted(card.id for card in made.values())
+    assert everything == walk(lambda cursor: list_cards.sync(client=client, limit=100, cursor=cursor))
+    assert walk(lambda cursor: list_cards.sync(client=client, tag="work", cursor=cursor)) == [made["text"].id]
+    links = walk(lambda cursor: list_cards.sync(client=client, type_=CardType.LINK, cursor=cursor))
+    assert links == [made["link"].id]
+    assert walk(lambda cursor: list_cards.sync(client=client, q="simplicity", cursor=cursor)) == [
+        made["quote"].id
+    ]
+    first = made["text"].created_at
+    around = walk(
+        lambda cursor: list_cards.sync(
+            client=client, created_after=first - 1, created_before=first + 1, cursor=cursor
+        )
+    )
+    assert made["text"].id in around
+    oldest = walk(lambda cursor: list_cards.sync(client=client, sort=CardSort.OLDEST, cursor=cursor))
+    assert oldest == everything[::-1]
+    extras = [CardInclude.CONTENT, CardInclude.TOTAL]
+    with_content = ok(list_cards.sync(client=client, include=extras, limit=100))
+    assert with_content.total == len(made) and with_content.total_capped is False
+    assert all(isinstance(item.content, str) for item in with_content.items)
+
+    card = ok(get_card.sync(made["text"].id, client=client))
+    assert card.notes == "n" and card.tags == ["Work", "sdk"]
+    card = ok(update_card.sync(card.id, client=client, body=CardUpdate(content="# Plans v2", tags=["Work"])))
+    assert card.content == "# Plans v2" and card.tags == ["Work"]
+    card = ok(set_card_favorite.sync(card.id, client=client, body=FavoriteUpdate(is_favorited=True)))
+    assert card.is_favorited is True
+    assert walk(lambda cursor: list_cards.sync(client=client, favorited=True, cursor=cursor)) == [card.id]
+    extended = ok(get_extended_card.sync(card.id, client=client))
+    assert isinstance(extended, ExtendedCard) and extended.is_favorited and not extended.is_archived
+    assert extended.processing_status is None and extended.link_facts == []
+    done = ok(mark_card_done.sync(made["link"].id, client=client))
+    assert isinstance(done, DoneCard) and isinstance(done.completed_at, int) and done.is_hidden is False
+    made["text"] = card
+    return made
+
+
+def tags(client: AuthenticatedClient, made: dict[str, Card]) -> None:
+    page = ok(list_tags.sync(client=client))
+    assert isinstance(page, TagPage) and {tag.name for tag in page.items} == {"Work", "reading"}
+    finished(client, ok(rename_tag.sync(client=client, body=TagRename(from_="work", to="Job"))))
+    finished(client, ok(merge_tag.sync(client=client, body=TagMerge(from_="reading", into="Job"))))
+    assert ok(get_card.sync(made["link"].id, client=client)).tags == ["Job"]
+    operation = finished(client, ok(delete_tag.sync(client=client, body=TagDelete(tag="job"))))
+    assert operation.changed == 2
+    assert ok(list_tags.sync(client=client)).items == []
+
+
+def folders(client: AuthenticatedClient, made: dict[str, Card]) -> None:
+    folder = ok(
+        create_folder.sync(client=client, body=FolderCreate(name="Reading list", color=FolderColor.BLUE))
+    )
+    assert isinstance(folder, Folder) and folder.color == FolderColor.BLUE and folder.card_count == 0
+    ids = [made["link"].id, made["quote"].id, "crd_missing"]
+    result = ok(add_folder_cards.sync(folder.id, client=client, body=CardIdList(card_ids=ids)))
+    assert isinstance(result, FolderCardsResult)
+    assert sorted(result.updated_ids) == sorted(ids[:2]) and result.failed_ids == ["crd_missing"]
+    in_folder = walk(lambda cursor: list_cards.sync(client=client, folder=folder.id, cursor=cursor))
+    assert in_folder == [made["quote"].id, made["link"].id]
+    folder = ok(update_folder.sync(folder.id, client=client, body=FolderUpdate(name="Later", color=None)))
+    assert folder.name == "Later" and folder.color is None
+    assert ok(get_folder.sync(folder.id, client=client)).card_count == 2
+    ok(remove_folder_cards.sync(folder.id, client=client, body=CardIdList(card_ids=[made["quote"].id])))
+    page = ok(list_folders.sync(client=client))
+    assert isinstance(page, FolderPage) and [(f.id, f.card_count) for f in page.items] == [(folder.id, 1)]
+    assert delete_folder.sync_detailed(folder.id, client=client).status_code == 204
+    assert ok(get_card.sync(made["link"].id, client=client)).folder_ids == []
+
+
+def trash_and_archive(client: AuthenticatedClient, made: dict[str, Card]) -> None:
+    archived = ok(archive_card.sync(made["palette"].id, client=client))
+    assert (
+        isinstance(archived, ExtendedCard) and archived.is_archived and isinstance(archived.archived_at, int)
+    )
+    assert made["palette"].id not in walk(lambda cursor: list_cards.sync(client=client, cursor=cursor))
+    only = walk(lambda cursor: list_cards.sync(client=client, archived=ArchivedFilter.ONLY, cursor=cursor))
+    assert only == [made["palette"].id]
+    assert ok(unarchive_card.sync(made["palette"].id, client=client)).archived_at is None
+
+    for name in ("image", "video", "audio"):
+        moved = ok(trash_card.sync(made[name].id, client=client))
+        assert moved.is_deleted is True
+    page = ok(list_trash.sync(client=client))
+    assert len(page.items) == 3 and all(isinstance(item.purge_at, int) for item in page.items)
+    assert ok(restore_card.sync(made["image"].id, client=client)).is_deleted is False
+    assert delete_card.sync_detailed(made["video"].id, client=client).status_code == 204
+    emptied = ok(empty_trash.sync(client=client))
+    assert isinstance(emptied, EmptyTrashResult) and emptied.deleted_count == 1
+
+
+def errors(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) -> None:
+    error = refused(list_cards.sync_detailed(client=client, cursor="not-a-cursor"), 400, "INVALID_CURSOR")
+    assert error.details is None
+    error = refused(create_card.sync_detailed(client=client, body=CardCreate(tags=[" "])), 400, "INVALID_TAG")
+    assert error.details is not None and error.details.tag == " "
+    refused(get_card.sync_detailed("crd_missing", client=client), 404, "NOT_FOUND")
+    anonymous = AuthenticatedClient(base_url=base_url, token="cvk_notakey")
+    refused(get_card.sync_detailed(made["text"].id, client=anonymous), 401, "INVALID_API_KEY")
+    refused(delete_card.sync_detailed(made["text"].id, client=client), 409, "CARD_NOT_IN_TRASH")
+    ok(create_folder.sync(client=client, body=FolderCreate(name="Twice")))
+    error = refused(
+        create_folder.sync_detailed(client=client, body=FolderCreate(name="twice")), 409, "FOLDER_EXISTS"
+    )
+    assert error.details is not None and error.details.name == "twice"
+
+
+def main(base_url: str, key: str) -> None:
+    health = ok(get_health.sync(client=Client(base_url=base_url)))
+    assert isinstance(health, Health) and health.status == HealthStatus.OK
+    with AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True) as client:
+        made = cards_and_lists(client)
+        tags(client, made)
+        folders(client, made)
+        trash_and_archive(client, made)
+        errors(client, base_url, made)
+    print("scenario passed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,102 @@
+// A client team's calls, written against the TypeScript types openapi-typescript generates from
+// openapi/cardvault.yaml, through openapi-fetch. The SDK tier generates `schema.d.ts` beside a
+// copy of this file in a temporary directory and type-checks both with `tsc --strict --noEmit`,
+// so a weaker or renamed generated type fails the build.
+import createClient from "openapi-fetch";
+import type { components, paths } from "./schema";
+
+type Card = components["schemas"]["Card"];
+type CardListItem = components["schemas"]["CardListItem"];
+type ExtendedCard = components["schemas"]["ExtendedCard"];
+type DoneCard = components["schemas"]["DoneCard"];
+type ApiError = components["schemas"]["ApiError"];
+type FolderColor = components["schemas"]["FolderColor"];
+type ProcessingState = components["schemas"]["ProcessingState"];
+
+const client = createClient<paths>({
+  baseUrl: "http://127.0.0.1:8000/v1",
+  headers: { Authorization: "Bearer cvk_..." },
+});
+
+function describe(error: ApiError): string {
+  const fields = error.details?.fields?.map((f) => `${f.location}:${f.field} ${f.message}`) ?? [];
+  return [error.code, error.error, error.requestId ?? "", ...fields].join(" ");
+}
+
+function title(card: Card): string {
+  // Required and nullable: a string or null, never undefined.
+  const notes: string | null = card.notes;
+  const folders: string[] = card.folderIds;
+  return `${card.type} ${card.content.slice(0, 40)} ${notes ?? ""} ${folders.length}`;
+}
+
+function row(item: CardListItem): string {
+  const state: ProcessingState | undefined = item.processingStatus?.state;
+  const when: number = item.createdAt;
+  return `${item.id} ${item.tags.join(",")} ${item.url ?? ""} ${state ?? ""} ${when}`;
+}
+
+function extended(card: ExtendedCard): string {
+  const price = card.linkPrice ? `${card.linkPrice.amount} ${card.linkPrice.currency}` : "";
+  const stages = card.processingStatus?.stages.map((s) => `${s.name}=${s.state}`) ?? [];
+  return [card.isArchived, card.archivedAt ?? "", price, ...stages, card.audioWaveform?.grid.length ?? 0].join(" ");
+}
+
+function done(card: DoneCard): number {
+  return card.completedAt;
+}
+
+export async function firstDay(): Promise<string[]> {
+  const out: string[] = [];
+  const made = await client.POST("/cards", { body: { content: "https://example.com", tags: ["reading"] } });
+  if (made.error) throw new Error(describe(made.error));
+  const id: string = made.data.cardId;
+  out.push(title(made.data.card));
+
+  let cursor: string | undefined;
+  do {
+    const page = await client.GET("/cards", {
+      params: { query: { limit: 50, tag: "reading", sort: "oldest", cursor } },
+    });
+    if (page.error) throw new Error(describe(page.error));
+    out.push(...page.data.items.map(row));
+    cursor = page.data.pageInfo.nextCursor ?? undefined;
+  } while (cursor);
+
+  const updated = await client.PATCH("/cards/{cardId}", {
+    params: { path: { cardId: id } },
+    body: { notes: null, tags: ["later"] },
+  });
+  if (updated.data) out.push(title(updated.data));
+
+  const finished = await client.POST("/cards/{cardId}/done", { params: { path: { cardId: id } } });
+  if (finished.data) out.push(String(done(finished.data)));
+
+  const archived = await client.POST("/cards/{cardId}/archive", { params: { path: { cardId: id } } });
+  if (archived.data) out.push(extended(archived.data));
+
+  const color: FolderColor | null = "blue";
+  const folder = await client.POST("/folders", { body: { name: "Reading list", color } });
+  if (folder.data) {
+    const added = await client.POST("/folders/{folderId}/cards", {
+      params: { path: { folderId: folder.data.id } },
+      body: { cardIds: [id] },
+    });
+    out.push(...(added.data?.failedIds ?? []));
+  }
+
+  const renamed = await client.POST("/tags/rename", { body: { from: "later", to: "Someday" } });
+  if (renamed.error) {
+    const running: string | undefined = renamed.error.details?.operationId;
+    out.push(running ?? describe(renamed.error));
+  } else {
+    const operation = await client.GET("/tags/operations/{operationId}", {
+      params: { path: { operationId: renamed.data.id } },
+    });
+    out.push(operation.data?.status ?? "");
+  }
+
+  const emptied = await client.DELETE("/trash");
+  out.push(String(emptied.data?.deletedCount ?? 0));
+  return out;
+}
