@@ -114,7 +114,8 @@ def field_errors(
         if error.validator == "required":
             missing = str(error.message).split("'")[1] if "'" in error.message else ""
             path.append(missing)
-        fields.append({"location": location, "field": prefix + _pointer(path), "message": _describe(error)})
+        field = "/".join(part for part in (prefix, _pointer(path)) if part)  # "include/0", "tags/1"
+        fields.append({"location": location, "field": field, "message": _describe(error)})
     return fields[:_MAX_FIELDS]
 
 
