@@ -38,6 +38,15 @@ class TestCreateFolder:
     def test_returns_400_for_a_bad_folder(self, api: Api, body: dict) -> None:  # type: ignore[type-arg]
         assert_error(api.post("/v1/folders", json=body), 400, "INVALID_INPUT")
 
+    @pytest.mark.parametrize("color", ["Mauve" * 1000, 5])
+    def test_a_bad_colour_says_what_is_allowed_without_echoing_it(self, api: Api, color: object) -> None:
+        body = assert_error(api.post("/v1/folders", json={"name": "a", "color": color}), 400, "INVALID_INPUT")
+        (field,) = body["details"]["fields"]
+        assert field["field"] == "color" and field["message"].endswith(", or null")
+        wanted = "must be one of: " if isinstance(color, str) else "must be of type"
+        assert field["message"].startswith(wanted)
+        assert "Mauve" not in body["error"] + field["message"]
+
     def test_accepts_300_characters(self, api: Api) -> None:
         assert folder(api, "é" * 300)["name"] == "é" * 300
 
