@@ -69,8 +69,9 @@ StrictDraft4Validator = _strict(Draft4Validator)
 def _describe(error: ValidationError) -> str:
     """A short message for one failed rule, never echoing the value."""
     rule, bound = error.validator, error.validator_value
-    if rule in ("oneOf", "anyOf") and error.context:
-        # A nullable reference, `oneOf: [Type, NullValue]`: what the type asks for, or null.
+    if rule == "oneOf" and error.context:
+        # The spec's only oneOf is a nullable reference, `oneOf: [Type, NullValue]` (a test in
+        # tests/unit/test_spec.py keeps it so): what the type asks for, or null.
         first = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == 0]
         return _describe((first or list(error.context))[0]) + ", or null"
     if rule == "enum":
