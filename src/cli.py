@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd = commands.add_parser("serve", help="run the API (migrations are applied first)")
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8000)
-    serve_cmd.add_argument("--workers", type=int, default=1, help="API processes (PostgreSQL only)")
+    serve_cmd.add_argument("--workers", type=int, default=1, help="API processes (PostgreSQL and Redis only)")
     worker_cmd = commands.add_parser("worker", help="run background workers on the Redis broker")
     worker_cmd.add_argument("--processes", type=int, default=1)
     worker_cmd.add_argument("--threads", type=int, default=4)
@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers > 1 and settings.database_url.startswith("sqlite"):
             print("cardvault: several API processes need PostgreSQL", file=sys.stderr)
             return 2
+        if args.workers > 1 and settings.redis_url is None:
+            # Rate limits kept in one process's memory would let N processes allow N times as much.
+            print("cardvault: several API processes need CARDVAULT_REDIS_URL (rate limits)", file=sys.stderr)
+            return 2
         serve(settings, args.host, args.port, args.workers)
         return 0
     if args.command == "worker":
@@ -117,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             "--queues",
             "tags",
             "trash",
+            "housekeeping",
         ]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).

@@ -8,6 +8,8 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+import limits
+
 SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "cardvault.yaml"
 
 
@@ -39,6 +41,34 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+# The rate limits (policy -> "N/period"), each set by CARDVAULT_RATE_LIMIT_<POLICY> ("off" turns
+# one off). Generous: they stop abuse, not people.
+RATE_LIMITS = {
+    "done": "60/minute",
+    "cards": "600/minute",
+    "folders": "60/minute",
+    "tag-operations": "30/minute",
+}
+
+
+def _rate_limits(env: Mapping[str, str]) -> dict[str, str | None]:
+    chosen: dict[str, str | None] = {}
+    for policy, default in RATE_LIMITS.items():
+        name = "CARDVAULT_RATE_LIMIT_" + policy.upper().replace("-", "_")
+        raw = (env.get(name) or default).strip()
+        if raw.lower() == "off":
+            chosen[policy] = None
+            continue
+        try:
+            item = limits.parse(raw)
+        except ValueError:
+            raise SettingsError(f"{name} must read like 60/minute or off, not {raw!r}") from None
+        if item.amount < 1:
+            raise SettingsError(f"{name} must allow at least one request")
+        chosen[policy] = raw
+    return chosen
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything configurable, read once at start-up."""
@@ -54,6 +84,8 @@ class Settings:
     sweep_seconds: float = 15.0
     tag_batch_size: int = 2000
     trash_days: float = 30.0
+    lock_timeout_ms: int = 2000
+    rate_limits: dict[str, str | None] = dataclasses.field(default_factory=lambda: dict(RATE_LIMITS))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -86,6 +118,8 @@ class Settings:
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
             tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
             trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
+            lock_timeout_ms=int(_number(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000)),
+            rate_limits=_rate_limits(env),
         )
 
     @staticmethod

@@ -11,17 +11,32 @@ holds the tag lock (shared; a tag batch exclusive), so no count moves while a ba
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from cardvault.domain.errors import ServiceBusy
+
+T = TypeVar("T")
+_joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joined", default=None)
+
+DEFAULT_LOCK_TIMEOUT_MS = 2000
+ATTEMPTS = 3  # of a unit of work that found the database busy, before ServiceBusy
+# SQLSTATEs of a transaction that lost to another and would succeed when run again: deadlock
+# detected, serialization failure, lock not available (lock_timeout).
+_BUSY_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
 MIGRATIONS = str(Path(__file__).resolve().parent / "migrations")
 _MIGRATION_LOCK = 4_275_001  # pg_advisory_lock key: one migrator at a time across processes
 _TAG_LOCKS = 4_275_002  # first pg_advisory_xact_lock key of the accounts' tag locks
@@ -48,7 +63,7 @@ SESSION_SETTINGS = {
 }
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, lock_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # We issue BEGIN ourselves (below), so the driver must not.
@@ -57,7 +72,7 @@ def _configure_sqlite(engine: Engine) -> None:
         for pragma in (
             "journal_mode=WAL",
             "foreign_keys=ON",
-            "busy_timeout=10000",
+            f"busy_timeout={lock_timeout_ms}",
             "synchronous=NORMAL",
         ):
             cursor.execute(f"PRAGMA {pragma}")
@@ -73,22 +88,30 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql(f"BEGIN {'IMMEDIATE' if options.get('write') else 'DEFERRED'}")
 
 
-def make_engine(database_url: str) -> Engine:
-    """Create the engine for a sqlite:/// or postgresql+psycopg:// URL."""
+def make_engine(database_url: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> Engine:
+    """Create the engine for a sqlite:/// or postgresql+psycopg:// URL whose statements wait at
+    most ``lock_timeout_ms`` for a lock (SQLite: for the write lock) before failing as busy."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20)
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, lock_timeout_ms)
         return engine
+    options = {**SESSION_SETTINGS, "lock_timeout": f"{lock_timeout_ms}ms"}
     return create_engine(
         url,
         pool_size=20,
         max_overflow=20,
         pool_pre_ping=True,
-        connect_args={"options": " ".join(f"-c {name}={value}" for name, value in SESSION_SETTINGS.items())},
+        connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
     )
+
+
+def after_commit(session: Session, action: Callable[[], object]) -> None:
+    """Run ``action`` once the session's transaction has committed; never if it rolls back
+    (so a job is sent only for rows its worker will find)."""
+    event.listen(session, "after_commit", lambda _session: action(), once=True)
 
 
 def lock_tags(session: Session, *, account_id: str, exclusive: bool = False) -> None:
@@ -123,9 +146,9 @@ class Database:
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
 
     @classmethod
-    def from_url(cls, database_url: str) -> Database:
+    def from_url(cls, database_url: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> Database:
         """Open the database at a sqlite:/// or postgresql+psycopg:// URL."""
-        return cls(make_engine(database_url))
+        return cls(make_engine(database_url, lock_timeout_ms=lock_timeout_ms))
 
     @property
     def dialect(self) -> str:
@@ -138,10 +161,46 @@ class Database:
 
         A reader (``write=False``) whose block sends a single statement passes
         ``snapshot=False``: it then runs without a transaction of its own on PostgreSQL."""
+        joined = _joined.get()
+        if joined is not None and joined[0] is self:
+            yield joined[1]  # inside unit(): its transaction is this block's
+            return
         readers = self._sessions if snapshot else self._single_sessions
         factory = self._write_sessions if write else readers
-        with factory() as session, session.begin():
-            yield session
+        try:
+            with factory() as session, session.begin():
+                yield session
+        except DBAPIError as exc:
+            if is_busy(exc):
+                raise ServiceBusy() from exc
+            raise
+
+    @contextmanager
+    def unit(self) -> Iterator[Session]:
+        """Open one write transaction that every ``transaction()`` opened inside the block (in
+        this thread) joins: a request's work and what is recorded about it commit together, or
+        neither does."""
+        with self.transaction() as session:
+            token = _joined.set((self, session))
+            try:
+                yield session
+            finally:
+                _joined.reset(token)
+
+    def run(self, work: Callable[[], T]) -> T:
+        """Run a unit of work (which opens its own transactions) and return its result; when
+        the database was busy (a lock wait timed out, a deadlock, a serialization failure), the
+        transaction rolled back and the work is run again, up to ATTEMPTS times in all, after a
+        short random pause. Past that ServiceBusy propagates, with nothing written."""
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return work()
+            except ServiceBusy:
+                if attempt == ATTEMPTS:
+                    raise
+                # Apart, so they do not collide again (jitter, not a secret).
+                time.sleep(random.uniform(0.01, 0.05) * attempt)  # noqa: S311
+        raise AssertionError("unreachable")
 
     def migrate(self, revision: str = "head") -> None:
         """Apply every pending migration (up to ``revision``); safe to call from several
@@ -151,6 +210,8 @@ class Database:
         with self.engine.connect() as connection:
             is_postgres = connection.dialect.name == "postgresql"
             if is_postgres:
+                # Migrations wait for each other, and for running requests, as long as it takes.
+                connection.execute(text("SET lock_timeout = 0"))
                 connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
                 connection.commit()
             try:
@@ -160,8 +221,18 @@ class Database:
             finally:
                 if is_postgres:
                     connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+                    connection.execute(text("RESET lock_timeout"))
                     connection.commit()
 
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def is_busy(exc: DBAPIError) -> bool:
+    """Whether the statement failed only because other transactions held the database: run
+    again, it would succeed."""
+    orig = exc.orig
+    if isinstance(orig, sqlite3.OperationalError):
+        return orig.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES

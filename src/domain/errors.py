@@ -8,21 +8,32 @@ CardVaultError
 │   ├── InvalidCursor        a cursor was altered or made for another query
 │   └── TypeMismatch         the operation does not apply to this card type
 ├── ContentTooLarge          a text is over its byte limit
-└── Conflict                 the request clashes with the current state
+├── Conflict                 the request clashes with the current state
+│   ├── ...                  (one class per clash, below)
+│   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
+├── IdempotencyKeyReused     an Idempotency-Key came back with another request
+├── RateLimited              the account used up a rate limit; retry at retry_at
+└── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
+
+An error that says when to try again carries ``retry_at`` (epoch milliseconds).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
 class CardVaultError(Exception):
     """Base of every error the domain raises on purpose."""
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, details: dict[str, Any] | None = None, retry_at: int | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
+        self.retry_at = retry_at
 
 
 class NotFound(CardVaultError):
@@ -84,3 +95,49 @@ class CardInTrash(Conflict):
 
 class CardNotInTrash(Conflict):
     """Deleting a card forever needs it in Trash first."""
+
+
+class IdempotencyKeyInUse(Conflict):
+    """A request with the same Idempotency-Key is still running."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "A request with this Idempotency-Key is still running; retry after it finishes.",
+            retry_at=_in_ms(1.0),
+        )
+
+
+class IdempotencyKeyReused(CardVaultError):
+    """An Idempotency-Key was sent again with another method, path or body."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This Idempotency-Key was used for another request (method, path or body); "
+            "send a new key for a new request."
+        )
+
+
+class RateLimited(CardVaultError):
+    """A rate limit of the account is used up until retry_at."""
+
+    def __init__(self, policy: str, *, limit: int, window_seconds: int, retry_at: int) -> None:
+        super().__init__(
+            f"Rate limit {policy!r} reached: at most {limit} requests in any {window_seconds} s.",
+            details={"policy": policy},
+            retry_at=retry_at,
+        )
+
+
+class ServiceBusy(CardVaultError):
+    """The database stayed busy (lock waits, deadlocks) through every attempt."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service is busy; nothing was changed. Retry in a moment.",
+            retry_at=_in_ms(1.0),
+        )
+
+
+def _in_ms(seconds: float) -> int:
+    """The epoch time in milliseconds this many seconds from now."""
+    return int((time.time() + seconds) * 1000)

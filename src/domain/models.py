@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import TypeVar
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -230,6 +232,21 @@ class FolderCard(Base):
     )
     added_at: Mapped[int] = mapped_column(BigInteger)
     card_created_at: Mapped[int] = mapped_column(BigInteger)  # as on CardTag
+
+
+class IdempotencyKey(Base):
+    """The first successful response to a request sent with an Idempotency-Key, replayed to
+    the same request sent again with the key (for 24 hours)."""
+
+    __tablename__ = "idempotency_keys"
+
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))  # of the operation, path and body
+    status: Mapped[int] = mapped_column(Integer)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    headers: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger, index=True)
 
 
 Owned = TypeVar("Owned", Card, Folder, TagOperation)

@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
-import orjson
 import yaml
 from connexion import AsyncApp
 from connexion.apps.asynchronous import AsyncApi, AsyncOperation
@@ -27,13 +26,14 @@ from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
-from connexion.resolver import Resolver
+from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
+from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
-from cardvault.handlers import runtime
+from cardvault.handlers import operations, runtime
 from cardvault.handlers.auth import ApiKeyBearer
 from cardvault.handlers.errors import error_response, render_exception
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
@@ -53,8 +53,9 @@ def _snake(name: str) -> str:
 class TagResolver(Resolver):
     """operationId ``listCards`` tagged ``cards`` -> ``cardvault.handlers.cards.list_cards``."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], rules: dict[str, operations.Rules]) -> None:
         super().__init__()
+        self.rules = rules
         self.modules = {
             operation["operationId"]: operation["tags"][0]
             for item in spec["paths"].values()
@@ -66,8 +67,10 @@ class TagResolver(Resolver):
         name = operation.operation_id
         return f"cardvault.handlers.{self.modules[name]}.{_snake(name)}"
 
-    def resolve_function_from_operation_id(self, operation_id: str) -> Any:
-        return _serializing(super().resolve_function_from_operation_id(operation_id))
+    def resolve(self, operation: Any) -> Resolution:
+        resolution = super().resolve(operation)
+        handler = operations.run_with(self.rules[operation.operation_id], resolution.function)
+        return Resolution(handler, resolution.operation_id)
 
 
 class _OnceDecorator(StarletteDecorator):
@@ -117,30 +120,6 @@ class _DocsUI(SwaggerUIMiddleware):
             await self.app(scope, receive, send)
 
 
-def _serializing(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a handler so its JSON is serialized where it runs, in a worker thread: Connexion
-    would serialize it on the event loop, where a 50 MB page (100 cards of 512 KiB) would hold
-    every other request for a fifth of a second. orjson writes a page of 50 cards in a tenth
-    of the time the json module takes (15% of a list request's CPU before)."""
-
-    @functools.wraps(handler)
-    def serialized(*args: Any, **kwargs: Any) -> Any:
-        result = handler(*args, **kwargs)
-        body, status, headers = (
-            (*result, None, None)[:3] if isinstance(result, tuple) else (result, 200, None)
-        )
-        if body is None:
-            return result
-        return ConnexionResponse(
-            status_code=status,
-            body=orjson.dumps(body),
-            content_type="application/json",
-            headers=headers or {},
-        )
-
-    return serialized
-
-
 def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
     """For each path template of the spec, a matcher and the methods it documents."""
     table = []
@@ -167,11 +146,12 @@ def _lifespan(embedded_worker: bool) -> Any:
 
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
-    db = db or Database.from_url(settings.database_url)
+    db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
     worker_broker.bind(settings, db)
     spec_text = SPEC_PATH.read_text()
     spec = yaml.safe_load(spec_text)
     allowed = _allowed_methods(spec)
+    rt = runtime.Runtime(settings=settings, db=db, limiter=Limiter.from_settings(settings))
 
     def method_not_allowed(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
         # Starlette reports only the first matching route's methods in Allow; the spec knows all.
@@ -191,7 +171,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     # Connexion's stack, with ours placed in it and its Swagger UI middleware replaced.
     middlewares: list[Any] = [
         ServerErrorMiddleware,
-        functools.partial(RequestContext, runtime=runtime.Runtime(settings=settings, db=db)),
+        functools.partial(RequestContext, runtime=rt),
         ExceptionMiddleware,
         RequestGuard,
         functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
@@ -216,7 +196,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     app.add_api(
         SPEC_PATH.name,
         base_path=BASE_PATH,
-        resolver=TagResolver(spec),
+        resolver=TagResolver(spec, operations.rules_from_spec(spec, settings)),
         pythonic_params=True,
         strict_validation=True,
         validate_responses=settings.validate_responses,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from typing import Any
 
 from connexion.exceptions import (
@@ -37,6 +39,10 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.FolderExists: (409, "FOLDER_EXISTS"),
     domain.CardInTrash: (409, "CARD_IN_TRASH"),
     domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
+    domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
+    domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
+    domain.RateLimited: (429, "RATE_LIMITED"),
+    domain.ServiceBusy: (503, "SERVICE_BUSY"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'
@@ -114,6 +120,11 @@ def _request_id(request: ConnexionRequest) -> str | None:
     return state.get("request_id")
 
 
+def _retry_after(retry_at: int) -> str:
+    """Retry-After (RFC 9110 §10.2.3) in whole seconds, at least 1, rounded up."""
+    return str(max(1, math.ceil(retry_at / 1000 - time.time())))
+
+
 def _domain(exc: domain.CardVaultError) -> tuple[int, str]:
     for cls in type(exc).__mro__:
         if cls in DOMAIN_ERRORS:
@@ -126,7 +137,13 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
     request_id = _request_id(request)
     if isinstance(exc, domain.CardVaultError):
         status, code = _domain(exc)
-        return error_response(request_id, status, code, exc.message, details=exc.details)
+        # Headers the operation sends on every response (RateLimit), then Retry-After.
+        headers = dict((request.scope.get("state") or {}).get("response_headers") or {})
+        if exc.retry_at is not None:
+            headers["Retry-After"] = _retry_after(exc.retry_at)
+        return error_response(
+            request_id, status, code, exc.message, details=exc.details, retry_at=exc.retry_at, headers=headers
+        )
     if isinstance(exc, InvalidRequest):
         return error_response(request_id, 400, exc.code, str(exc.detail), details=exc.details)
     if isinstance(exc, OAuthResponseProblem):

@@ -99,7 +99,8 @@ def _is_json(media_type: bytes) -> bool:
 class RequestGuard:
     """Check what every request must be before Connexion sees it:
     - headers of at most MAX_HEADER_BYTES in all (431), one Authorization header at most (two
-      are ambiguous credentials: 400), one Content-Length and not beside Transfer-Encoding (400);
+      are ambiguous credentials: 400), one Idempotency-Key at most (400), one Content-Length
+      and not beside Transfer-Encoding (400);
     - at most MAX_QUERY_PARAMETERS query parameters (400);
     - no path with a trailing slash (404; the router would redirect to a URL built from the
       Host header), except the docs UI;
@@ -184,6 +185,13 @@ def _check_head(scope: Scope) -> None:
     names = [name.lower() for name, _ in scope["headers"]]
     if names.count(b"authorization") > 1:
         raise AmbiguousCredentials()
+    if names.count(b"idempotency-key") > 1:
+        raise InvalidRequest(
+            "Send one Idempotency-Key header.",
+            details={
+                "fields": [{"location": "header", "field": "Idempotency-Key", "message": "must be sent once"}]
+            },
+        )
     if names.count(b"content-length") > 1:
         raise InvalidRequest("Send one Content-Length header.")
     if b"content-length" in names and b"transfer-encoding" in names:

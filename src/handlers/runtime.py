@@ -5,9 +5,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
+from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
+from cardvault.domain.errors import IdempotencyKeyInUse
 from cardvault.settings import Settings
 
 CACHE_SECONDS = 5.0  # a revoked key stops working within this long
@@ -34,13 +38,36 @@ class KeyCache:
             self._entries[digest] = (account_id, time.monotonic() + CACHE_SECONDS)
 
 
+class InFlight:
+    """The Idempotency-Keys (per account) whose first request runs in this process now."""
+
+    def __init__(self) -> None:
+        self._keys: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, account_id: str, key: str) -> Iterator[None]:
+        """Hold the key while the block runs; IdempotencyKeyInUse if a request holds it."""
+        with self._lock:
+            if (account_id, key) in self._keys:
+                raise IdempotencyKeyInUse()
+            self._keys.add((account_id, key))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._keys.discard((account_id, key))
+
+
 @dataclasses.dataclass(frozen=True)
 class Runtime:
-    """The app's settings, database and per-process caches."""
+    """The app's settings, database, rate limiter and per-process state."""
 
     settings: Settings
     db: Database
+    limiter: Limiter
     key_cache: KeyCache = dataclasses.field(default_factory=KeyCache)
+    in_flight: InFlight = dataclasses.field(default_factory=InFlight)
 
 
 _current: ContextVar[Runtime] = ContextVar("cardvault_runtime")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from cardvault.domain import tag_operations
+from cardvault.domain.db import after_commit
 from cardvault.domain.models import TagOperation
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
@@ -32,9 +34,10 @@ def _operation_json(operation: TagOperation) -> dict[str, Any]:
 def _start(user: str, kind: str, tag: str, to: str | None) -> tuple[dict[str, Any], int, dict[str, str]]:
     with runtime.current().db.transaction() as session:
         operation = tag_operations.start_tag_operation(session, account_id=user, kind=kind, tag=tag, to=to)
-        body = _operation_json(operation)
-    run_tag_operation.send(operation.id)  # after the commit; the sweeper covers a lost send
-    return body, 202, {"Location": f"/v1/tags/operations/{operation.id}"}
+        # Sent once the row is committed (which, under an Idempotency-Key, is after this block);
+        # the sweeper covers a lost send.
+        after_commit(session, functools.partial(run_tag_operation.send, operation.id))
+        return _operation_json(operation), 202, {"Location": f"/v1/tags/operations/{operation.id}"}
 
 
 def rename_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:

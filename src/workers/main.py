@@ -5,9 +5,9 @@ Reads the settings, binds the database and declares every actor on the Redis bro
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 from cardvault.workers import broker as _broker
-from cardvault.workers import tags, trash  # noqa: F401  (declares the actors)
+from cardvault.workers import idempotency, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()
-_broker.bind(_settings, Database.from_url(_settings.database_url))
+_broker.bind(_settings, Database.from_url(_settings.database_url, lock_timeout_ms=_settings.lock_timeout_ms))
 _broker.broker.add_middleware(Sweeper())

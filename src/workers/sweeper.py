@@ -1,6 +1,6 @@
 """The sweeper: re-sends operations whose heartbeat went stale, so a lost message or a killed
-worker never leaves an operation behind, and starts the Trash purge every ten minutes. Runs in
-every worker (and in the embedded worker)."""
+worker never leaves an operation behind, and every ten minutes starts the Trash purge and the
+deletion of expired Idempotency-Keys. Runs in every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import dramatiq
 
-from cardvault.workers import tags, trash
+from cardvault.workers import idempotency, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -45,7 +45,9 @@ class Sweeper(dramatiq.Middleware):
                 if resumed:
                     log.info("re-sent %d stale tag operations", resumed)
                 if time.monotonic() >= next_purge:
-                    trash.purge_trash.send()  # expired Trash; several workers sending is harmless
+                    # Several workers sending these is harmless: each deletes what has expired.
+                    trash.purge_trash.send()
+                    idempotency.forget_idempotency_keys.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")

@@ -3,6 +3,7 @@ check and every phase (examples, coverage, fuzzing, stateful through the spec's 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fresh_postgres_database
-from tests.contract.servers import BIN, running_server, server_env
+from tests.contract.servers import BIN, redis_server, running_server, server_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,9 +22,12 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     """Start `cardvault serve` and return its base URL and an API key."""
     if request.param == "postgresql":
         url = fresh_postgres_database("cardvault_contract", "PostgreSQL contract tier")
-        # production shape: several API processes on one database
-        with running_server(server_env(tmp_path, url), tmp_path, workers=2) as started:
-            yield started
+        # Production's shape: several API processes on one database, a worker process, and
+        # Redis between them (the broker and the rate limits).
+        with redis_server(tmp_path) as (redis_url, _):
+            env = {**server_env(tmp_path, url), "CARDVAULT_REDIS_URL": redis_url}
+            with running_server(env, tmp_path, workers=2) as started:
+                yield started
     else:
         with running_server(server_env(tmp_path), tmp_path) as started:
             yield started
@@ -50,6 +54,7 @@ def test_the_server_honours_its_contract(server: tuple[str, str], tmp_path: Path
             str(tmp_path / "reports"),
         ],
         cwd=ROOT,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.contract.hooks"},
         capture_output=True,
         text=True,
         check=False,

@@ -250,6 +250,19 @@ def errors(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) ->
         create_folder.sync_detailed(client=client, body=FolderCreate(name="twice")), 409, "FOLDER_EXISTS"
     )
     assert error.details is not None and error.details.name == "twice"
+    # A retry with the same Idempotency-Key gets the first answer back, not a second card.
+    retried = create_card.sync_detailed(
+        client=client, body=CardCreate(content="once"), idempotency_key="sdk-1"
+    )
+    again = create_card.sync_detailed(client=client, body=CardCreate(content="once"), idempotency_key="sdk-1")
+    assert retried.status_code == again.status_code == 200 and again.content == retried.content
+    assert again.headers["Idempotent-Replayed"] == "true" and "RateLimit-Policy" in retried.headers
+    reused = create_card.sync_detailed(
+        client=client, body=CardCreate(content="twice"), idempotency_key="sdk-1"
+    )
+    refused(reused, 422, "IDEMPOTENCY_KEY_REUSED")
+    once = ok(retried.parsed)
+    assert isinstance(once, CardCreated) and once.card.type_ == CardType.TEXT
 
 
 def main(base_url: str, key: str) -> None:

@@ -48,7 +48,10 @@ function done(card: DoneCard): number {
 
 export async function firstDay(): Promise<string[]> {
   const out: string[] = [];
-  const made = await client.POST("/cards", { body: { content: "https://example.com", tags: ["reading"] } });
+  const made = await client.POST("/cards", {
+    params: { header: { "Idempotency-Key": "ts-first-day" } },
+    body: { content: "https://example.com", tags: ["reading"] },
+  });
   if (made.error) throw new Error(describe(made.error));
   const id: string = made.data.cardId;
   out.push(title(made.data.card));

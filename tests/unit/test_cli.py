@@ -9,8 +9,8 @@ from cardvault.domain import accounts
 from cardvault.domain.db import Database
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": ""}
+def run(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "", **variables}
     return subprocess.run(
         [sys.executable, "-m", "cardvault.cli", *args], capture_output=True, text=True, env=env, check=False
     )
@@ -39,12 +39,17 @@ def test_errors_are_reported_on_stderr_with_a_failing_status(tmp_path: Path) -> 
 
 
 def test_a_bad_setting_is_named_at_start_up(tmp_path: Path) -> None:
-    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "mysql://x"}
-    result = subprocess.run(
-        [sys.executable, "-m", "cardvault.cli", "migrate"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    result = run(tmp_path, "migrate", CARDVAULT_DATABASE_URL="mysql://x")
     assert result.returncode == 2 and "CARDVAULT_DATABASE_URL" in result.stderr
+
+
+def test_several_api_processes_are_refused_without_redis(tmp_path: Path) -> None:
+    # Rate limits counted in each process's memory would let N processes allow N times as much.
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none"
+    result = run(tmp_path, "serve", "--workers", "2", CARDVAULT_DATABASE_URL=url, CARDVAULT_REDIS_URL="")
+    assert result.returncode == 2 and "CARDVAULT_REDIS_URL" in result.stderr
+
+
+def test_a_rate_limit_that_cannot_be_read_is_named_at_start_up(tmp_path: Path) -> None:
+    result = run(tmp_path, "migrate", CARDVAULT_RATE_LIMIT_DONE="lots")
+    assert result.returncode == 2 and "CARDVAULT_RATE_LIMIT_DONE" in result.stderr

@@ -35,8 +35,29 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_PUBLIC_URL", "ftp://x"),
         ("CARDVAULT_SECRET_KEY", "short"),
         ("CARDVAULT_VALIDATE_RESPONSES", "maybe"),
+        ("CARDVAULT_RATE_LIMIT_CARDS", "many"),
+        ("CARDVAULT_RATE_LIMIT_DONE", "0/minute"),
+        ("CARDVAULT_LOCK_TIMEOUT_MS", "-5"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), name: value})
+
+
+def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path) -> None:
+    defaults = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert defaults.rate_limits == {
+        "done": "60/minute",
+        "cards": "600/minute",
+        "folders": "60/minute",
+        "tag-operations": "30/minute",
+    }
+    chosen = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_RATE_LIMIT_CARDS": "off",
+            "CARDVAULT_RATE_LIMIT_DONE": "5/30 seconds",
+        }
+    )
+    assert chosen.rate_limits["cards"] is None and chosen.rate_limits["done"] == "5/30 seconds"

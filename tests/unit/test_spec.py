@@ -10,7 +10,7 @@ import yaml
 from connexion.json_schema import Draft4ResponseValidator
 from jsonschema import Draft4Validator
 
-from cardvault.settings import SPEC_PATH
+from cardvault.settings import RATE_LIMITS, SPEC_PATH
 
 
 def test_the_spec_validates_as_openapi_3_0() -> None:
@@ -115,7 +115,8 @@ def test_every_error_response_names_its_codes_with_an_example_of_each() -> None:
             continue
         assert media["schema"] == {"$ref": "#/components/schemas/ApiError"}, (operation, status)
         named = set(re.findall(r"`([A-Z][A-Z_]{2,})`", response["description"]))
-        shown = {example["value"]["code"] for example in media.get("examples", {}).values()}
+        examples = [_resolved(_SPEC, example) for example in media.get("examples", {}).values()]
+        shown = {example["value"]["code"] for example in examples}
         assert named and named == shown, f"{operation} {status}: {sorted(named)} vs {sorted(shown)}"
 
 
@@ -138,3 +139,66 @@ def test_every_one_of_is_a_nullable_reference() -> None:
     null = {"$ref": "#/components/schemas/NullValue"}
     assert found and all(len(o) == 2 and o[1] == null and "$ref" in o[0] for o in found), found
     assert "anyOf" not in SPEC_PATH.read_text()
+
+
+def _operations(spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for item in spec["paths"].values():
+        for method, operation in item.items():
+            if method != "parameters":
+                yield method, operation
+
+
+def _success_headers(operation: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for status, response in operation["responses"].items():
+        if status.startswith("2"):
+            names |= set(_resolved(_SPEC, response).get("headers", {}))
+    return names
+
+
+def test_every_rate_limited_operation_names_a_configured_policy_and_declares_its_answers() -> None:
+    used = set()
+    for _method, operation in _operations(_SPEC):
+        policy = operation.get("x-cardvault-rate-limit")
+        if policy is None:
+            assert "429" not in operation["responses"], operation["operationId"]
+            continue
+        used.add(policy)
+        assert policy in RATE_LIMITS, operation["operationId"]
+        assert operation["responses"]["429"] == {"$ref": "#/components/responses/RateLimited"}
+        assert {"RateLimit-Policy", "RateLimit"} <= _success_headers(operation), operation["operationId"]
+        assert f"`{policy}`" in _SPEC["info"]["description"]
+    assert used == set(RATE_LIMITS)
+
+
+def test_every_operation_taking_an_idempotency_key_declares_replays_reuse_and_keys_in_use() -> None:
+    takers = []
+    for method, operation in _operations(_SPEC):
+        refs = [p.get("$ref") for p in operation.get("parameters", [])]
+        if "#/components/parameters/IdempotencyKey" not in refs:
+            continue
+        takers.append(operation["operationId"])
+        assert method in ("post", "delete") and "requestBody" in operation
+        assert operation["responses"]["422"] == {"$ref": "#/components/responses/IdempotencyKeyReused"}
+        conflict = _resolved(_SPEC, operation["responses"]["409"])
+        assert "IDEMPOTENCY_KEY_IN_USE" in conflict["content"]["application/json"]["examples"]
+        assert "Retry-After" in conflict["headers"]
+        assert "Idempotent-Replayed" in _success_headers(operation)
+    # Every operation that creates something, and the folder membership changes.
+    assert sorted(takers) == sorted(
+        [
+            "createCard",
+            "createFolder",
+            "renameTag",
+            "mergeTag",
+            "deleteTag",
+            "addFolderCards",
+            "removeFolderCards",
+        ]
+    )
+
+
+def test_every_operation_on_the_database_declares_service_busy() -> None:
+    for _method, operation in _operations(_SPEC):
+        if operation.get("security", _SPEC["security"]):
+            assert operation["responses"]["503"] == {"$ref": "#/components/responses/ServiceBusy"}

@@ -1,0 +1,106 @@
+"""The rate limiter: moving windows ("at most N in any W seconds", exact), kept in Redis when
+CARDVAULT_REDIS_URL is set, so every API process counts against the same windows, and in this
+process's memory on the embedded default (one API process).
+
+When Redis cannot be reached the limiter fails open: ``take`` answers None (the request goes
+ahead, uncounted), a warning is logged, and Redis is not asked again for a few seconds, so an
+outage costs requests no connect timeouts."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+
+import limits
+from limits.errors import StorageError
+from limits.storage import MemoryStorage, RedisStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from cardvault.settings import Settings
+
+log = logging.getLogger("cardvault.limiter")
+REDIS_TIMEOUT_SECONDS = 0.25  # Redis answers in well under a millisecond; past this it is down
+RETRY_REDIS_SECONDS = 5.0  # after a failure, requests go uncounted this long before Redis is tried
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """A named limit: at most ``limit`` requests in any ``window_seconds``."""
+
+    name: str
+    limit: int
+    window_seconds: int
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> Policy:
+        """Read a limit written as ``60/minute``, ``600 per hour`` or ``10/30 seconds``."""
+        item = limits.parse(text)
+        return cls(name=name, limit=item.amount, window_seconds=item.get_expiry())
+
+
+@dataclasses.dataclass(frozen=True)
+class Allowance:
+    """What a policy leaves a key after a request was counted (or refused)."""
+
+    policy: Policy
+    allowed: bool
+    remaining: int
+    reset_at: float  # epoch seconds when the oldest request counted leaves the window
+
+
+class Limiter:
+    """Moving windows per (policy, key) on one storage."""
+
+    def __init__(self, storage_uri: str) -> None:
+        if storage_uri.startswith("memory://"):
+            storage: MemoryStorage | RedisStorage = MemoryStorage()
+        else:
+            storage = RedisStorage(
+                storage_uri,
+                key_prefix="cardvault:limits",
+                wrap_exceptions=True,
+                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+                socket_timeout=REDIS_TIMEOUT_SECONDS,
+            )
+        self._windows = MovingWindowRateLimiter(storage)
+        self._items: dict[Policy, limits.RateLimitItem] = {}
+        self._down_until = 0.0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limiter:
+        """The limiter on Redis when the settings name one, else in memory."""
+        return cls(settings.redis_url or "memory://")
+
+    def take(self, policy: Policy, key: str) -> Allowance | None:
+        """Count one request of ``key`` against the policy if the window has room (else
+        refuse it, counting nothing); None when the storage cannot be reached."""
+        return self._ask(policy, key, count=True)
+
+    def peek(self, policy: Policy, key: str) -> Allowance | None:
+        """What the policy leaves ``key`` now, counting nothing."""
+        return self._ask(policy, key, count=False)
+
+    def _ask(self, policy: Policy, key: str, *, count: bool) -> Allowance | None:
+        if time.monotonic() < self._down_until:
+            return None
+        item = self._item(policy)
+        try:
+            allowed = self._windows.hit(item, key) if count else True
+            stats = self._windows.get_window_stats(item, key)
+        except StorageError as exc:
+            with self._lock:
+                if time.monotonic() >= self._down_until:
+                    log.warning("rate limits are not counted for %.0f s: %s", RETRY_REDIS_SECONDS, exc)
+                self._down_until = time.monotonic() + RETRY_REDIS_SECONDS
+            return None
+        return Allowance(policy=policy, allowed=allowed, remaining=stats.remaining, reset_at=stats.reset_time)
+
+    def _item(self, policy: Policy) -> limits.RateLimitItem:
+        item = self._items.get(policy)
+        if item is None:
+            item = limits.RateLimitItemPerSecond(policy.limit, policy.window_seconds, namespace=policy.name)
+            self._items[policy] = item
+        return item

@@ -1,0 +1,24 @@
+"""The rate limits an account's requests are held to: ``spend`` counts a request against a
+policy, or refuses it with the time it would be accepted."""
+
+from __future__ import annotations
+
+import math
+
+from cardvault.adapters.limiter import Allowance, Limiter, Policy
+from cardvault.domain.errors import RateLimited
+
+
+def spend(limiter: Limiter, policy: Policy, *, account_id: str) -> Allowance | None:
+    """Count one request of the account against the policy, or raise RateLimited (counting
+    nothing) when the policy's window is full. None: the limiter could not be reached, and the
+    request goes ahead uncounted."""
+    allowance = limiter.take(policy, account_id)
+    if allowance is not None and not allowance.allowed:
+        raise RateLimited(
+            policy.name,
+            limit=policy.limit,
+            window_seconds=policy.window_seconds,
+            retry_at=math.ceil(allowance.reset_at * 1000),
+        )
+    return allowance
