@@ -6,6 +6,10 @@ alternating rounds:
 - ``limited``: the rate limit counted in Redis (moving window, the default 600 a minute);
 - ``limited+key``: the same, each request with a fresh Idempotency-Key (checked, held, recorded).
 
+Two ratios: requests per second (bare over this one; the database and the load generator share
+the second CPU, so it moves with them) and the API process's own CPU time per request (this
+one over bare), each the median of the rounds' ratios.
+
     .venv/bin/python -m bench.bench_guards [--database postgresql|sqlite] [--seconds S] [--rounds R]
 
 Requests rotate over 64 accounts, so none reaches its limit (every request does the work). Each
@@ -30,9 +34,16 @@ from bench.load import LoadResult, _read_response
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 
+TICK = os.sysconf("SC_CLK_TCK")
 REDIS = os.environ.get("CARDVAULT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 ACCOUNTS = 64
 CONNECTIONS = 16
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def _keys(url: str) -> list[str]:
@@ -120,6 +131,7 @@ def main() -> None:
         ports = {name: _free_port() for name in servers}
         processes = [_start(target, server_env, ports[name]) for name, (server_env, _) in servers.items()]
         totals: dict[str, list[LoadResult]] = {name: [] for name in servers}
+        cpu: dict[str, list[float]] = {name: [] for name in servers}  # API CPU ms per request
         try:
             for name, (_, with_key) in servers.items():
                 asyncio.run(_load(ports[name], keys, with_key, 1.5, f"warm-{name}"))
@@ -127,7 +139,10 @@ def main() -> None:
                 order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
                 for name in order:
                     with_key = servers[name][1]
+                    pid = processes[list(servers).index(name)].pid
+                    before = _cpu_seconds(pid)
                     result = asyncio.run(_load(ports[name], keys, with_key, args.seconds, f"{round_}-{name}"))
+                    cpu[name].append((_cpu_seconds(pid) - before) * 1000 / max(result.requests, 1))
                     totals[name].append(result)
         finally:
             for process in processes:
@@ -149,11 +164,21 @@ def main() -> None:
         f"\nPOST /v1/cards, {args.database} + Redis, {args.rounds} alternating rounds of "
         f"{args.seconds:.0f} s per server, {CONNECTIONS} connections, {ACCOUNTS} accounts"
     )
-    print(f"{'server':<14}{'rps':>8}{'cost ratio':>12}{'p50/p99 ms':>16}")
+    print("cost ratio: the bare server's rps over this one's, per round (median, min-max of rounds);")
+    print("cpu ratio: this server's API-process CPU per request over the bare one's, per round (median)")
+    header = f"{'server':<14}{'rps':>8}{'cost ratio':>12}{'rounds':>14}{'cpu ms/req':>12}{'cpu ratio':>11}"
+    print(header + f"{'p50/p99 ms':>16}")
     for name, result in results.items():
         assert result.errors == 0, (name, result)
-        ratio = bare.rps / result.rps  # time per request, relative to the bare server's
-        print(f"{name:<14}{result.rps:>8.0f}{ratio:>12.3f}{result.p50_ms:>9.1f}/{result.p99_ms:<6.1f}")
+        # Each round measured all three servers back to back: its ratio is free of slower drift.
+        ratios = sorted(b.rps / r.rps for b, r in zip(totals["bare"], totals[name], strict=True))
+        ratio = statistics.median(ratios)
+        cpu_ratio = statistics.median(c / b for b, c in zip(cpu["bare"], cpu[name], strict=True))
+        print(
+            f"{name:<14}{result.rps:>8.0f}{ratio:>12.3f}{ratios[0]:>8.2f}-{ratios[-1]:<5.2f}"
+            f"{statistics.median(cpu[name]):>12.2f}{cpu_ratio:>11.3f}"
+            f"{result.p50_ms:>9.1f}/{result.p99_ms:<6.1f}"
+        )
         line = {
             "workload": "create_card",
             "server": name,
@@ -162,6 +187,8 @@ def main() -> None:
             "value": round(result.rps, 1),
             "baseline_value": round(bare.rps, 1),
             "cost_ratio": round(ratio, 3),
+            "cpu_ms_per_request": round(statistics.median(cpu[name]), 3),
+            "cpu_ratio": round(cpu_ratio, 3),
             "p99_ms": round(result.p99_ms, 2),
         }
         print(json.dumps(line))

@@ -60,13 +60,22 @@ def _rate_limits(env: Mapping[str, str]) -> dict[str, str | None]:
             chosen[policy] = None
             continue
         try:
-            item = limits.parse(raw)
+            items = limits.parse_many(raw)
         except ValueError:
-            raise SettingsError(f"{name} must read like 60/minute or off, not {raw!r}") from None
-        if item.amount < 1:
+            items = []
+        if len(items) != 1:
+            raise SettingsError(f"{name} must read like 60/minute or off (one limit), not {raw!r}")
+        if items[0].amount < 1:
             raise SettingsError(f"{name} must allow at least one request")
         chosen[policy] = raw
     return chosen
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _number(env, name, default)
+    if value != int(value):
+        raise SettingsError(f"{name} must be a whole number")
+    return int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +127,7 @@ class Settings:
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
             tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
             trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
-            lock_timeout_ms=int(_number(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000)),
+            lock_timeout_ms=_whole(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000),
             rate_limits=_rate_limits(env),
         )
 

@@ -32,7 +32,9 @@ from cardvault.domain.errors import ServiceBusy
 T = TypeVar("T")
 _joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joined", default=None)
 
-DEFAULT_LOCK_TIMEOUT_MS = 2000
+# How long a statement of a background job or a command waits for a lock on SQLite (on
+# PostgreSQL they wait as long as it takes); API requests wait CARDVAULT_LOCK_TIMEOUT_MS.
+PATIENT_SQLITE_MS = 60_000
 ATTEMPTS = 3  # of a unit of work that found the database busy, before ServiceBusy
 # SQLSTATEs of a transaction that lost to another and would succeed when run again: deadlock
 # detected, serialization failure, lock not available (lock_timeout).
@@ -88,17 +90,18 @@ def _configure_sqlite(engine: Engine, lock_timeout_ms: int) -> None:
         connection.exec_driver_sql(f"BEGIN {'IMMEDIATE' if options.get('write') else 'DEFERRED'}")
 
 
-def make_engine(database_url: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> Engine:
+def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Engine:
     """Create the engine for a sqlite:/// or postgresql+psycopg:// URL whose statements wait at
-    most ``lock_timeout_ms`` for a lock (SQLite: for the write lock) before failing as busy."""
+    most ``lock_timeout_ms`` for a lock (SQLite: for the write lock) before failing as busy;
+    None: as long as it takes (on SQLite, PATIENT_SQLITE_MS)."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20)
-        _configure_sqlite(engine, lock_timeout_ms)
+        _configure_sqlite(engine, PATIENT_SQLITE_MS if lock_timeout_ms is None else lock_timeout_ms)
         return engine
-    options = {**SESSION_SETTINGS, "lock_timeout": f"{lock_timeout_ms}ms"}
+    options = {**SESSION_SETTINGS, "lock_timeout": f"{lock_timeout_ms or 0}ms"}
     return create_engine(
         url,
         pool_size=20,
@@ -146,8 +149,9 @@ class Database:
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
 
     @classmethod
-    def from_url(cls, database_url: str, *, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> Database:
-        """Open the database at a sqlite:/// or postgresql+psycopg:// URL."""
+    def from_url(cls, database_url: str, *, lock_timeout_ms: int | None = None) -> Database:
+        """Open the database at a sqlite:/// or postgresql+psycopg:// URL; API processes pass
+        a lock timeout, so a request blocked by a lock fails (and is retried) rather than waits."""
         return cls(make_engine(database_url, lock_timeout_ms=lock_timeout_ms))
 
     @property
@@ -179,7 +183,8 @@ class Database:
     def unit(self) -> Iterator[Session]:
         """Open one write transaction that every ``transaction()`` opened inside the block (in
         this thread) joins: a request's work and what is recorded about it commit together, or
-        neither does."""
+        neither does. A joined block that fails is not rolled back by itself: its error must
+        end the unit (handlers never catch domain errors)."""
         with self.transaction() as session:
             token = _joined.set((self, session))
             try:
@@ -234,5 +239,6 @@ def is_busy(exc: DBAPIError) -> bool:
     again, it would succeed."""
     orig = exc.orig
     if isinstance(orig, sqlite3.OperationalError):
-        return orig.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        # Some errors carry no code (it is then 0).
+        return getattr(orig, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES

@@ -4,12 +4,14 @@
 A key is held while its first request runs: by this process (the caller's in-flight set) and,
 on PostgreSQL, by a transaction-scoped advisory lock that every process sees. The response is
 recorded in the transaction that does the request's work, so the two commit together: a crash
-leaves neither, and the key is free again."""
+leaves neither, and the key is free again. A keyed request costs two statements: ``claim``
+(take the lock and read the key) and ``record``."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,12 +20,36 @@ from sqlalchemy import delete, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import IdempotencyKeyInUse, IdempotencyKeyReused
+from cardvault.domain.errors import IdempotencyKeyInUse, IdempotencyKeyReused, ServiceBusy
 from cardvault.domain.models import IdempotencyKey
 
 KEEP_MS = 24 * 3600 * 1000
-_KEY_LOCKS = 4_275_003  # pg_advisory_xact_lock space of Idempotency-Keys (see db.py for others)
-_TRY_LOCK = text("SELECT pg_try_advisory_xact_lock(CAST(:space AS integer), CAST(:key AS integer))")
+_COLUMNS = "k.fingerprint, k.status, k.body, CAST(k.headers AS TEXT) AS headers, k.created_at"
+_CLAIM = {
+    # The lock is a 64-bit hash in the one-bigint lock space, apart from the two-integer space
+    # of the tag locks (the only other bigint lock, the migrations', is one value of 2**64).
+    # The row is read in the same statement, so with the snapshot taken before the lock: a first
+    # request that commits in between is caught by record (below).
+    "postgresql": text(
+        f"SELECT pg_try_advisory_xact_lock(CAST(:lock AS bigint)) AS held, {_COLUMNS} FROM (SELECT 1) AS one "
+        "LEFT JOIN idempotency_keys AS k ON k.account_id = :account_id AND k.key = :key"
+    ),
+    # SQLite runs one writer at a time: nothing to hold.
+    "sqlite": text(
+        f"SELECT 1 AS held, {_COLUMNS} FROM (SELECT 1) AS one "
+        "LEFT JOIN idempotency_keys AS k ON k.account_id = :account_id AND k.key = :key"
+    ),
+}
+# Insert the response, or replace a row that has expired; a live row (a first request that
+# committed after claim read) makes it insert nothing.
+_RECORD = text(
+    "INSERT INTO idempotency_keys (account_id, key, fingerprint, status, body, headers, created_at) "
+    "VALUES (:account_id, :key, :fingerprint, :status, :body, :headers, :created_at) "
+    "ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
+    "status = excluded.status, body = excluded.body, headers = excluded.headers, "
+    "created_at = excluded.created_at WHERE idempotency_keys.created_at < :expired_before "
+    "RETURNING 1"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,47 +67,54 @@ def fingerprint(operation_id: str, arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical).hexdigest()
 
 
-def find(session: Session, *, account_id: str, key: str, fingerprint: str) -> StoredResponse | None:
-    """The response kept for the key, or None; IdempotencyKeyReused when the key was used for
-    another request."""
-    row = session.get(IdempotencyKey, (account_id, key))
-    if row is None or row.created_at < now_ms() - KEEP_MS:
+def lock_key(account_id: str, key: str) -> int:
+    """The PostgreSQL advisory lock that holds an account's key."""
+    digest = hashlib.sha256(f"{account_id}\x00{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def claim(session: Session, *, account_id: str, key: str, fingerprint: str) -> StoredResponse | None:
+    """Hold the key until the transaction ends and return the response kept for it, or None.
+    IdempotencyKeyInUse when another process's transaction holds it (PostgreSQL);
+    IdempotencyKeyReused when the key was used for another request."""
+    statement = _CLAIM[session.get_bind().dialect.name]
+    row = session.execute(
+        statement, {"lock": lock_key(account_id, key), "account_id": account_id, "key": key}
+    ).one()
+    if not row.held:
+        raise IdempotencyKeyInUse()
+    if row.created_at is None or row.created_at < now_ms() - KEEP_MS:
         return None
     if row.fingerprint != fingerprint:
         raise IdempotencyKeyReused()
-    return StoredResponse(status=row.status, body=row.body, headers=dict(row.headers))
-
-
-def hold(session: Session, *, account_id: str, key: str) -> None:
-    """Hold the key until the transaction ends, or raise IdempotencyKeyInUse when another
-    process's transaction holds it (PostgreSQL; SQLite runs one writer at a time)."""
-    if session.get_bind().dialect.name != "postgresql":
-        return
-    digest = hashlib.sha256(f"{account_id}\x00{key}".encode()).digest()
-    lock_key = int.from_bytes(digest[:4], "big", signed=True)
-    if not session.scalar(_TRY_LOCK, {"space": _KEY_LOCKS, "key": lock_key}):
-        raise IdempotencyKeyInUse()
+    return StoredResponse(
+        status=row.status, body=zlib.decompress(row.body), headers=orjson.loads(row.headers)
+    )
 
 
 def record(
     session: Session, *, account_id: str, key: str, fingerprint: str, response: StoredResponse
 ) -> None:
-    """Keep the response for the key (replacing an expired one not swept yet)."""
-    session.execute(
-        delete(IdempotencyKey).where(IdempotencyKey.account_id == account_id, IdempotencyKey.key == key)
-    )
-    session.add(
-        IdempotencyKey(
-            account_id=account_id,
-            key=key,
-            fingerprint=fingerprint,
-            status=response.status,
-            body=response.body,
-            headers=response.headers,
-            created_at=now_ms(),
-        )
-    )
-    session.flush()
+    """Keep the response for the key (replacing an expired one not swept yet). ServiceBusy when
+    a first request with the key committed since ``claim`` read it: the caller's transaction
+    then rolls back, and run again it replays that request's response."""
+    now = now_ms()
+    kept = session.execute(
+        _RECORD,
+        {
+            "account_id": account_id,
+            "key": key,
+            "fingerprint": fingerprint,
+            "status": response.status,
+            # Compressed: the row goes to the WAL with the work (a card's JSON shrinks to a third).
+            "body": zlib.compress(response.body, 1),
+            "headers": orjson.dumps(response.headers).decode(),
+            "created_at": now,
+            "expired_before": now - KEEP_MS,
+        },
+    ).first()
+    if kept is None:
+        raise ServiceBusy()
 
 
 def forget_expired(session: Session, *, batch_size: int) -> int:

@@ -71,36 +71,30 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
             return rt.db.run(lambda: _response(handler(*args, **kwargs), rate_headers))
         arguments = {name: value for name, value in kwargs.items() if name != "user"}
         fingerprint = idempotency.fingerprint(rules.operation_id, arguments)
-        with rt.db.transaction(write=False, snapshot=False) as session:
-            stored = idempotency.find(session, account_id=account_id, key=key, fingerprint=fingerprint)
-        if stored is not None:  # a replay does no work and counts against no limit
-            return _replay(stored, _peek(rt, rules, account_id))
+        spent: list[dict[str, str]] = []  # the rate limit is counted once, whatever the retries
+
+        def attempt() -> Any:
+            with rt.db.unit() as session:
+                stored = idempotency.claim(session, account_id=account_id, key=key, fingerprint=fingerprint)
+                if stored is not None:  # a replay does no work and counts against no limit
+                    return _replay(stored, _peek(rt, rules, account_id))
+                if not spent:
+                    spent.append(_spend(rt, rules, account_id))
+                response = _response(handler(*args, **kwargs), spent[0])
+                if isinstance(response, ConnexionResponse) and 200 <= response.status_code < 300:
+                    kept = {n: response.headers[n] for n in _KEPT_HEADERS if n in response.headers}
+                    idempotency.record(
+                        session,
+                        account_id=account_id,
+                        key=key,
+                        fingerprint=fingerprint,
+                        response=StoredResponse(
+                            status=response.status_code, body=response.body, headers=kept
+                        ),
+                    )
+                return response
+
         with rt.in_flight.hold(account_id, key):
-            rate_headers = _spend(rt, rules, account_id)
-
-            def attempt() -> Any:
-                with rt.db.unit() as session:
-                    idempotency.hold(session, account_id=account_id, key=key)
-                    kept = idempotency.find(session, account_id=account_id, key=key, fingerprint=fingerprint)
-                    if kept is not None:  # another process finished it a moment ago
-                        return _replay(kept, rate_headers)
-                    response = _response(handler(*args, **kwargs), rate_headers)
-                    if isinstance(response, ConnexionResponse) and 200 <= response.status_code < 300:
-                        idempotency.record(
-                            session,
-                            account_id=account_id,
-                            key=key,
-                            fingerprint=fingerprint,
-                            response=StoredResponse(
-                                status=response.status_code,
-                                body=response.body,
-                                headers={
-                                    n: response.headers[n] for n in _KEPT_HEADERS if n in response.headers
-                                },
-                            ),
-                        )
-                    return response
-
             return rt.db.run(attempt)
 
     return run

@@ -9,5 +9,5 @@ from cardvault.workers import idempotency, tags, trash  # noqa: F401  (declares 
 from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()
-_broker.bind(_settings, Database.from_url(_settings.database_url, lock_timeout_ms=_settings.lock_timeout_ms))
+_broker.bind(_settings, Database.from_url(_settings.database_url))
 _broker.broker.add_middleware(Sweeper())

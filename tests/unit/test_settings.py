@@ -38,6 +38,8 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_RATE_LIMIT_CARDS", "many"),
         ("CARDVAULT_RATE_LIMIT_DONE", "0/minute"),
         ("CARDVAULT_LOCK_TIMEOUT_MS", "-5"),
+        ("CARDVAULT_LOCK_TIMEOUT_MS", "0.5"),
+        ("CARDVAULT_RATE_LIMIT_FOLDERS", "10/second;100/minute"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:

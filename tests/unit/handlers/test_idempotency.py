@@ -3,7 +3,6 @@ success instead of doing the work again."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from sqlalchemy import func, select, text, update
 from starlette.testclient import TestClient
 
 from cardvault.domain.db import Database
-from cardvault.domain.idempotency import KEEP_MS
+from cardvault.domain.idempotency import KEEP_MS, lock_key
 from cardvault.domain.models import Card, IdempotencyKey
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
@@ -196,11 +195,9 @@ class TestConcurrentRequests:
         if database.dialect != "postgresql":
             pytest.skip("the advisory lock that spans processes is PostgreSQL's")
         key = str(uuid.uuid4())
-        digest = hashlib.sha256(f"{api.account_id}\x00{key}".encode()).digest()
         with database.engine.connect() as other_process:
             other_process.execute(
-                text("SELECT pg_advisory_lock(4275003, :k)"),
-                {"k": int.from_bytes(digest[:4], "big", signed=True)},
+                text("SELECT pg_advisory_lock(CAST(:k AS bigint))"), {"k": lock_key(api.account_id, key)}
             )
             response = api.post("/v1/cards", json={}, headers={"Idempotency-Key": key})
             other_process.rollback()

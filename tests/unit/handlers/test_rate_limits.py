@@ -119,6 +119,18 @@ class TestCreateCard:
         listed = api.get("/v1/cards", params={"include": "total"}).json()
         assert listed["total"] == 2
 
+    def test_replays_of_an_idempotency_key_count_against_no_limit(
+        self, limited: TestClient, database: Database
+    ) -> None:
+        api = _api(limited, database)
+        key = {"Idempotency-Key": "once"}
+        first = api.post("/v1/cards", json={"content": "x"}, headers=key)
+        replays = [api.post("/v1/cards", json={"content": "x"}, headers=key) for _ in range(3)]
+        assert [r.status_code for r in replays] == [200, 200, 200]
+        assert all(r.headers["Idempotent-Replayed"] == "true" for r in replays)
+        assert _left(first)[1] == 1 and [_left(r)[1] for r in replays] == [1, 1, 1]
+        assert _left(api.post("/v1/cards", json={}))[1] == 0  # the second request counted
+
     def test_the_window_moves_so_no_burst_passes_at_its_edge(
         self, tmp_path: Path, database: Database
     ) -> None:
