@@ -9,7 +9,11 @@ CardVaultError
 │   └── TypeMismatch         the operation does not apply to this card type
 ├── ContentTooLarge          a text is over its byte limit
 ├── Conflict                 the request clashes with the current state
-│   ├── ...                  (one class per clash, below)
+│   ├── TagOperationRunning  another tag change is running for the account
+│   ├── TagExists            a rename would land on an existing tag
+│   ├── FolderExists         another folder has this name
+│   ├── CardInTrash          refused for a card in Trash
+│   ├── CardNotInTrash       deleting forever needs the card in Trash
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── RateLimited              the account used up a rate limit; retry at retry_at

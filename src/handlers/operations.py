@@ -114,8 +114,11 @@ def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None) -> dict[st
         return {}
     try:
         allowance = rate_limits.spend(rt.limiter, rules.policy, account_id=account_id)
-    except RateLimited:
-        _remember_headers(_rate_headers(rt.limiter.peek(rules.policy, account_id)))
+    except RateLimited as refused:
+        # The window is full until retry_at: nothing remains till then (no second round trip).
+        assert refused.retry_at is not None
+        left = Allowance(rules.policy, allowed=False, remaining=0, reset_at=refused.retry_at / 1000)
+        _remember_headers(_rate_headers(left))
         raise
     headers = _rate_headers(allowance)
     _remember_headers(headers)
