@@ -2,6 +2,9 @@
 CARDVAULT_REDIS_URL is set, so every API process counts against the same windows, and in this
 process's memory on the embedded default (one API process).
 
+On Redis a request costs one round trip: the library's two moving-window scripts (count the
+request, then read the window) are sent together in one pipeline.
+
 When Redis cannot be reached the limiter fails open: ``take`` answers None (the request goes
 ahead, uncounted), a warning is logged, and Redis is not asked again for a few seconds, so an
 outage costs requests no connect timeouts."""
@@ -14,9 +17,11 @@ import threading
 import time
 
 import limits
+import redis
 from limits.errors import StorageError
 from limits.storage import MemoryStorage, RedisStorage
 from limits.strategies import MovingWindowRateLimiter
+from limits.util import WindowStats
 
 from cardvault.settings import Settings
 
@@ -64,6 +69,7 @@ class Limiter:
                 socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
                 socket_timeout=REDIS_TIMEOUT_SECONDS,
             )
+        self._storage = storage
         self._windows = MovingWindowRateLimiter(storage)
         self._items: dict[Policy, limits.RateLimitItem] = {}
         self._down_until = 0.0
@@ -88,15 +94,40 @@ class Limiter:
             return None
         item = self._item(policy)
         try:
-            allowed = self._windows.hit(item, key) if count else True
-            stats = self._windows.get_window_stats(item, key)
-        except StorageError as exc:
+            if count and isinstance(self._storage, RedisStorage):
+                allowed, stats = self._hit_on_redis(self._storage, item, key)
+            else:
+                allowed = self._windows.hit(item, key) if count else True
+                stats = self._windows.get_window_stats(item, key)
+        except (StorageError, redis.RedisError) as exc:
             with self._lock:
                 if time.monotonic() >= self._down_until:
                     log.warning("rate limits are not counted for %.0f s: %s", RETRY_REDIS_SECONDS, exc)
                 self._down_until = time.monotonic() + RETRY_REDIS_SECONDS
             return None
         return Allowance(policy=policy, allowed=allowed, remaining=stats.remaining, reset_at=stats.reset_time)
+
+    def _hit_on_redis(
+        self, storage: RedisStorage, item: limits.RateLimitItem, key: str
+    ) -> tuple[bool, WindowStats]:
+        """``hit`` then ``get_window_stats`` in one round trip: the storage's own scripts, by
+        hash in one pipeline (a pipeline of registered scripts would first ask Redis whether
+        they exist, a second round trip). A Redis that has lost them (restarted, flushed) gets
+        the library's calls, which load them again."""
+        name, expiry, now = storage.prefixed_key(item.key_for(key)), item.get_expiry(), time.time()
+        pipeline = storage.get_connection().pipeline(transaction=False)
+        pipeline.evalsha(storage.lua_acquire_moving_window.sha, 1, name, now, item.amount, expiry, 1)
+        pipeline.evalsha(storage.lua_moving_window.sha, 1, name, now - expiry, item.amount)
+        acquired, window = pipeline.execute(raise_on_error=False)
+        if isinstance(acquired, redis.exceptions.NoScriptError):
+            return self._windows.hit(item, key), self._windows.get_window_stats(item, key)
+        for answer in (acquired, window):
+            if isinstance(answer, redis.exceptions.NoScriptError):
+                return bool(acquired), self._windows.get_window_stats(item, key)  # counted already
+            if isinstance(answer, Exception):
+                raise answer
+        start, counted = (float(window[0]), int(window[1])) if window else (now, 0)
+        return bool(acquired), WindowStats(reset_time=start + expiry, remaining=item.amount - counted)
 
     def _item(self, policy: Policy) -> limits.RateLimitItem:
         item = self._items.get(policy)

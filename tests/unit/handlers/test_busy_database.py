@@ -106,6 +106,24 @@ class TestLockHeldPastTheTimeout:
         retried = busy_api.post("/v1/cards", json={"content": "two"}, headers={"Idempotency-Key": "k1"})
         assert retried.status_code == 200 and "Idempotent-Replayed" not in retried.headers
 
+    def test_a_keyed_create_whose_key_cannot_be_written_answers_503_and_makes_no_card(
+        self, busy_api: Api, database: Database
+    ) -> None:
+        if database.dialect == "sqlite":
+            pytest.skip("SQLite's write lock is taken when the transaction begins, before the key")
+        holder = database.engine.connect()
+        try:  # reads of the keys go on; the key's row waits, past the lock timeout
+            holder.execute(text("LOCK TABLE idempotency_keys IN EXCLUSIVE MODE"))
+            response = busy_api.post("/v1/cards", json={"content": "two"}, headers={"Idempotency-Key": "k2"})
+        finally:
+            holder.rollback()
+            holder.close()
+        assert response.status_code == 503
+        assert response.json()["code"] == "SERVICE_BUSY"
+        assert busy_api.get("/v1/cards").json()["items"] == []
+        retried = busy_api.post("/v1/cards", json={"content": "two"}, headers={"Idempotency-Key": "k2"})
+        assert retried.status_code == 200 and "Idempotent-Replayed" not in retried.headers
+
     def test_a_lock_released_while_the_server_retries_lets_the_request_through(
         self, busy_api: Api, database: Database
     ) -> None:
