@@ -79,6 +79,39 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
+class S3Settings:
+    """The S3-compatible object storage that keeps files in production."""
+
+    bucket: str
+    endpoint_url: str | None  # None: AWS S3 itself
+    region: str
+    access_key_id: str | None = dataclasses.field(repr=False, default=None)  # None: boto3's own chain
+    secret_access_key: str | None = dataclasses.field(repr=False, default=None)
+    path_style: bool = False  # bucket in the path (most S3-compatible servers), not the host name
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> S3Settings | None:
+        bucket = env.get("CARDVAULT_S3_BUCKET") or None
+        if bucket is None:
+            return None
+        endpoint_url = env.get("CARDVAULT_S3_ENDPOINT_URL") or None
+        if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
+            raise SettingsError("CARDVAULT_S3_ENDPOINT_URL must start with http:// or https://")
+        access_key_id = env.get("CARDVAULT_S3_ACCESS_KEY_ID") or None
+        secret_access_key = env.get("CARDVAULT_S3_SECRET_ACCESS_KEY") or None
+        if (access_key_id is None) != (secret_access_key is None):
+            raise SettingsError("CARDVAULT_S3_ACCESS_KEY_ID and CARDVAULT_S3_SECRET_ACCESS_KEY go together")
+        return cls(
+            bucket=bucket,
+            endpoint_url=endpoint_url,
+            region=env.get("CARDVAULT_S3_REGION") or "us-east-1",
+            access_key_id=access_key_id,
+            secret_access_key=secret_access_key,
+            path_style=_bool(env, "CARDVAULT_S3_PATH_STYLE", endpoint_url is not None),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything configurable, read once at start-up."""
 
@@ -95,6 +128,7 @@ class Settings:
     trash_days: float = 30.0
     lock_timeout_ms: int = 2000
     rate_limits: dict[str, str | None] = dataclasses.field(default_factory=lambda: dict(RATE_LIMITS))
+    s3: S3Settings | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -129,6 +163,7 @@ class Settings:
             trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
             lock_timeout_ms=_whole(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000),
             rate_limits=_rate_limits(env),
+            s3=S3Settings.from_env(env),
         )
 
     @staticmethod

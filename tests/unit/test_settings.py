@@ -40,11 +40,28 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_LOCK_TIMEOUT_MS", "-5"),
         ("CARDVAULT_LOCK_TIMEOUT_MS", "0.5"),
         ("CARDVAULT_RATE_LIMIT_FOLDERS", "10/second;100/minute"),
+        ("CARDVAULT_S3_ENDPOINT_URL", "s3.example.com"),
+        ("CARDVAULT_S3_ACCESS_KEY_ID", "only-the-id"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
-        Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), name: value})
+        Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_S3_BUCKET": "b", name: value})
+
+
+def test_files_go_to_s3_only_when_a_bucket_is_named(tmp_path: Path) -> None:
+    assert Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)}).s3 is None
+    s3 = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_S3_BUCKET": "files",
+            "CARDVAULT_S3_ENDPOINT_URL": "https://s3.example.com",
+        }
+    ).s3
+    assert s3 is not None
+    assert (s3.bucket, s3.region, s3.path_style, s3.access_key_id) == ("files", "us-east-1", True, None)
+    aws = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_S3_BUCKET": "files"}).s3
+    assert aws is not None and (aws.endpoint_url, aws.path_style) == (None, False)
 
 
 def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path) -> None:
