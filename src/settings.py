@@ -48,6 +48,8 @@ RATE_LIMITS = {
     "cards": "600/minute",
     "folders": "60/minute",
     "tag-operations": "30/minute",
+    "uploads": "600/minute",
+    "image-changes": "20/minute",
 }
 
 

@@ -72,17 +72,20 @@ def account_id(new_account: Callable[[], str]) -> str:
     return new_account()
 
 
+def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
+    """The settings of a test app over the test database, with its own data directory."""
+    return {
+        "CARDVAULT_DATA_DIR": str(tmp_path),
+        "CARDVAULT_DATABASE_URL": database.engine.url.render_as_string(hide_password=False),
+        "CARDVAULT_PUBLIC_URL": "https://app.cardvault.test",
+        "CARDVAULT_SECRET_KEY": "s" * 48,
+        "CARDVAULT_VALIDATE_RESPONSES": "true",
+    }
+
+
 @pytest.fixture
 def settings(tmp_path: Path, database: Database) -> Settings:
-    return Settings.from_env(
-        {
-            "CARDVAULT_DATA_DIR": str(tmp_path),
-            "CARDVAULT_DATABASE_URL": database.engine.url.render_as_string(hide_password=False),
-            "CARDVAULT_PUBLIC_URL": "https://app.cardvault.test",
-            "CARDVAULT_SECRET_KEY": "s" * 48,
-            "CARDVAULT_VALIDATE_RESPONSES": "true",
-        }
-    )
+    return Settings.from_env(app_env(tmp_path, database))
 
 
 @pytest.fixture

@@ -58,6 +58,10 @@ class UploadRefused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+class ObjectChanged(Exception):
+    """The object is missing, or is not the one the caller names by its ETag."""
+
+
 class BlobStore(Protocol):
     """The operations Card Vault needs of an object store."""
 
@@ -79,6 +83,11 @@ class BlobStore(Protocol):
 
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         """Store ``data`` at ``key``, replacing what was there."""
+        ...
+
+    def copy(self, source: str, target: str, *, etag: str) -> None:
+        """Copy the object at ``source`` to ``target`` if its ETag is ``etag`` (ObjectChanged
+        otherwise): a later write to ``source`` cannot change ``target``."""
         ...
 
     def delete(self, keys: Iterable[str]) -> None:
@@ -237,6 +246,23 @@ class LocalDiskStore:
             tmp.unlink(missing_ok=True)
         return StoredObject(key=key, size=len(data), etag=etag, content_type=content_type)
 
+    def copy(self, source: str, target: str, *, etag: str) -> None:
+        found = self.stat(source)
+        if found is None or found.etag != etag:
+            raise ObjectChanged(source)
+        data, meta = self._path("objects", target), self._path("meta", target)
+        data.parent.mkdir(parents=True, exist_ok=True)
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        linked = self.root / "tmp" / uuid.uuid4().hex
+        # A hard link shares the bytes without copying them; an upload replaces its file by
+        # renaming a new one over it, which leaves the link's bytes as they were.
+        os.link(self._path("objects", source), linked)
+        try:
+            shutil.copyfile(self._path("meta", source), meta)
+            os.replace(linked, data)
+        finally:
+            linked.unlink(missing_ok=True)
+
     def delete(self, keys: Iterable[str]) -> None:
         for key in keys:
             self._path("objects", key).unlink(missing_ok=True)
@@ -330,6 +356,22 @@ class S3Store:
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         answer = self._client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         return StoredObject(key=key, size=len(data), etag=answer["ETag"], content_type=content_type)
+
+    def copy(self, source: str, target: str, *, etag: str) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self._client.copy_object(
+                Bucket=self.bucket,
+                Key=target,
+                CopySource={"Bucket": self.bucket, "Key": source},
+                CopySourceIfMatch=etag,
+            )
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("PreconditionFailed", "412", "NoSuchKey", "404"):
+                raise ObjectChanged(source) from exc
+            raise
 
     def delete(self, keys: Iterable[str]) -> None:
         batch: list[str] = []

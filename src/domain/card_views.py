@@ -37,6 +37,17 @@ class CardView(NamedTuple):
     file_name: str | None
     file_size: int | None
     mime_type: str | None
+    file_object: str | None
+    file_kind: str | None
+    file_extension: str | None
+    file_language: str | None
+    file_width: int | None
+    file_height: int | None
+    file_preview: dict[str, Any] | None
+    compact_object: str | None
+    placeholder_object: str | None
+    thumbnail_object: str | None
+    thumbnail_overridden: bool
     metadata_title: str | None
     metadata_description: str | None
     ai_summary: str | None
@@ -87,12 +98,16 @@ def _loaded(value: Any) -> list[Any]:
     return orjson.loads(value) if isinstance(value, str) else list(value)
 
 
-_FAVORITED = CardView._fields.index("is_favorited")
+_FLAGS = (CardView._fields.index("is_favorited"), CardView._fields.index("thumbnail_overridden"))
+_PREVIEW = CardView._fields.index("file_preview")
 
 
 def _view(row: Any) -> CardView:
     *columns, tag_list, folder_list = row
-    columns[_FAVORITED] = bool(columns[_FAVORITED])  # SQLite reads a boolean as 0 or 1
+    for flag in _FLAGS:  # SQLite reads a boolean as 0 or 1
+        columns[flag] = bool(columns[flag])
+    if isinstance(columns[_PREVIEW], str):  # JSON: parsed by psycopg, text from SQLite
+        columns[_PREVIEW] = orjson.loads(columns[_PREVIEW])
     tags = sorted(_loaded(tag_list))
     folders = sorted(_loaded(folder_list))
     return CardView._make(

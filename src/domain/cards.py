@@ -6,16 +6,18 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import search, tag_counts
+from cardvault.adapters.blobs import BlobStore
+from cardvault.domain import filetypes, search, tag_counts, uploads
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
-from cardvault.domain.errors import CardInTrash, ContentTooLarge, TypeMismatch, UploadNotFound
+from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
 from cardvault.domain.tags import clean_tags, tag_key
 
 MAX_CONTENT_BYTES = 512 * 1024
+FILE_CARD_TYPES = ("image", "video", "audio", "document")  # cards whose item is a file
 _UNSET = object()
 
 
@@ -62,17 +64,31 @@ def add_card(
     url: str | None = None,
     source: str | None = None,
     file_key: str | None = None,
+    file_etag: str | None = None,
     file_name: str | None = None,
     file_size: int | None = None,
     mime_type: str | None = None,
+    store: BlobStore | None = None,
 ) -> Card:
-    """Create a card; its type is inferred from content and url when not given."""
+    """Create a card; its type is inferred from content and url when not given, and from the
+    file's bytes when it takes an upload (``file_key``, with the ``file_etag`` its PUT
+    answered)."""
+    clean = clean_tags(tags)
+    taken = None
+    if file_key is not None:
+        assert store is not None, "a card that takes an upload needs the blob store"
+        taken, card_type, content = _take_upload(
+            session, store, account_id=account_id, file_key=file_key, file_etag=file_etag,
+            card_type=card_type, content=content,
+        )  # fmt: skip
+    elif card_type in FILE_CARD_TYPES:
+        raise FileRequired(
+            f"{_a(card_type).capitalize()} card needs its file: upload it (POST /v1/uploads), "
+            "then send its fileKey and fileEtag.",
+            details=_field("fileKey", "is required for this cardType"),
+        )
     content = "" if content is None else content
     check_content_size(content)
-    clean = clean_tags(tags)
-    if file_key is not None:
-        # Uploads do not exist yet, so no key can name a completed one.
-        raise UploadNotFound(f"No completed upload has the key {file_key[:80]!r}.")
     card_type = card_type or infer_card_type(content, url)
     if card_type == "link" and url is None:
         url = url_in(content)
@@ -94,6 +110,11 @@ def add_card(
         created_at=now,
         updated_at=now,
     )
+    if taken is not None:
+        kind = taken.file_type
+        card.file_object, card.file_etag, card.file_name = taken.object_key, taken.etag, taken.file_name
+        card.file_size, card.mime_type, card.file_kind = taken.size, kind.mime_type, kind.file_kind
+        card.file_extension, card.file_language = filetypes.extension(taken.file_name), kind.language
     _set_tags(card, "user", clean)
     session.add(card)
     session.flush()
@@ -102,6 +123,46 @@ def add_card(
         session, account_id=account_id, before=tag_counts.NONE, after=tag_counts.card_tally(card)
     )
     return card
+
+
+def _take_upload(
+    session: Session,
+    store: BlobStore,
+    *,
+    account_id: str,
+    file_key: str,
+    file_etag: str | None,
+    card_type: str | None,
+    content: str | None,
+) -> tuple[uploads.TakenFile, str, str | None]:
+    """Check the upload, then take it: the kept file, the card's type and its content."""
+    checked = uploads.check(session, store, account_id=account_id, file_key=file_key, file_etag=file_etag)
+    kind = checked.file_type
+    allowed = {kind.card_type} | ({"document"} if kind.file_kind == "markdown" else set())
+    if card_type is not None and card_type not in allowed:
+        raise TypeMismatch(
+            f"The file is {kind.mime_type} (judged by its bytes), which makes {_a(kind.card_type)} card, "
+            f"not {_a(card_type)} card.",
+            details={"detected": kind.card_type},
+        )
+    card_type = card_type or kind.card_type
+    if card_type == "text":  # Markdown: its text is the card's content
+        if content:
+            raise InvalidInput(
+                "A Markdown file's text becomes the card's content: send the file or content, not both.",
+                details=_field("content", "must not be sent with a Markdown file"),
+            )
+        content = uploads.read_text(store, checked)
+        check_content_size(content)
+    return uploads.take(store, checked), card_type, content
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
+def _field(name: str, message: str) -> dict[str, list[dict[str, str]]]:
+    return {"fields": [{"location": "body", "field": name, "message": message}]}
 
 
 def get_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:

@@ -6,14 +6,20 @@ CardVaultError
 ├── InvalidInput             a value breaks a rule the spec cannot state
 │   ├── InvalidTag           a tag breaks the tag rules
 │   ├── InvalidCursor        a cursor was altered or made for another query
-│   └── TypeMismatch         the operation does not apply to this card type
+│   ├── TypeMismatch         the operation does not apply to this card type
+│   ├── FileRequired         an image, video, audio or document card needs a file
+│   └── UnsupportedType      a file's bytes are no accepted type
 ├── ContentTooLarge          a text is over its byte limit
+├── FileTooLarge             a file is over its kind's size limit
 ├── Conflict                 the request clashes with the current state
 │   ├── TagOperationRunning  another tag change is running for the account
 │   ├── TagExists            a rename would land on an existing tag
 │   ├── FolderExists         another folder has this name
 │   ├── CardInTrash          refused for a card in Trash
 │   ├── CardNotInTrash       deleting forever needs the card in Trash
+│   ├── UploadIncomplete     the upload's file has not been stored (yet)
+│   ├── UploadChanged        the stored file is not the one the client uploaded
+│   ├── UploadUsed           a card took this upload already
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── RateLimited              the account used up a rate limit; retry at retry_at
@@ -67,6 +73,27 @@ class TypeMismatch(InvalidInput):
     """The operation does not apply to this card's type."""
 
 
+class FileRequired(InvalidInput):
+    """A card of a file type sent without a file."""
+
+
+class UnsupportedType(InvalidInput):
+    """A file whose bytes are none of the accepted types (``detected`` names it when known)."""
+
+    def __init__(self, message: str, *, detected: str | None = None) -> None:
+        super().__init__(message, details={"detected": detected} if detected else None)
+
+
+class FileTooLarge(CardVaultError):
+    """A file is over the size limit of its kind."""
+
+    def __init__(self, *, limit: int, actual: int, kind: str) -> None:
+        super().__init__(
+            f"The file is {actual} bytes; a file of kind {kind!r} may have at most {limit}.",
+            details={"limitBytes": limit, "actualBytes": actual},
+        )
+
+
 class ContentTooLarge(CardVaultError):
     """A text is over its byte limit."""
 
@@ -99,6 +126,18 @@ class CardInTrash(Conflict):
 
 class CardNotInTrash(Conflict):
     """Deleting a card forever needs it in Trash first."""
+
+
+class UploadIncomplete(Conflict):
+    """The upload's URL was issued, but no file has been stored through it."""
+
+
+class UploadChanged(Conflict):
+    """The stored file's ETag (or size) is not the one the client names."""
+
+
+class UploadUsed(Conflict):
+    """A card has taken this upload already."""
 
 
 class IdempotencyKeyInUse(Conflict):

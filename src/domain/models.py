@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     select,
     text,
 )
@@ -88,6 +89,18 @@ class Card(Base):
     file_name: Mapped[str | None] = mapped_column(String(255))
     file_size: Mapped[int | None] = mapped_column(BigInteger)
     mime_type: Mapped[str | None] = mapped_column(String(255))
+    file_object: Mapped[str | None] = mapped_column(Text)  # the blob store's key of the file
+    file_etag: Mapped[str | None] = mapped_column(String(128))
+    file_kind: Mapped[str | None] = mapped_column(String(16))
+    file_extension: Mapped[str | None] = mapped_column(String(32))
+    file_language: Mapped[str | None] = mapped_column(String(32))
+    file_width: Mapped[int | None] = mapped_column(Integer)
+    file_height: Mapped[int | None] = mapped_column(Integer)
+    file_preview: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    compact_object: Mapped[str | None] = mapped_column(Text)  # 256 px WebP rendition
+    placeholder_object: Mapped[str | None] = mapped_column(Text)  # 48 px WebP rendition
+    thumbnail_object: Mapped[str | None] = mapped_column(Text)  # a link's replaced image (WebP)
+    thumbnail_overridden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     metadata_title: Mapped[str | None] = mapped_column(Text)
     metadata_description: Mapped[str | None] = mapped_column(Text)
     ai_summary: Mapped[str | None] = mapped_column(Text)
@@ -247,6 +260,57 @@ class IdempotencyKey(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
     headers: Mapped[dict[str, str]] = mapped_column(JSON)
     created_at: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class Upload(Base):
+    """A file a client was given a URL to upload, until a card takes it (or 24 hours pass)."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the fileKey clients see
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    purpose: Mapped[str] = mapped_column(String(16))  # "card", or "thumbnail" of card_id
+    card_id: Mapped[str | None] = mapped_column(String(64))
+    object_key: Mapped[str] = mapped_column(Text)
+    file_name: Mapped[str] = mapped_column(String(255))
+    declared_size: Mapped[int] = mapped_column(BigInteger)
+    declared_type: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    expires_at: Mapped[int] = mapped_column(BigInteger)  # of its upload URL
+    attached_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class CardStage(Base):
+    """One processing stage of one card: its state is the truth the workers go by."""
+
+    __tablename__ = "card_stages"
+    __table_args__ = (
+        Index(
+            "ix_card_stages_unsettled",
+            "updated_at",
+            postgresql_where=text("state IN ('pending', 'running')"),
+            sqlite_where=text("state IN ('pending', 'running')"),
+        ),
+    )
+
+    card_pk: Mapped[int] = mapped_column(ForeignKey("cards.pk", ondelete="CASCADE"), primary_key=True)
+    stage: Mapped[str] = mapped_column(String(16), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))  # pending, running, completed, failed, skipped
+    attempts: Mapped[int] = mapped_column(Integer)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    started_at: Mapped[int | None] = mapped_column(BigInteger)
+    completed_at: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DoomedObject(Base):
+    """An object of the blob store whose card is gone (or holds another now): a worker deletes
+    it. Rows are written by triggers (migration 0007)."""
+
+    __tablename__ = "doomed_objects"
+
+    key: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    doomed_at: Mapped[int] = mapped_column(BigInteger)
 
 
 Owned = TypeVar("Owned", Card, Folder, TagOperation)

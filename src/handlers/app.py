@@ -30,12 +30,14 @@ from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
+from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import operations, runtime
 from cardvault.handlers.auth import ApiKeyBearer
 from cardvault.handlers.errors import error_response, render_exception
+from cardvault.handlers.files import FileRoutes
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
 from cardvault.handlers.validation import VALIDATORS
 from cardvault.settings import SPEC_PATH, Settings
@@ -147,11 +149,12 @@ def _lifespan(embedded_worker: bool) -> Any:
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
     db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
-    worker_broker.bind(settings, db)
+    store = store_from_settings(settings)
+    worker_broker.bind(settings, db, store)
     spec_text = SPEC_PATH.read_text()
     spec = yaml.safe_load(spec_text)
     allowed = _allowed_methods(spec)
-    rt = runtime.Runtime(settings=settings, db=db, limiter=Limiter.from_settings(settings))
+    rt = runtime.Runtime(settings=settings, db=db, limiter=Limiter.from_settings(settings), store=store)
 
     def method_not_allowed(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
         # Starlette reports only the first matching route's methods in Allow; the spec knows all.
@@ -173,6 +176,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         ServerErrorMiddleware,
         functools.partial(RequestContext, runtime=rt),
         ExceptionMiddleware,
+        functools.partial(FileRoutes, runtime=rt),
         RequestGuard,
         functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
         _DocsUI,

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import Any
 
-from cardvault.domain import card_views, cards, trash
+from sqlalchemy.orm import Session
+
+from cardvault.domain import card_views, cards, filetypes, processing, thumbnails, trash
 from cardvault.domain.card_views import CardView
-from cardvault.domain.models import Card
+from cardvault.domain.db import after_commit
+from cardvault.domain.models import Card, CardStage
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
+from cardvault.handlers.uploads import upload_json
+from cardvault.workers.files import delete_doomed_objects
+from cardvault.workers.processing import run_stage
 
+FILE_URL_SECONDS = 3600  # how long a file URL in a response works
 _NO_FILE = {
-    "compactUrl": None,
-    "placeholderUrl": None,
     "detailUrl": None,
-    "fileExtension": None,
-    "fileKind": None,
-    "fileLanguage": None,
-    "filePreview": None,
-    "fileUrl": None,
     "screenshotUrl": None,
-    "thumbnailUrl": None,
     "linkPreviewImageUrl": None,
 }
 
@@ -29,8 +30,29 @@ def _app_url(card: Card | CardView) -> str:
     return f"{runtime.current().settings.public_url}/cards/{card.id}"
 
 
+def file_url(key: str | None, file_name: str | None, mime_type: str | None) -> str | None:
+    """A short-lived signed URL of a stored file; anything a browser could run in our origin
+    (HTML, SVG, XML, scripts) is sent as an attachment."""
+    if key is None:
+        return None
+    mime_type = mime_type or "application/octet-stream"
+    return runtime.current().store.download_url(
+        key,
+        file_name=file_name or "file",
+        content_type=mime_type,
+        attachment=filetypes.served_as_attachment(mime_type),
+        expires_in=FILE_URL_SECONDS,
+    )
+
+
+def _rendition_url(key: str | None, name: str) -> str | None:
+    return file_url(key, name, "image/webp")
+
+
 def _base_json(card: Card | CardView) -> dict[str, Any]:
     """The fields every card representation carries."""
+    compact = _rendition_url(card.compact_object, "compact.webp")
+    large = _rendition_url(card.thumbnail_object, "image.webp")
     return {
         "id": card.id,
         "type": card.type,
@@ -45,7 +67,15 @@ def _base_json(card: Card | CardView) -> dict[str, Any]:
         "fileName": card.file_name,
         "fileSize": card.file_size,
         "mimeType": card.mime_type,
+        "fileUrl": file_url(card.file_object, card.file_name, card.mime_type),
+        "fileKind": card.file_kind,
+        "fileExtension": card.file_extension,
+        "fileLanguage": card.file_language,
+        "compactUrl": compact,
+        "placeholderUrl": _rendition_url(card.placeholder_object, "placeholder.webp"),
+        "thumbnailUrl": compact,
         **_NO_FILE,
+        "linkPreviewImageUrl": large,
     }
 
 
@@ -57,29 +87,44 @@ def _card_json(card: Card | CardView) -> dict[str, Any]:
         "aiSummary": card.ai_summary,
         "metadataTitle": card.metadata_title,
         "metadataDescription": card.metadata_description,
+        "filePreview": card.file_preview,
     }
 
 
-def list_item_json(card: Card | CardView, include: set[str]) -> dict[str, Any]:
-    """A card as an item of a list (also used by the Trash list)."""
+def stages_for_list(
+    session: Session, listed: Sequence[CardView], include: set[str]
+) -> dict[int, list[CardStage]]:
+    """The listed cards' processing stages, when ``include`` asks for ``processing``."""
+    return processing.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
+
+
+def list_item_json(
+    card: Card | CardView, include: set[str], stages: Sequence[CardStage] | None = None
+) -> dict[str, Any]:
+    """A card as an item of a list (also used by the Trash list); ``stages`` with
+    ``processing``."""
     item = _base_json(card)
-    for name in ("linkPreviewImageUrl", "filePreview"):
-        del item[name]
+    large = item.pop("linkPreviewImageUrl")
     if "content" in include:
         item.update(content=card.content, notes=card.notes, aiSummary=card.ai_summary)
     if "metadata" in include:
         item.update(
             metadataTitle=card.metadata_title,
             metadataDescription=card.metadata_description,
-            linkPreviewImageUrl=None,
-            filePreview=None,
+            linkPreviewImageUrl=large,
+            filePreview=card.file_preview,
         )
     if "processing" in include:
-        item["processingStatus"] = None
+        item["processingStatus"] = processing.status_json(stages or [])
     return item
 
 
-def _extended_card_json(card: Card | CardView) -> dict[str, Any]:
+def _extended(session: Session, card: Card | CardView) -> dict[str, Any]:
+    """The extended card, with its processing stages read in the same session."""
+    return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
+
+
+def _extended_card_json(card: Card | CardView, stages: Sequence[CardStage]) -> dict[str, Any]:
     return {
         **_card_json(card),
         "aiTranscript": card.ai_transcript,
@@ -87,7 +132,7 @@ def _extended_card_json(card: Card | CardView) -> dict[str, Any]:
         "isArchived": card.archived_at is not None,
         "archivedAt": card.archived_at,
         "metadataStatus": None,
-        "processingStatus": None,
+        "processingStatus": processing.status_json(stages),
         "linkPreviewTitle": None,
         "linkPreviewDescription": None,
         "linkFacts": [],
@@ -98,19 +143,19 @@ def _extended_card_json(card: Card | CardView) -> dict[str, Any]:
         "linkPublisher": None,
         "linkPublishedAt": None,
         "linkPreviewMedia": [],
-        "fileWidth": None,
-        "fileHeight": None,
+        "fileWidth": card.file_width,
+        "fileHeight": card.file_height,
         "audioWaveform": None,
         "videoScrub": None,
         "colors": [],
-        "thumbnailOverridden": False,
+        "thumbnailOverridden": card.thumbnail_overridden,
     }
 
 
-def _done_card_json(card: Card) -> dict[str, Any]:
+def _done_card_json(session: Session, card: Card) -> dict[str, Any]:
     """The extended card with the fields only mark-done returns."""
     return {
-        **_extended_card_json(card),
+        **_extended(session, card),
         "completedAt": card.completed_at,
         "isHidden": False,
         "linkCategory": None,
@@ -131,10 +176,14 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
             url=body.get("url"),
             source=body.get("source"),
             file_key=body.get("fileKey"),
+            file_etag=body.get("fileEtag"),
+            store=runtime.current().store,
             file_name=body.get("fileName"),
             file_size=body.get("fileSize"),
             mime_type=body.get("mimeType"),
         )
+        for stage in processing.queue(session, card):
+            after_commit(session, functools.partial(run_stage.send, card.pk, stage))
         card_json = _card_json(card)
     return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
 
@@ -177,8 +226,9 @@ def list_cards(
             cursor=cursor,
             with_total="total" in groups,
         )
+        stages = stages_for_list(session, page.cards, groups)
     return page_json(
-        [list_item_json(card, groups) for card in page.cards],
+        [list_item_json(card, groups, stages.get(card.pk)) for card in page.cards],
         page.next_cursor,
         page.total,
         total_capped=page.total_capped,
@@ -192,9 +242,9 @@ def get_card(card_id: str, user: str) -> dict[str, Any]:
 
 
 def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
-    with runtime.current().db.transaction(write=False, snapshot=False) as session:
+    with runtime.current().db.transaction(write=False) as session:
         card = card_views.get_card_view(session, account_id=user, card_id=card_id)
-    return _extended_card_json(card)
+        return _extended(session, card)
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -220,34 +270,78 @@ def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str
 
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _done_card_json(cards.mark_done(session, account_id=user, card_id=card_id))
+        return _done_card_json(session, cards.mark_done(session, account_id=user, card_id=card_id))
 
 
 def trash_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended_card_json(trash.move_to_trash(session, account_id=user, card_id=card_id))
+        return _extended(session, trash.move_to_trash(session, account_id=user, card_id=card_id))
 
 
 def restore_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended_card_json(trash.restore(session, account_id=user, card_id=card_id))
+        return _extended(session, trash.restore(session, account_id=user, card_id=card_id))
 
 
 def delete_card(card_id: str, user: str) -> tuple[None, int]:
     with runtime.current().db.transaction() as session:
         trash.delete_forever(session, account_id=user, card_id=card_id)
+        after_commit(session, delete_doomed_objects.send)  # its files (the sweeper also sends it)
     return None, 204
 
 
 def archive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended_card_json(
-            cards.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
+        return _extended(
+            session, cards.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
         )
 
 
 def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended_card_json(
-            cards.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
+        return _extended(
+            session, cards.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
         )
+
+
+def create_card_thumbnail_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    rt = runtime.current()
+    with rt.db.transaction() as session:
+        issued = thumbnails.issue_upload(
+            session,
+            rt.store,
+            account_id=user,
+            card_id=card_id,
+            file_name=body["fileName"],
+            file_size=body["fileSize"],
+            mime_type=body["mimeType"],
+        )
+    return upload_json(issued)
+
+
+def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    """Check, then decode and store outside any transaction (it takes a while), then apply."""
+    rt = runtime.current()
+    with rt.db.transaction(write=False) as session:
+        checked = thumbnails.check(
+            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
+        )
+        if isinstance(checked, Card):  # a repeated PUT: this image is the card's already
+            return _extended(session, checked)
+    replacement = thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id)
+    try:
+        with rt.db.transaction() as session:
+            card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
+            after_commit(session, delete_doomed_objects.send)  # the image it replaces
+            return _extended(session, card)
+    except Exception:
+        with rt.db.transaction() as session:  # made for nothing: the workers delete them
+            thumbnails.discard(session, account_id=user, card_id=card_id, replacement=replacement)
+        raise
+
+
+def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        card = thumbnails.reset(session, account_id=user, card_id=card_id)
+        after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
+        return _extended(session, card)

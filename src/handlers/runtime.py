@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.images import Decoder
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import IdempotencyKeyInUse
@@ -61,11 +63,13 @@ class InFlight:
 
 @dataclasses.dataclass(frozen=True)
 class Runtime:
-    """The app's settings, database, rate limiter and per-process state."""
+    """The app's settings, database, rate limiter, blob store and per-process state."""
 
     settings: Settings
     db: Database
     limiter: Limiter
+    store: BlobStore
+    decoder: Decoder = dataclasses.field(default_factory=Decoder)  # its child starts on first use
     key_cache: KeyCache = dataclasses.field(default_factory=KeyCache)
     in_flight: InFlight = dataclasses.field(default_factory=InFlight)
 

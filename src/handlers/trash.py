@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from cardvault.domain import card_views, trash
+from cardvault.domain.db import after_commit
 from cardvault.handlers import runtime
-from cardvault.handlers.cards import list_item_json
+from cardvault.handlers.cards import list_item_json, stages_for_list
 from cardvault.handlers.pages import page_json
+from cardvault.workers.files import delete_doomed_objects
 
 
 def list_trash(
@@ -25,9 +27,10 @@ def list_trash(
             cursor=cursor,
             with_total="total" in groups,
         )
+        stages = stages_for_list(session, page.cards, groups)
     items = [
         {
-            **list_item_json(card, groups),
+            **list_item_json(card, groups, stages.get(card.pk)),
             "deletedAt": card.deleted_at,
             "purgeAt": trash.purge_at(card.deleted_at, days=rt.settings.trash_days),
         }
@@ -38,4 +41,6 @@ def list_trash(
 
 def empty_trash(user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return {"deletedCount": trash.empty_trash(session, account_id=user)}
+        deleted = trash.empty_trash(session, account_id=user)
+        after_commit(session, delete_doomed_objects.send)  # their files (the sweeper also sends it)
+    return {"deletedCount": deleted}

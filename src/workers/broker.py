@@ -9,6 +9,7 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 
+from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 
@@ -33,15 +34,21 @@ dramatiq.set_broker(broker)
 _context: dict[str, object] = {}
 
 
-def bind(settings: Settings, db: Database) -> None:
-    """Give this process's actors their settings and database."""
+def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> None:
+    """Give this process's actors their settings, database and blob store."""
     _context["settings"] = settings
     _context["db"] = db
+    _context["store"] = store or store_from_settings(settings)
 
 
 def settings() -> Settings:
     """The settings bound for this process's actors."""
     return _context["settings"]  # type: ignore[return-value]
+
+
+def blob_store() -> BlobStore:
+    """The blob store bound for this process's actors."""
+    return _context["store"]  # type: ignore[return-value]
 
 
 def database() -> Database:

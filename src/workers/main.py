@@ -5,7 +5,7 @@ Reads the settings, binds the database and declares every actor on the Redis bro
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 from cardvault.workers import broker as _broker
-from cardvault.workers import idempotency, tags, trash  # noqa: F401  (declares the actors)
+from cardvault.workers import files, idempotency, processing, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()

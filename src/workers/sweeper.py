@@ -10,7 +10,7 @@ import time
 
 import dramatiq
 
-from cardvault.workers import idempotency, tags, trash
+from cardvault.workers import files, idempotency, processing, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -44,10 +44,15 @@ class Sweeper(dramatiq.Middleware):
                 resumed = tags.resume_stale(older_than)
                 if resumed:
                     log.info("re-sent %d stale tag operations", resumed)
+                resent = processing.resend_unsettled(int(older_than * 1000))
+                if resent:
+                    log.info("re-sent %d processing stages", resent)
                 if time.monotonic() >= next_purge:
                     # Several workers sending these is harmless: each deletes what has expired.
                     trash.purge_trash.send()
                     idempotency.forget_idempotency_keys.send()
+                    files.forget_old_uploads.send()
+                    files.delete_doomed_objects.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")

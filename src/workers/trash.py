@@ -6,6 +6,7 @@ import dramatiq
 
 from cardvault.domain import trash
 from cardvault.workers.broker import database, settings
+from cardvault.workers.files import delete_doomed_objects
 
 
 @dramatiq.actor(actor_name="purge_trash", queue_name="trash", max_retries=3, time_limit=300_000)
@@ -15,4 +16,5 @@ def purge_trash() -> None:
     while True:
         with database().transaction() as session:
             if trash.purge_expired(session, retention_ms=retention) < trash.PURGE_BATCH:
-                return
+                break
+    delete_doomed_objects.send()  # the purged cards' files

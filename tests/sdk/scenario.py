@@ -8,20 +8,25 @@ bodies. Type-checked with mypy by the tier, so a weaker generated type fails the
 
 from __future__ import annotations
 
+import base64
 import sys
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import httpx
 from cardvault_client import AuthenticatedClient, Client
 from cardvault_client.api.cards import (
     archive_card,
     create_card,
+    create_card_thumbnail_upload,
     delete_card,
     get_card,
     get_extended_card,
     list_cards,
     mark_card_done,
+    replace_card_thumbnail,
+    reset_card_thumbnail,
     restore_card,
     set_card_favorite,
     trash_card,
@@ -40,6 +45,7 @@ from cardvault_client.api.folders import (
 from cardvault_client.api.system import get_health
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
+from cardvault_client.api.uploads import create_upload
 from cardvault_client.models import (
     ApiError,
     ArchivedFilter,
@@ -70,8 +76,29 @@ from cardvault_client.models import (
     TagOperationStatus,
     TagPage,
     TagRename,
+    ThumbnailReplace,
+    UploadCreate,
+    UploadTicket,
 )
 from cardvault_client.types import UNSET, Response, Unset
+
+# One small file of each kind a card can hold (the card's type comes from these bytes).
+FILES = {
+    CardType.IMAGE: (
+        "pixel.png",
+        "image/png",
+        base64.b64decode(
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+        ),
+    ),
+    CardType.VIDEO: (
+        "clip.mp4",
+        "video/mp4",
+        b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + bytes(40),
+    ),
+    CardType.AUDIO: ("song.mp3", "audio/mpeg", b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(40)),
+    CardType.DOCUMENT: ("paper.pdf", "application/pdf", b"%PDF-1.4\n%%EOF\n"),
+}
 
 T = TypeVar("T")
 
@@ -97,6 +124,44 @@ def created(client: AuthenticatedClient, body: CardCreate) -> Card:
     answer = ok(create_card.sync(client=client, body=body))
     assert isinstance(answer, CardCreated) and answer.card_id == answer.card.id
     return answer.card
+
+
+def uploaded(client: AuthenticatedClient, kind: CardType) -> Card:
+    """A file card, as a client makes one: an upload URL, a PUT of the bytes, then the card."""
+    name, mime_type, data = FILES[kind]
+    ticket = ok(
+        create_upload.sync(
+            client=client, body=UploadCreate(file_name=name, file_size=len(data), mime_type=mime_type)
+        )
+    )
+    assert isinstance(ticket, UploadTicket) and ticket.method.value == "PUT"
+    stored = httpx.put(ticket.upload_url, content=data, headers=ticket.headers.to_dict())
+    assert stored.status_code == 200, stored.text
+    card = created(client, CardCreate(file_key=ticket.file_key, file_etag=stored.headers["ETag"]))
+    assert card.file_name == name and card.file_size == len(data) and card.mime_type == mime_type
+    assert isinstance(card.file_url, str) and httpx.get(card.file_url).content == data
+    return card
+
+
+def replaced_image(client: AuthenticatedClient, link: Card) -> None:
+    """A link card's image replaced by an uploaded one, then reset."""
+    name, mime_type, data = FILES[CardType.IMAGE]
+    ticket = ok(
+        create_card_thumbnail_upload.sync(
+            link.id,
+            client=client,
+            body=UploadCreate(file_name=name, file_size=len(data), mime_type=mime_type),
+        )
+    )
+    assert isinstance(ticket, UploadTicket)
+    assert httpx.put(ticket.upload_url, content=data, headers=ticket.headers.to_dict()).status_code == 200
+    card = ok(
+        replace_card_thumbnail.sync(link.id, client=client, body=ThumbnailReplace(file_key=ticket.file_key))
+    )
+    assert isinstance(card, ExtendedCard) and card.thumbnail_overridden is True
+    assert isinstance(card.link_preview_image_url, str) and isinstance(card.compact_url, str)
+    reset = ok(reset_card_thumbnail.sync(link.id, client=client))
+    assert reset.thumbnail_overridden is False and reset.link_preview_image_url is None
 
 
 def finished(client: AuthenticatedClient, operation: TagOperation) -> TagOperation:
@@ -135,10 +200,7 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
         "palette": created(client, CardCreate(content="#ff0000, #00ff00 rebeccapurple")),
     }
     for kind in (CardType.IMAGE, CardType.VIDEO, CardType.AUDIO, CardType.DOCUMENT):
-        made[kind.value] = created(
-            client,
-            CardCreate(card_type=kind, content=f"a {kind.value}", file_name=f"f.{kind.value}", file_size=10),
-        )
+        made[kind.value] = uploaded(client, kind)
     for name, card in made.items():
         assert card.type_.value == name, (name, card.type_)
         assert isinstance(card.tags, list) and card.folder_ids == []
@@ -270,6 +332,7 @@ def main(base_url: str, key: str) -> None:
     assert isinstance(health, Health) and health.status == HealthStatus.OK
     with AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True) as client:
         made = cards_and_lists(client)
+        replaced_image(client, made["link"])
         tags(client, made)
         folders(client, made)
         trash_and_archive(client, made)

@@ -71,6 +71,8 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "cards": "600/minute",
         "folders": "60/minute",
         "tag-operations": "30/minute",
+        "uploads": "600/minute",
+        "image-changes": "20/minute",
     }
     chosen = Settings.from_env(
         {

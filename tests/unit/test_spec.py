@@ -188,6 +188,8 @@ def test_every_operation_taking_an_idempotency_key_declares_replays_reuse_and_ke
     assert sorted(takers) == sorted(
         [
             "createCard",
+            "createUpload",
+            "createCardThumbnailUpload",
             "createFolder",
             "renameTag",
             "mergeTag",

@@ -1,9 +1,11 @@
 """Card rules on a real database (SQLite and PostgreSQL)."""
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from cardvault.adapters.blobs import LocalDiskStore
 from cardvault.domain import card_views, cards
 from cardvault.domain.card_views import CardFilter
 from cardvault.domain.db import Database
@@ -75,9 +77,16 @@ class TestAddCard:
             add(database, account_id, content="x", tags=["ok", " "])
         assert listing(database, account_id).total == 0
 
-    def test_an_unknown_file_key_is_refused(self, database: Database, account_id: str) -> None:
+    def test_an_unknown_file_key_is_refused(
+        self, database: Database, account_id: str, tmp_path: Path
+    ) -> None:
+        store = LocalDiskStore(tmp_path, secret_key="k" * 48, public_url="http://127.0.0.1:9")
         with pytest.raises(UploadNotFound):
-            add(database, account_id, file_key="uploads/nope", file_name="a.png")
+            add(
+                database, account_id, file_key="uploads/nope", file_etag='"x"', store=store, file_name="a.png"
+            )
+        with pytest.raises(UploadNotFound):
+            add(database, account_id, file_key="upl_" + "a" * 26, file_etag='"x"', store=store)
         assert listing(database, account_id).total == 0
 
 

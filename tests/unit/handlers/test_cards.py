@@ -47,10 +47,8 @@ class TestCreateCard:
     def test_infers_the_type(self, api: Api, content: str, expected: str) -> None:
         assert api.create(content=content)["type"] == expected
 
-    @pytest.mark.parametrize(
-        "card_type", ["text", "link", "image", "video", "audio", "document", "palette", "quote"]
-    )
-    def test_creates_every_type(self, api: Api, card_type: str) -> None:
+    @pytest.mark.parametrize("card_type", ["text", "link", "palette", "quote"])
+    def test_creates_every_type_that_needs_no_file(self, api: Api, card_type: str) -> None:
         assert api.create(cardType=card_type, content="x")["type"] == card_type
 
     def test_keeps_content_byte_for_byte(self, api: Api) -> None:

@@ -42,6 +42,9 @@ ID_KINDS = {"cardId": "Card", "folderId": "Folder", "operationId": "Operation"}
 # carry it, so a fault that slipped through would change data and fail the snapshot too.
 VALID_BODIES: dict[str, dict[str, Any]] = {
     "createCard": {"content": "corpus"},
+    "createUpload": {"fileName": "a.png", "fileSize": 10, "mimeType": "image/png"},
+    "createCardThumbnailUpload": {"fileName": "a.png", "fileSize": 10, "mimeType": "image/png"},
+    "replaceCardThumbnail": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
     "updateCard": {"content": "changed"},
     "setCardFavorite": {"isFavorited": True},
     "renameTag": {"from": "alpha", "to": "omega"},
@@ -661,7 +664,42 @@ def domain_cases(b: Builder) -> None:
                 {"body": dump({"fileKey": "up_1", "fileName": "a"})},
             ),
             ("upload-wildcard", (404, "UPLOAD_NOT_FOUND"), {"body": dump({"fileKey": "%"})}),
+            (
+                "upload-path",
+                (404, "UPLOAD_NOT_FOUND"),
+                {"body": dump({"fileKey": "../../secret_key", "fileEtag": "x"})},
+            ),
+            (
+                "file-required",
+                (400, "FILE_REQUIRED"),
+                {"body": dump({"cardType": "image", "fileName": "a.png"})},
+            ),
             ("bad-tag-among-good", BAD_TAG, {"body": dump({"content": "x", "tags": ["ok", "\u200b"]})}),
+        ],
+        "createUpload": [
+            (
+                "too-large",
+                (413, "FILE_TOO_LARGE"),
+                {"body": dump({**VALID_BODIES["createUpload"], "fileSize": 100_000_000})},
+            ),
+            (
+                "svg",
+                (400, "UNSUPPORTED_TYPE"),
+                {"body": dump({**VALID_BODIES["createUpload"], "mimeType": "image/svg+xml"})},
+            ),
+            ("empty", BAD, {"body": dump({**VALID_BODIES["createUpload"], "fileSize": 0})}),
+        ],
+        "createCardThumbnailUpload": [
+            ("not-a-link", (400, "TYPE_MISMATCH"), {"body": dump(VALID_BODIES["createCardThumbnailUpload"])}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
+        ],
+        "replaceCardThumbnail": [
+            ("not-a-link", (400, "TYPE_MISMATCH"), {"body": dump(VALID_BODIES["replaceCardThumbnail"])}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
+        ],
+        "resetCardThumbnail": [
+            ("not-a-link", (400, "TYPE_MISMATCH"), {}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
         ],
         "updateCard": [
             ("bad-tag-among-good", BAD_TAG, {"body": dump({"tags": ["ok", " "]})}),

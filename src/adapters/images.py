@@ -1,0 +1,177 @@
+"""Images decoded where they cannot hurt: uploaded images are untrusted, so Pillow reads them
+in a child process with a memory and CPU limit, which a hostile file can only crash or stall;
+the caller gets a clear error code and a fresh child for the next image.
+
+``renditions(path)`` answers an image's display size and two WebP renditions: ``compact``
+(fits 256 x 256) and ``placeholder`` (fits 48 x 48), and with ``large`` a third that fits
+1200 x 1200 (a link's replaced image); EXIF orientation applied, metadata stripped (nothing but
+the pixels is written), from the first frame of an animation.
+
+Limits: 100,000,000 pixels (Pillow's decompression-bomb check, turned into an error) and 10,000
+pixels a side, both read from the header before anything is decoded; the child has 2 GiB of
+address space and 60 s of CPU, and the caller waits at most ``TIMEOUT_SECONDS``."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import multiprocessing
+import threading
+import warnings
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+MAX_PIXELS = 100_000_000
+MAX_SIDE = 10_000
+FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "AVIF")
+TIMEOUT_SECONDS = 30.0
+CHILD_MEMORY_BYTES = 2 * 1024**3
+CHILD_CPU_SECONDS = 60
+COMPACT, PLACEHOLDER, LARGE = 256, 48, 1200
+
+
+@dataclasses.dataclass(frozen=True)
+class Renditions:
+    width: int  # as displayed (after EXIF orientation)
+    height: int
+    animated: bool
+    compact: bytes  # WebP
+    placeholder: bytes  # WebP
+    large: bytes | None = None  # WebP, when asked for
+
+
+class ImageRefused(Exception):
+    """The image cannot be made into renditions; ``code`` is stable: IMAGE_TOO_LARGE,
+    IMAGE_UNREADABLE, IMAGE_UNSUPPORTED, DECODE_TIMEOUT or DECODE_FAILED."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- in the child ------------------------------------------------------------------------------
+
+
+def _limit_child() -> None:
+    import resource  # POSIX only, and only in the child
+
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS))
+
+
+def _webp(image: Any, size: int, quality: int) -> tuple[Any, bytes]:
+    image.thumbnail((size, size))
+    out = io.BytesIO()
+    image.save(out, "WEBP", quality=quality, method=4)
+    return image, out.getvalue()
+
+
+def make(path: str, large: bool = False) -> Renditions:
+    """Decode the image at ``path`` and make its renditions (runs in the child)."""
+    from PIL import Image, ImageOps, UnidentifiedImageError  # in the child only
+
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    warnings.simplefilter("error", Image.DecompressionBombWarning)
+    try:
+        with Image.open(path, formats=FORMATS) as image:
+            width, height = image.size
+            if max(width, height) > MAX_SIDE:
+                raise ImageRefused(
+                    "IMAGE_TOO_LARGE", f"The image is {width} x {height}; at most {MAX_SIDE} a side."
+                )
+            if image.getexif().get(0x0112) in (5, 6, 7, 8):  # turned a quarter: sides swap
+                width, height = height, width
+            animated = bool(getattr(image, "is_animated", False))
+            image.seek(0)
+            if image.format == "JPEG":  # decode at a fraction of the size
+                side = LARGE if large else COMPACT * 2
+                image.draft("RGB", (side, side))
+            frame = ImageOps.exif_transpose(image)
+            alpha = frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info
+            frame = frame.convert("RGBA" if alpha else "RGB")
+            big = _webp(frame.copy(), LARGE, 85)[1] if large else None
+            compact_image, compact = _webp(frame, COMPACT, 80)
+            _, placeholder = _webp(compact_image.copy(), PLACEHOLDER, 50)
+    except ImageRefused:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ImageRefused("IMAGE_TOO_LARGE", f"The image has too many pixels: {exc}") from None
+    except UnidentifiedImageError:
+        raise ImageRefused(
+            "IMAGE_UNSUPPORTED", "The file is not a JPEG, PNG, GIF, WebP or AVIF image."
+        ) from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise ImageRefused("IMAGE_UNREADABLE", f"The image cannot be read: {exc}") from None
+    return Renditions(width, height, animated, compact, placeholder, big)
+
+
+def _serve(connection: Connection) -> None:
+    """The child's loop: one path in, renditions or an ImageRefused out."""
+    _limit_child()
+    while True:
+        try:
+            path, large = connection.recv()
+        except EOFError:
+            return
+        try:
+            connection.send(("ok", make(path, large)))
+        except ImageRefused as refused:
+            connection.send(("refused", (refused.code, str(refused))))
+        except MemoryError:
+            connection.send(("refused", ("DECODE_FAILED", "Decoding the image ran out of memory.")))
+
+
+# -- in the caller -----------------------------------------------------------------------------
+
+
+class Decoder:
+    """One child process that decodes one image at a time (callers queue on a lock); it is
+    started on first use and replaced after a timeout or a crash."""
+
+    def __init__(self, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._child: Any = None
+        self._connection: Connection | None = None
+
+    def renditions(self, path: Path, *, large: bool = False) -> Renditions:
+        with self._lock:
+            connection = self._ensure()
+            try:
+                connection.send((str(path), large))
+                if not connection.poll(self.timeout):
+                    self._stop()
+                    raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {self.timeout:.0f} s.")
+                kind, value = connection.recv()
+            except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
+                self._stop()
+                raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the image.") from None
+        if kind == "refused":
+            raise ImageRefused(*value)
+        return value  # type: ignore[no-any-return]
+
+    def _ensure(self) -> Connection:
+        if self._child is None or not self._child.is_alive():
+            context = multiprocessing.get_context("spawn")  # never fork a threaded process
+            ours, theirs = context.Pipe()
+            self._child = context.Process(
+                target=_serve, args=(theirs,), daemon=True, name="cardvault-decoder"
+            )
+            self._child.start()
+            theirs.close()
+            self._connection = ours
+        assert self._connection is not None
+        return self._connection
+
+    def _stop(self) -> None:
+        if self._child is not None:
+            self._child.kill()
+            self._child.join(5)
+        if self._connection is not None:
+            self._connection.close()
+        self._child = self._connection = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()

@@ -1,0 +1,39 @@
+"""Deleting objects from the blob store: those whose cards are gone (doomed by the database's
+triggers), and uploads no card took within 24 hours."""
+
+from __future__ import annotations
+
+import dramatiq
+
+from cardvault.domain import uploads
+from cardvault.workers.broker import blob_store, database
+
+BATCH = 500
+
+
+@dramatiq.actor(
+    actor_name="delete_doomed_objects", queue_name="housekeeping", max_retries=5, time_limit=300_000
+)
+def delete_doomed_objects() -> None:
+    """Delete doomed objects from the store, then forget them; a crash between the two only
+    deletes them again (deleting a missing object is no error)."""
+    while True:
+        with database().transaction(write=False) as session:
+            keys = uploads.doomed(session, batch_size=BATCH)
+        if not keys:
+            return
+        blob_store().delete(keys)
+        with database().transaction() as session:
+            uploads.forget_doomed(session, keys)
+        if len(keys) < BATCH:
+            return
+
+
+@dramatiq.actor(actor_name="forget_old_uploads", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def forget_old_uploads() -> None:
+    """Delete uploads older than 24 hours and doom their objects."""
+    while True:
+        with database().transaction() as session:
+            if uploads.forget_old(session, batch_size=BATCH) < BATCH:
+                break
+    delete_doomed_objects.send()
