@@ -28,7 +28,7 @@ from cardvault.settings import Settings
 
 _UPLOAD_SALT = "cardvault.upload"
 _DOWNLOAD_SALT = "cardvault.download"
-_CHUNK = 256 * 1024
+IMMUTABLE = "private, max-age=31536000, immutable"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +325,7 @@ class S3Store:
                     "Key": key,
                     "ResponseContentType": content_type,
                     "ResponseContentDisposition": content_disposition(file_name, attachment=attachment),
+                    "ResponseCacheControl": IMMUTABLE,  # an object's bytes never change under its key
                 },
                 ExpiresIn=expires_in,
             )

@@ -154,7 +154,7 @@ def _take_upload(
             )
         content = uploads.read_text(store, checked)
         check_content_size(content)
-    return uploads.take(store, checked), card_type, content
+    return uploads.take(session, store, checked), card_type, content
 
 
 def _a(noun: str) -> str:

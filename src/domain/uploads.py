@@ -4,8 +4,8 @@ the stored file. The file is judged by its bytes when it is taken, never by the 
 An upload's object lives at ``accounts/<account>/uploads/<fileKey>``. A card that takes it gets
 its own copy (``accounts/<account>/files/<fileKey>/<name>``: a hard link on local disk, a copy
 in the store on S3), so a second PUT to a still valid URL cannot change a card's file. Uploads
-not taken within KEEP_MS are deleted with their objects; taken ones lose their upload object
-then too."""
+not taken within KEEP_MS are deleted with their objects; a taken one's upload object is deleted
+when it is taken."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def check(
     return CheckedUpload(upload=upload, stored=stored, file_type=file_type)
 
 
-def take(store: BlobStore, checked: CheckedUpload) -> TakenFile:
+def take(session: Session, store: BlobStore, checked: CheckedUpload) -> TakenFile:
     """Copy a checked upload's file where the card keeps it, and mark the upload taken."""
     upload, stored = checked.upload, checked.stored
     kept = f"accounts/{upload.account_id}/files/{upload.id}/{_object_name(upload.file_name)}"
@@ -181,6 +181,7 @@ def take(store: BlobStore, checked: CheckedUpload) -> TakenFile:
     except ObjectChanged:
         raise UploadChanged("The stored file changed while it was taken; try again.") from None
     upload.attached_at = now_ms()
+    doom(session, [upload.object_key])  # the card has its copy
     return TakenFile(
         object_key=kept,
         etag=stored.etag,
@@ -201,6 +202,7 @@ def mark_taken(session: Session, *, account_id: str, file_key: str) -> Upload:
     if upload.attached_at is not None:
         raise UploadUsed("This upload was used meanwhile; upload the file again.")
     upload.attached_at = now_ms()
+    doom(session, [upload.object_key])  # what was made of it is kept
     return upload
 
 

@@ -184,6 +184,8 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         )
         for stage in processing.queue(session, card):
             after_commit(session, functools.partial(run_stage.send, card.pk, stage))
+        if card.file_object is not None:
+            after_commit(session, delete_doomed_objects.send)  # the upload's own object
         card_json = _card_json(card)
     return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
 

@@ -16,13 +16,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cardvault.adapters.blobs import LocalDiskStore, UploadRefused, content_disposition
+from cardvault.adapters.blobs import IMMUTABLE, LocalDiskStore, UploadRefused, content_disposition
 from cardvault.handlers import runtime as runtime_module
 from cardvault.handlers.errors import error_response
 
 PREFIX = "/files/"
 UPLOAD_PREFIX = "/files/upload/"
-_IMMUTABLE = "private, max-age=31536000, immutable"
 
 
 class FileRoutes:
@@ -83,7 +82,7 @@ class FileRoutes:
             headers={
                 "Content-Disposition": content_disposition(claims["f"], attachment=claims["a"]),
                 "X-Content-Type-Options": "nosniff",
-                "Cache-Control": _IMMUTABLE,
+                "Cache-Control": IMMUTABLE,
                 "ETag": stored.etag,
                 "Content-Security-Policy": "default-src 'none'; sandbox",
             },

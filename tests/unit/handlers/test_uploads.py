@@ -128,6 +128,7 @@ class TestFileCards:
         assert got.status_code == 200 and got.content == data
         assert got.headers["Content-Type"] == "image/png"
         assert got.headers["Content-Disposition"].startswith("inline;")
+        assert got.headers["Cache-Control"] == "private, max-age=31536000, immutable"
         read = files_api.get(f"/v1/cards/{card['id']}").json()
         assert read["fileKind"] == "image" and _get(files_api, read["fileUrl"]).content == data
 
@@ -272,6 +273,46 @@ class TestCreateUpload:
     ) -> None:
         refused = files_api.post("/v1/uploads", json=body)
         assert (refused.status_code, refused.json()["code"]) == (status, code)
+
+
+class TestS3UploadUrl:
+    """What S3 itself enforces of its presigned PUT, and what a replayed PUT can change."""
+
+    @pytest.fixture
+    def storage(self, s3_env: dict[str, str]) -> dict[str, str]:
+        return s3_env
+
+    def test_a_put_replayed_after_the_card_took_the_file_changes_nothing(
+        self, files_api: Api, files_store: BlobStore
+    ) -> None:
+        data = png()
+        upload = ticket(files_api, data, "a.png", "image/png")
+        stored = put(files_api, upload, data)
+        card = files_api.post(
+            "/v1/cards", json={"fileKey": upload["fileKey"], "fileEtag": stored.headers["ETag"]}
+        ).json()["card"]
+        other = png(9, 9)[: len(data)].ljust(len(data), b"\0")  # same size, other bytes
+        assert put(files_api, upload, other).status_code == 200  # S3 takes it: the URL is valid
+        assert _get(files_api, card["fileUrl"]).content == data  # the card has its own copy
+        again = files_api.post(
+            "/v1/cards", json={"fileKey": upload["fileKey"], "fileEtag": stored.headers["ETag"]}
+        )
+        assert again.json()["code"] == "UPLOAD_USED"
+
+    def test_s3_refuses_another_size_or_type_and_an_expired_url(
+        self, files_api: Api, files_store: BlobStore
+    ) -> None:
+        data = png()
+        upload = ticket(files_api, data, "a.png", "image/png")
+        assert put(files_api, upload, data + b"x").status_code == 403
+        assert put(files_api, upload, data, **{"Content-Type": "image/gif"}).status_code == 403
+        expired = files_store.upload_target(
+            "accounts/x/uploads/y", size=4, content_type="text/plain", expires_in=1
+        )
+        time.sleep(2.1)
+        import httpx
+
+        assert httpx.put(expired.url, content=b"abcd", headers=expired.headers).status_code == 403
 
 
 class TestLocalUploadUrl:
