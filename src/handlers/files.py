@@ -12,6 +12,7 @@ error body as the API."""
 
 from __future__ import annotations
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,7 +47,7 @@ class FileRoutes:
                 raise UploadRefused(
                     405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on this path."
                 )
-            response = await self._upload(store, request) if upload else self._download(store, request)
+            response = await (self._upload(store, request) if upload else self._download(store, request))
         except UploadRefused as refused:
             response = _refusal(scope, refused, allowed)
         await response(scope, receive, send)
@@ -66,14 +67,14 @@ class FileRoutes:
             raise UploadRefused(
                 status, code, f"This URL takes exactly {size} bytes; Content-Length is {declared}."
             )
-        if store.stat(key) is not None:
+        if await anyio.to_thread.run_sync(store.stat, key) is not None:  # disk: off the event loop
             raise UploadRefused(409, "UPLOAD_COMPLETE", "A file was stored through this URL already.")
         stored = await store.receive(key, request.stream(), size=size, content_type=content_type)
         return Response(status_code=200, headers={"ETag": stored.etag})
 
-    def _download(self, store: LocalDiskStore, request: Request) -> Response:
+    async def _download(self, store: LocalDiskStore, request: Request) -> Response:
         claims = store.download_claims(request.url.path.removeprefix(PREFIX))
-        stored = store.stat(claims["k"])
+        stored = await anyio.to_thread.run_sync(store.stat, claims["k"])
         if stored is None:
             raise UploadRefused(404, "NOT_FOUND", "No such file: it was deleted.")
         return FileResponse(

@@ -20,10 +20,11 @@ from starlette.testclient import TestClient
 from cardvault.adapters.blobs import BlobStore, LocalDiskStore, store_from_settings
 from cardvault.domain import accounts, uploads
 from cardvault.domain.db import Database
-from cardvault.domain.models import Upload
+from cardvault.domain.models import Card, Upload
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.files import delete_doomed_objects, forget_old_uploads
+from cardvault.workers.trash import purge_trash
 from tests.conftest import Api, app_env
 from tests.contract.servers import seaweedfs_server
 
@@ -398,6 +399,19 @@ class TestFilesEndWithTheirCards:
         _wait_for(lambda: len(list(files_store.keys(prefix))) == 1)
         kept = files_api.get(f"/v1/cards/{ids[2]}").json()
         assert _get(files_api, kept["fileUrl"]).status_code == 200
+
+    def test_the_trash_purge_deletes_the_files_of_the_cards_it_purges(
+        self, files_api: Api, files_store: BlobStore, database: Database
+    ) -> None:
+        card_id = image_card(files_api, png(300, 200), "a.png")
+        processed(files_api, card_id)
+        files_api.post(f"/v1/cards/{card_id}/trash")
+        with database.transaction() as session:
+            session.execute(update(Card).where(Card.id == card_id).values(deleted_at=1))
+        purge_trash.fn()  # what the sweeper sends every ten minutes; it sends the deletion
+        account = f"accounts/{files_api.account_id}/"
+        _wait_for(lambda: [k for k in files_store.keys(account) if "/uploads/" not in k] == [])
+        assert files_api.get(f"/v1/cards/{card_id}").status_code == 404
 
     def test_uploads_a_day_old_go_with_their_objects(
         self, files_api: Api, files_store: BlobStore, database: Database
