@@ -73,8 +73,9 @@ class BlobStore(Protocol):
         """The object at ``key``, or None."""
         ...
 
-    def read(self, key: str, length: int) -> bytes:
-        """The first ``length`` bytes of the object (fewer when it is shorter)."""
+    def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
+        """The first ``length`` bytes of the object (fewer when it is shorter); with ``etag``,
+        ObjectChanged unless the object still has it."""
         ...
 
     def download(self, key: str, path: Path) -> None:
@@ -133,7 +134,7 @@ class LocalDiskStore:
         self._signer = itsdangerous.URLSafeSerializer(
             secret_key, signer_kwargs={"digest_method": hashlib.sha256}
         )
-        for part in ("objects", "meta", "tmp"):
+        for part in ("objects", "meta", "tmp", "claims"):
             (root / part).mkdir(parents=True, exist_ok=True)
 
     # -- signed URLs -------------------------------------------------------------------------
@@ -186,8 +187,17 @@ class LocalDiskStore:
         """Write an upload's body as it arrives, never more than ``size`` bytes (UploadRefused
         413 at the first byte over; 400 when it ends short); the object appears whole or not
         at all."""
+        claim = self._path("claims", key)  # one body per upload URL, even two at once
+        claim.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            raise UploadRefused(
+                409, "UPLOAD_COMPLETE", "A file was stored, or is being stored, through this URL already."
+            ) from None
         digest, received = hashlib.md5(usedforsecurity=False), 0
         tmp = self.root / "tmp" / uuid.uuid4().hex
+        stored = False
         try:
             async with await anyio.open_file(tmp, "wb") as out:
                 async for chunk in chunks:
@@ -204,8 +214,11 @@ class LocalDiskStore:
                 )
             etag = f'"{digest.hexdigest()}"'
             await anyio.to_thread.run_sync(self._commit, tmp, key, etag, content_type)
+            stored = True
         finally:
             tmp.unlink(missing_ok=True)
+            if not stored:
+                claim.unlink(missing_ok=True)  # a failed body leaves the URL usable
         return StoredObject(key=key, size=size, etag=etag, content_type=content_type)
 
     def _commit(self, tmp: Path, key: str, etag: str, content_type: str) -> None:
@@ -229,7 +242,8 @@ class LocalDiskStore:
         """The file holding the object (for the download route)."""
         return self._path("objects", key)
 
-    def read(self, key: str, length: int) -> bytes:
+    def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
+        # An object is written once (its upload URL takes one body): its ETag cannot change.
         with self._path("objects", key).open("rb") as f:
             return f.read(length)
 
@@ -265,8 +279,8 @@ class LocalDiskStore:
 
     def delete(self, keys: Iterable[str]) -> None:
         for key in keys:
-            self._path("objects", key).unlink(missing_ok=True)
-            self._path("meta", key).unlink(missing_ok=True)
+            for part in ("objects", "meta", "claims"):
+                self._path(part, key).unlink(missing_ok=True)
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         objects = self.root / "objects"
@@ -347,8 +361,18 @@ class S3Store:
             content_type=head.get("ContentType") or "application/octet-stream",
         )
 
-    def read(self, key: str, length: int) -> bytes:
-        answer = self._client.get_object(Bucket=self.bucket, Key=key, Range=f"bytes=0-{max(length, 1) - 1}")
+    def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
+        from botocore.exceptions import ClientError
+
+        extra = {"IfMatch": etag} if etag else {}
+        try:
+            answer = self._client.get_object(
+                Bucket=self.bucket, Key=key, Range=f"bytes=0-{max(length, 1) - 1}", **extra
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise ObjectChanged(key) from exc
+            raise
         return bytes(answer["Body"].read())[:length]
 
     def download(self, key: str, path: Path) -> None:

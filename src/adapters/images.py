@@ -9,12 +9,13 @@ the pixels is written), from the first frame of an animation.
 
 Limits: 100,000,000 pixels (Pillow's decompression-bomb check, turned into an error) and 10,000
 pixels a side, both read from the header before anything is decoded; the child has 2 GiB of
-address space and 60 s of CPU, and the caller waits at most ``TIMEOUT_SECONDS``."""
+address space and 60 s of CPU for each image, and the caller waits at most ``TIMEOUT_SECONDS``."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import multiprocessing
 import threading
 import warnings
@@ -43,7 +44,8 @@ class Renditions:
 
 class ImageRefused(Exception):
     """The image cannot be made into renditions; ``code`` is stable: IMAGE_TOO_LARGE,
-    IMAGE_UNREADABLE, IMAGE_UNSUPPORTED, DECODE_TIMEOUT or DECODE_FAILED."""
+    IMAGE_UNREADABLE, IMAGE_UNSUPPORTED, DECODE_TIMEOUT, DECODE_FAILED, or DECODE_BUSY (the
+    decoder stayed busy with other images longer than the caller waits)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -57,7 +59,16 @@ def _limit_child() -> None:
     import resource  # POSIX only, and only in the child
 
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS))
+
+
+def _cpu_budget() -> None:
+    """Allow the next image CHILD_CPU_SECONDS of CPU (the limit counts the child's whole life,
+    so it moves on before each image)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = int(used.ru_utime + used.ru_stime) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (spent + CHILD_CPU_SECONDS, resource.RLIM_INFINITY))
 
 
 def _webp(image: Any, size: int, quality: int) -> tuple[Any, bytes]:
@@ -107,19 +118,34 @@ def make(path: str, large: bool = False) -> Renditions:
 
 
 def _serve(connection: Connection) -> None:
-    """The child's loop: one path in, renditions or an ImageRefused out."""
+    """The child's loop: one path in; out, a JSON head and the renditions' bytes. Only bytes
+    and JSON cross the pipe (the parent never unpickles what a child that read a hostile file
+    sends)."""
     _limit_child()
     while True:
         try:
-            path, large = connection.recv()
+            request = json.loads(connection.recv_bytes())
         except EOFError:
             return
+        _cpu_budget()
         try:
-            connection.send(("ok", make(path, large)))
+            made = make(request["path"], request["large"])
         except ImageRefused as refused:
-            connection.send(("refused", (refused.code, str(refused))))
+            connection.send_bytes(json.dumps({"refused": [refused.code, str(refused)]}).encode())
+            continue
         except MemoryError:
-            connection.send(("refused", ("DECODE_FAILED", "Decoding the image ran out of memory.")))
+            failed = ["DECODE_FAILED", "Decoding the image ran out of memory."]
+            connection.send_bytes(json.dumps({"refused": failed}).encode())
+            continue
+        head = {
+            "width": made.width,
+            "height": made.height,
+            "animated": made.animated,
+            "large": made.large is not None,
+        }
+        connection.send_bytes(json.dumps(head).encode())
+        for part in (made.compact, made.placeholder, *([made.large] if made.large is not None else [])):
+            connection.send_bytes(part)
 
 
 # -- in the caller -----------------------------------------------------------------------------
@@ -129,27 +155,47 @@ class Decoder:
     """One child process that decodes one image at a time (callers queue on a lock); it is
     started on first use and replaced after a timeout or a crash."""
 
-    def __init__(self, timeout: float = TIMEOUT_SECONDS) -> None:
+    def __init__(self, timeout: float = TIMEOUT_SECONDS, wait: float | None = None) -> None:
         self.timeout = timeout
+        self.wait = wait  # how long a caller waits for the decoder (None: as long as it takes)
         self._lock = threading.Lock()
         self._child: Any = None
         self._connection: Connection | None = None
 
     def renditions(self, path: Path, *, large: bool = False) -> Renditions:
-        with self._lock:
-            connection = self._ensure()
-            try:
-                connection.send((str(path), large))
-                if not connection.poll(self.timeout):
-                    self._stop()
-                    raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {self.timeout:.0f} s.")
-                kind, value = connection.recv()
-            except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
+        """Renditions of the image at ``path``; ImageRefused with DECODE_BUSY when other
+        images held the decoder longer than ``wait``."""
+        if not self._lock.acquire(timeout=-1 if self.wait is None else self.wait):
+            raise ImageRefused("DECODE_BUSY", "Other images are being decoded; try again in a moment.")
+        try:
+            return self._exchange(path, large)
+        finally:
+            self._lock.release()
+
+    def _exchange(self, path: Path, large: bool) -> Renditions:
+        connection = self._ensure()
+        try:
+            connection.send_bytes(json.dumps({"path": str(path), "large": large}).encode())
+            if not connection.poll(self.timeout):
                 self._stop()
-                raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the image.") from None
-        if kind == "refused":
-            raise ImageRefused(*value)
-        return value  # type: ignore[no-any-return]
+                raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {self.timeout:.0f} s.")
+            head = json.loads(connection.recv_bytes())
+            if "refused" in head:
+                code, message = head["refused"]
+                raise ImageRefused(str(code), str(message))
+            compact, placeholder = connection.recv_bytes(), connection.recv_bytes()
+            big = connection.recv_bytes() if head["large"] else None
+        except ImageRefused:
+            raise
+        except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
+            self._stop()
+            raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the image.") from None
+        except BaseException:  # interrupted mid-exchange: what is left in the pipe is no one's
+            self._stop()
+            raise
+        return Renditions(
+            int(head["width"]), int(head["height"]), bool(head["animated"]), compact, placeholder, big
+        )
 
     def _ensure(self) -> Connection:
         if self._child is None or not self._child.is_alive():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
@@ -63,24 +64,17 @@ def add_card(
     tags: Sequence[str] = (),
     url: str | None = None,
     source: str | None = None,
-    file_key: str | None = None,
-    file_etag: str | None = None,
+    file: uploads.TakenFile | None = None,
     file_name: str | None = None,
     file_size: int | None = None,
     mime_type: str | None = None,
-    store: BlobStore | None = None,
 ) -> Card:
-    """Create a card; its type is inferred from content and url when not given, and from the
-    file's bytes when it takes an upload (``file_key``, with the ``file_etag`` its PUT
-    answered)."""
+    """Create a card; its type is inferred from content and url when not given. A card that
+    takes an uploaded ``file`` (see ``check_file``) marks its upload taken."""
     clean = clean_tags(tags)
-    taken = None
-    if file_key is not None:
-        assert store is not None, "a card that takes an upload needs the blob store"
-        taken, card_type, content = _take_upload(
-            session, store, account_id=account_id, file_key=file_key, file_etag=file_etag,
-            card_type=card_type, content=content,
-        )  # fmt: skip
+    taken = file
+    if taken is not None:
+        uploads.mark_taken(session, account_id=account_id, file_key=taken.upload_id)
     elif card_type in FILE_CARD_TYPES:
         raise FileRequired(
             f"{_a(card_type).capitalize()} card needs its file: upload it (POST /v1/uploads), "
@@ -125,7 +119,16 @@ def add_card(
     return card
 
 
-def _take_upload(
+@dataclasses.dataclass(frozen=True)
+class FileForCard:
+    """An upload checked for a new card: the card's type and content it makes."""
+
+    checked: uploads.CheckedUpload
+    card_type: str
+    content: str | None
+
+
+def check_file(
     session: Session,
     store: BlobStore,
     *,
@@ -134,8 +137,9 @@ def _take_upload(
     file_etag: str | None,
     card_type: str | None,
     content: str | None,
-) -> tuple[uploads.TakenFile, str, str | None]:
-    """Check the upload, then take it: the kept file, the card's type and its content."""
+) -> FileForCard:
+    """Check an upload for a new card (see uploads.check), and the card's type against the
+    file's: the card's type, and its content (a Markdown file's text)."""
     checked = uploads.check(session, store, account_id=account_id, file_key=file_key, file_etag=file_etag)
     kind = checked.file_type
     allowed = {kind.card_type} | ({"document"} if kind.file_kind == "markdown" else set())
@@ -154,7 +158,7 @@ def _take_upload(
             )
         content = uploads.read_text(store, checked)
         check_content_size(content)
-    return uploads.take(session, store, checked), card_type, content
+    return FileForCard(checked=checked, card_type=card_type, content=content)
 
 
 def _a(noun: str) -> str:

@@ -71,6 +71,16 @@ def finish(session: Session, *, card_pk: int, stage: str, error_code: str | None
     return bool(done.rowcount)
 
 
+def release(session: Session, *, card_pk: int, stage: str) -> None:
+    """Put a running stage back to pending (it failed for a reason that may pass: the retry
+    that follows takes it again)."""
+    session.execute(
+        update(CardStage)
+        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.state == "running")
+        .values(state="pending", updated_at=now_ms())
+    )
+
+
 def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:
     """Stages pending or running with no sign of life since ``older_than`` (for the sweeper)."""
     rows = session.execute(

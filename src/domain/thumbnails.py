@@ -12,7 +12,6 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
@@ -20,7 +19,7 @@ from cardvault.adapters.images import Decoder, ImageRefused
 from cardvault.domain import filetypes, uploads
 from cardvault.domain.cards import get_card
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import CardInTrash, InvalidInput, TypeMismatch, UnsupportedType
+from cardvault.domain.errors import CardInTrash, InvalidInput, ServiceBusy, TypeMismatch, UnsupportedType
 from cardvault.domain.models import Card
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "image/avif")
@@ -120,6 +119,8 @@ def render(
         try:
             made = decoder.renditions(original, large=True)
         except ImageRefused as refused:
+            if refused.code == "DECODE_BUSY":  # other images hold the decoder: retry in a moment
+                raise ServiceBusy() from None
             raise InvalidInput(
                 f"The image cannot be used: {refused}", details={"reason": refused.code}
             ) from None
@@ -141,18 +142,6 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
     return card
-
-
-def discard(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> None:
-    """Doom renditions made for a replacement that was not applied, except those the card
-    holds (a repeated request that made the same ones, and won)."""
-    card = session.scalars(
-        select(Card).where(Card.id == card_id, Card.account_id == account_id)
-    ).one_or_none()
-    held = {card.thumbnail_object, card.compact_object, card.placeholder_object} if card else set()
-    unheld = [key for key in replacement.keys if key not in held]
-    if unheld:
-        uploads.doom(session, unheld)
 
 
 def reset(session: Session, *, account_id: str, card_id: str) -> Card:

@@ -62,6 +62,7 @@ class Issued:
 class TakenFile:
     """A stored upload, checked, as a card keeps it."""
 
+    upload_id: str
     object_key: str
     etag: str
     size: int
@@ -162,7 +163,10 @@ def check(
         raise UploadChanged(
             f"The stored file has {stored.size} bytes; the upload declared {upload.declared_size}."
         )
-    head = store.read(upload.object_key, filetypes.SNIFF_BYTES)
+    try:  # the bytes judged are the ones the ETag names, even if a PUT replaced them since
+        head = store.read(upload.object_key, filetypes.SNIFF_BYTES, etag=stored.etag)
+    except ObjectChanged:
+        raise UploadChanged("The stored file changed while it was checked; try again.") from None
     try:
         file_type = filetypes.sniff(head, file_name=upload.file_name, complete=stored.size <= len(head))
     except filetypes.Refused as refused:
@@ -172,17 +176,19 @@ def check(
     return CheckedUpload(upload=upload, stored=stored, file_type=file_type)
 
 
-def take(session: Session, store: BlobStore, checked: CheckedUpload) -> TakenFile:
-    """Copy a checked upload's file where the card keeps it, and mark the upload taken."""
+def copy_for_card(store: BlobStore, checked: CheckedUpload) -> TakenFile:
+    """Copy a checked upload's file where a card keeps it (outside any transaction: on S3 a
+    copy of 2 GiB takes a while); the card's transaction then marks the upload taken. A copy
+    whose card never commits is deleted with its upload after KEEP_MS; a retry makes the same
+    one."""
     upload, stored = checked.upload, checked.stored
     kept = f"accounts/{upload.account_id}/files/{upload.id}/{_object_name(upload.file_name)}"
     try:
         store.copy(upload.object_key, kept, etag=stored.etag)
     except ObjectChanged:
         raise UploadChanged("The stored file changed while it was taken; try again.") from None
-    upload.attached_at = now_ms()
-    doom(session, [upload.object_key])  # the card has its copy
     return TakenFile(
+        upload_id=upload.id,
         object_key=kept,
         etag=stored.etag,
         size=stored.size,
@@ -240,7 +246,10 @@ def _find(session: Session, *, account_id: str, file_key: str, purpose: str, car
 def read_text(store: BlobStore, checked: CheckedUpload) -> str:
     """A Markdown file's text (its size was checked against its limit); UnsupportedType when it
     is not UTF-8 after all (only its start was sniffed)."""
-    data = store.read(checked.upload.object_key, checked.stored.size)
+    try:
+        data = store.read(checked.upload.object_key, checked.stored.size, etag=checked.stored.etag)
+    except ObjectChanged:
+        raise UploadChanged("The stored file changed while it was read; try again.") from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import card_views, cards, filetypes, processing, thumbnails, trash
+from cardvault.domain import card_views, cards, filetypes, processing, thumbnails, trash, uploads
 from cardvault.domain.card_views import CardView
 from cardvault.domain.db import after_commit
 from cardvault.domain.models import Card, CardStage
@@ -165,26 +165,41 @@ def _done_card_json(session: Session, card: Card) -> dict[str, Any]:
 
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
-    with runtime.current().db.transaction() as session:
+    """A file card's upload is checked and copied before the card's write transaction, which
+    then only marks it taken: the store's calls (an S3 copy of a large file) hold no lock."""
+    rt = runtime.current()
+    card_type, content, file = body.get("cardType"), body.get("content"), None
+    if body.get("fileKey") is not None:
+        with rt.db.transaction(write=False) as session:
+            checked = cards.check_file(
+                session,
+                rt.store,
+                account_id=user,
+                file_key=body["fileKey"],
+                file_etag=body.get("fileEtag"),
+                card_type=card_type,
+                content=content,
+            )
+        card_type, content = checked.card_type, checked.content
+        file = uploads.copy_for_card(rt.store, checked.checked)
+    with rt.db.transaction() as session:
         card = cards.add_card(
             session,
             account_id=user,
-            card_type=body.get("cardType"),
-            content=body.get("content"),
+            card_type=card_type,
+            content=content,
             notes=body.get("notes"),
             tags=body.get("tags", ()),
             url=body.get("url"),
             source=body.get("source"),
-            file_key=body.get("fileKey"),
-            file_etag=body.get("fileEtag"),
-            store=runtime.current().store,
+            file=file,
             file_name=body.get("fileName"),
             file_size=body.get("fileSize"),
             mime_type=body.get("mimeType"),
         )
         for stage in processing.queue(session, card):
             after_commit(session, functools.partial(run_stage.send, card.pk, stage))
-        if card.file_object is not None:
+        if file is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         card_json = _card_json(card)
     return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
@@ -330,16 +345,13 @@ def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dic
         )
         if isinstance(checked, Card):  # a repeated PUT: this image is the card's already
             return _extended(session, checked)
+    # Renditions made for nothing (this request then fails) stay until the upload is 24 hours
+    # old and is deleted with them: a retry with the same upload makes and uses the same ones.
     replacement = thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id)
-    try:
-        with rt.db.transaction() as session:
-            card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
-            after_commit(session, delete_doomed_objects.send)  # the image it replaces
-            return _extended(session, card)
-    except Exception:
-        with rt.db.transaction() as session:  # made for nothing: the workers delete them
-            thumbnails.discard(session, account_id=user, card_id=card_id, replacement=replacement)
-        raise
+    with rt.db.transaction() as session:
+        card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
+        after_commit(session, delete_doomed_objects.send)  # the image it replaces
+        return _extended(session, card)
 
 
 def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:

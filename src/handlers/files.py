@@ -67,8 +67,6 @@ class FileRoutes:
             raise UploadRefused(
                 status, code, f"This URL takes exactly {size} bytes; Content-Length is {declared}."
             )
-        if await anyio.to_thread.run_sync(store.stat, key) is not None:  # disk: off the event loop
-            raise UploadRefused(409, "UPLOAD_COMPLETE", "A file was stored through this URL already.")
         stored = await store.receive(key, request.stream(), size=size, content_type=content_type)
         return Response(status_code=200, headers={"ETag": stored.etag})
 

@@ -69,7 +69,9 @@ class Runtime:
     db: Database
     limiter: Limiter
     store: BlobStore
-    decoder: Decoder = dataclasses.field(default_factory=Decoder)  # its child starts on first use
+    # Its child starts on first use; a request waits at most 5 s for it (then 503), so a queue
+    # of images cannot hold every request thread.
+    decoder: Decoder = dataclasses.field(default_factory=lambda: Decoder(wait=5.0))
     key_cache: KeyCache = dataclasses.field(default_factory=KeyCache)
     in_flight: InFlight = dataclasses.field(default_factory=InFlight)
 

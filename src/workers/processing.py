@@ -58,17 +58,23 @@ def run_stage(card_pk: int, stage: str) -> None:
         if card is None:
             return
         session.expunge(card)
-    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
-        original = Path(workdir) / "original"
-        assert card.file_object is not None
-        blob_store().download(card.file_object, original)  # a store error raises: retried
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+            original = Path(workdir) / "original"
+            assert card.file_object is not None
+            blob_store().download(card.file_object, original)
             fields = STAGES[stage](card, original)
-        except ImageRefused as refused:
+    except ImageRefused as refused:
+        if refused.code != "DECODE_BUSY":  # the file's fault: no retry helps
             log.info("stage %s of card %s failed: %s", stage, card.id, refused)
             with database().transaction() as session:
                 processing.finish(session, card_pk=card_pk, stage=stage, error_code=refused.code)
             return
+        _release(card_pk, stage)
+        raise
+    except Exception:  # the store out of reach, or the like: Dramatiq retries with backoff
+        _release(card_pk, stage)
+        raise
     with database().transaction() as session:
         kept = session.get(Card, card_pk, with_for_update=True)
         if (
@@ -88,6 +94,11 @@ def run_stage(card_pk: int, stage: str) -> None:
         ]
         if made:
             uploads.doom(session, [str(v) for v in made])
+
+
+def _release(card_pk: int, stage: str) -> None:
+    with database().transaction() as session:
+        processing.release(session, card_pk=card_pk, stage=stage)
 
 
 def resend_unsettled(older_than_ms: int) -> int:

@@ -142,6 +142,23 @@ class TestLocalReceive:
         assert store.stat("k/x") is None
         assert list((tmp_path / "blobs" / "tmp").iterdir()) == []
 
+    def test_two_bodies_for_one_url_at_once_store_one(self, tmp_path: Path) -> None:
+        store = _local(tmp_path)
+
+        async def slow(*parts: bytes) -> AsyncIterator[bytes]:
+            for part in parts:
+                await asyncio.sleep(0.05)
+                yield part
+
+        async def both() -> list[object]:
+            first = store.receive("k/x", slow(b"ab", b"cd"), size=4, content_type="text/plain")
+            second = store.receive("k/x", self._chunks(b"wxyz"), size=4, content_type="text/plain")
+            return await asyncio.gather(first, second, return_exceptions=True)
+
+        stored, refused = asyncio.run(both())
+        assert isinstance(refused, UploadRefused) and refused.status == 409
+        assert store.stat("k/x") == stored and store.read("k/x", 4) == b"abcd"
+
     def test_upload_tokens_are_signed_and_expire(self, tmp_path: Path) -> None:
         store = _local(tmp_path)
         target = store.upload_target("k/x", size=4, content_type="text/plain", expires_in=60)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -53,5 +55,22 @@ def test_a_file_that_is_no_image_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ImageRefused) as refused:
             decoder.renditions(text)
         assert refused.value.code == "IMAGE_UNSUPPORTED"
+    finally:
+        decoder.close()
+
+
+def test_a_caller_that_would_wait_too_long_for_the_decoder_is_told_it_is_busy(tmp_path: Path) -> None:
+    big = _image(tmp_path / "big.png", (3000, 3000))
+    small = _image(tmp_path / "small.png", (64, 48))
+    decoder = Decoder(wait=0.01)
+    try:
+        decoder.renditions(small)  # the child is up
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(decoder.renditions, big)
+            time.sleep(0.05)  # the first holds the decoder now
+            with pytest.raises(ImageRefused) as refused:
+                decoder.renditions(small)
+            assert refused.value.code == "DECODE_BUSY"
+            assert first.result().width == 3000
     finally:
         decoder.close()

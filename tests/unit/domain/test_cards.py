@@ -81,12 +81,12 @@ class TestAddCard:
         self, database: Database, account_id: str, tmp_path: Path
     ) -> None:
         store = LocalDiskStore(tmp_path, secret_key="k" * 48, public_url="http://127.0.0.1:9")
-        with pytest.raises(UploadNotFound):
-            add(
-                database, account_id, file_key="uploads/nope", file_etag='"x"', store=store, file_name="a.png"
-            )
-        with pytest.raises(UploadNotFound):
-            add(database, account_id, file_key="upl_" + "a" * 26, file_etag='"x"', store=store)
+        for file_key in ("uploads/nope", "upl_" + "a" * 26):
+            with database.transaction(write=False) as session, pytest.raises(UploadNotFound):
+                cards.check_file(
+                    session, store, account_id=account_id, file_key=file_key, file_etag='"x"',
+                    card_type=None, content=None,
+                )  # fmt: skip
         assert listing(database, account_id).total == 0
 
 
