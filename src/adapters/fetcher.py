@@ -1,0 +1,177 @@
+"""The one way Card Vault makes an outbound HTTP request: safe against server-side request
+forgery (SSRF).
+
+- http and https only, on the allowed ports (80 and 443 unless configured), no user info;
+- every address the host name resolves to must be public: loopback, private, link-local
+  (cloud metadata at 169.254.169.254), shared (100.64/10), multicast, reserved, unspecified,
+  and the IPv4-mapped (::ffff:0:0/96) and NAT64 (64:ff9b::/96, 64:ff9b:1::/48) forms of them
+  are refused, before any connection is made;
+- the connection goes to the vetted address, with the original name in ``Host`` and in TLS
+  SNI (and certificate checks), so a second DNS answer (rebinding) cannot move it;
+- redirects are followed here, at most MAX_REDIRECTS, each hop checked again;
+- time limits on connecting, on each read and on the whole fetch; a cap on the body;
+- no proxy or other settings from the environment.
+
+Off-the-shelf "safe" clients fail these rules: one takes the first public address among the
+answers, another connects before it checks. ``allow_loopback`` lets the tests fetch from local
+servers; it is never on by default."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+MAX_REDIRECTS = 5
+MAX_BYTES = 5 * 1024 * 1024
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+Resolver = Callable[[str, int], list[str]]
+
+
+class FetchRefused(Exception):
+    """A fetch that was refused or failed; ``code`` is stable: BAD_URL, BLOCKED_ADDRESS,
+    DNS_FAILED, TOO_MANY_REDIRECTS, TOO_LARGE, FETCH_TIMEOUT or FETCH_FAILED."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclasses.dataclass(frozen=True)
+class Fetched:
+    url: str  # after redirects
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    try:
+        answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise FetchRefused("DNS_FAILED", f"{host} does not resolve: {exc}") from None
+    return sorted({str(answer[4][0]) for answer in answers})
+
+
+def _embedded(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The IPv4 address inside an IPv4-mapped or NAT64 IPv6 address (else the address)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return ip.ipv4_mapped
+        if any(ip in network for network in _NAT64):
+            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
+
+
+class Fetcher:
+    """Fetches one URL at a time under the rules above (thread-safe: a client per fetch)."""
+
+    def __init__(
+        self,
+        *,
+        ports: tuple[int, ...] = (80, 443),
+        allow_loopback: bool = False,
+        max_bytes: int = MAX_BYTES,
+        connect_seconds: float = 3.0,
+        read_seconds: float = 5.0,
+        total_seconds: float = 15.0,
+        resolve: Resolver = _resolve,
+        tls: ssl.SSLContext | None = None,  # the tests' own authority; else the system's
+    ) -> None:
+        self.ports = ports
+        self.allow_loopback = allow_loopback
+        self.max_bytes = max_bytes
+        self.total_seconds = total_seconds
+        self._timeout = httpx.Timeout(
+            connect=connect_seconds, read=read_seconds, write=read_seconds, pool=1.0
+        )
+        self._resolve = resolve
+        self._verify: ssl.SSLContext | bool = tls if tls is not None else True
+
+    def allowed(self, address: str) -> bool:
+        """Whether an address may be connected to."""
+        ip = _embedded(ipaddress.ip_address(address.split("%")[0]))
+        if self.allow_loopback and ip.is_loopback:
+            return True
+        return ip.is_global and not (
+            ip.is_multicast or ip.is_reserved or ip.is_unspecified or ip.is_loopback or ip.is_link_local
+        )
+
+    def _vet(self, url: str) -> tuple[httpx.URL, str, str]:
+        """The URL to connect to (the host replaced by a vetted address), the Host header, and
+        the host name for TLS; FetchRefused when the URL breaks a rule."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+        except ValueError as exc:
+            raise FetchRefused("BAD_URL", f"Not a URL: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise FetchRefused("BAD_URL", "Only http and https URLs with a host are fetched.")
+        if parts.username is not None or parts.password is not None:
+            raise FetchRefused("BAD_URL", "URLs with a user name or password are not fetched.")
+        if port not in self.ports:
+            raise FetchRefused(
+                "BAD_URL", f"Port {port} is not fetched (only {', '.join(map(str, self.ports))})."
+            )
+        host = parts.hostname
+        addresses = self._resolve(host, port)
+        if not addresses or not all(self.allowed(a) for a in addresses):
+            raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
+        pinned = addresses[0]
+        target = httpx.URL(url).copy_with(host=pinned)
+        host_header = host if parts.port is None else f"{host}:{parts.port}"
+        if ":" in host and not host.startswith("["):
+            host_header = f"[{host}]" if parts.port is None else f"[{host}]:{parts.port}"
+        return target, host_header, host
+
+    def fetch(self, url: str, *, headers: dict[str, str] | None = None) -> Fetched:
+        """GET the URL, following redirects under the same rules."""
+        deadline = time.monotonic() + self.total_seconds
+        with httpx.Client(
+            trust_env=False, follow_redirects=False, timeout=self._timeout, verify=self._verify
+        ) as client:
+            for _ in range(MAX_REDIRECTS + 1):
+                target, host_header, host = self._vet(url)
+                request = client.build_request(
+                    "GET",
+                    target,
+                    headers={**(headers or {}), "Host": host_header},
+                    extensions={"sni_hostname": host} if target.scheme == "https" else {},
+                )
+                try:
+                    response = client.send(request, stream=True)
+                    try:
+                        location = response.headers.get("location")
+                        if response.status_code in _REDIRECTS and location:
+                            url = urljoin(url, location)
+                            continue
+                        body = self._read(response, deadline)
+                    finally:
+                        response.close()
+                except httpx.TimeoutException:
+                    raise FetchRefused("FETCH_TIMEOUT", f"{host} did not answer in time.") from None
+                except httpx.HTTPError as exc:
+                    raise FetchRefused("FETCH_FAILED", f"Fetching {host} failed: {exc}") from None
+                return Fetched(url=url, status=response.status_code, headers=response.headers, body=body)
+        raise FetchRefused("TOO_MANY_REDIRECTS", f"More than {MAX_REDIRECTS} redirects.")
+
+    def _read(self, response: httpx.Response, deadline: float) -> bytes:
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise FetchRefused("TOO_LARGE", f"The body is over {self.max_bytes} bytes.")
+            if time.monotonic() > deadline:
+                raise FetchRefused("FETCH_TIMEOUT", "The fetch took longer than its time limit.")
+            chunks.append(chunk)
+        return b"".join(chunks)

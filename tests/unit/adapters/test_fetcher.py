@@ -1,0 +1,216 @@
+"""The SSRF-safe fetcher: a corpus of request-forgery vectors, every one refused before any
+connection is made, and the rules it keeps when it does fetch (from local servers, in the
+test-only loopback mode)."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+import pytest
+import trustme
+
+from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused
+
+
+class _Handler(BaseHTTPRequestHandler):
+    routes: ClassVar[dict[str, tuple[int, dict[str, str], bytes]]] = {}
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers))
+        status, headers, body = self.routes.get(self.path, (404, {}, b"missing"))
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@contextmanager
+def _serving(handler: type[_Handler], tls: ssl.SSLContext | None = None) -> Iterator[int]:
+    """Serve the handler on a free loopback port (behind TLS when given); yield the port."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[int, type[_Handler]]]:
+    """A local HTTP server that records every request it gets."""
+    handler = type("Handler", (_Handler,), {"routes": {}, "seen": []})
+    with _serving(handler) as port:
+        yield port, handler
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A listening TCP socket on loopback: a connection made to it waits to be accepted."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    sock.settimeout(0.1)
+    yield sock
+    sock.close()
+
+
+VECTORS = [
+    # loopback, in every spelling a resolver takes
+    ("http://127.0.0.1:{port}/", "BLOCKED_ADDRESS"),
+    ("http://localhost:{port}/", "BLOCKED_ADDRESS"),
+    ("http://2130706433:{port}/", "BLOCKED_ADDRESS"),  # decimal
+    ("http://0x7f000001:{port}/", "BLOCKED_ADDRESS"),  # hexadecimal
+    ("http://017700000001:{port}/", "BLOCKED_ADDRESS"),  # octal
+    ("http://127.1:{port}/", "BLOCKED_ADDRESS"),  # short form
+    ("http://0:{port}/", "BLOCKED_ADDRESS"),  # 0.0.0.0 reaches the local host
+    ("http://[::1]:{port}/", "BLOCKED_ADDRESS"),
+    ("http://[::ffff:127.0.0.1]:{port}/", "BLOCKED_ADDRESS"),  # IPv4-mapped
+    ("http://[::ffff:7f00:1]:{port}/", "BLOCKED_ADDRESS"),
+    ("http://[64:ff9b::7f00:1]:{port}/", "BLOCKED_ADDRESS"),  # NAT64
+    ("http://[0:0:0:0:0:0:0:1]:{port}/", "BLOCKED_ADDRESS"),
+    # cloud metadata, private, shared and special ranges
+    ("http://169.254.169.254:{port}/latest/meta-data/", "BLOCKED_ADDRESS"),
+    ("http://[::ffff:169.254.169.254]:{port}/", "BLOCKED_ADDRESS"),
+    ("http://[64:ff9b::a9fe:a9fe]:{port}/", "BLOCKED_ADDRESS"),
+    ("http://[fd00:ec2::254]:{port}/", "BLOCKED_ADDRESS"),
+    ("http://10.0.0.1:{port}/", "BLOCKED_ADDRESS"),
+    ("http://172.16.0.1:{port}/", "BLOCKED_ADDRESS"),
+    ("http://192.168.1.1:{port}/", "BLOCKED_ADDRESS"),
+    ("http://100.64.0.1:{port}/", "BLOCKED_ADDRESS"),
+    ("http://224.0.0.1:{port}/", "BLOCKED_ADDRESS"),  # multicast
+    ("http://240.0.0.1:{port}/", "BLOCKED_ADDRESS"),  # reserved
+    ("http://[fe80::1]:{port}/", "BLOCKED_ADDRESS"),  # link-local
+    # user info, schemes and ports
+    ("http://example.com@127.0.0.1:{port}/", "BAD_URL"),
+    ("http://user:pass@localhost:{port}/", "BAD_URL"),
+    ("file:///etc/passwd", "BAD_URL"),
+    ("gopher://127.0.0.1:{port}/_GET", "BAD_URL"),
+    ("ftp://127.0.0.1:{port}/", "BAD_URL"),
+    ("http://127.0.0.1:6379/", "BAD_URL"),  # a port that is not allowed
+    ("http:///nohost", "BAD_URL"),
+]
+
+
+@pytest.mark.parametrize(("template", "code"), VECTORS, ids=[v[0] for v in VECTORS])
+def test_every_vector_is_refused_before_any_connection(
+    listener: socket.socket, template: str, code: str
+) -> None:
+    port = listener.getsockname()[1]
+    with pytest.raises(FetchRefused) as refused:
+        Fetcher(ports=(80, 443, port)).fetch(template.format(port=port))
+    assert refused.value.code == code
+    with pytest.raises(TimeoutError):  # nothing connected to the port
+        listener.accept()
+
+
+def test_the_listener_sees_a_connection_when_loopback_is_allowed(listener: socket.socket) -> None:
+    # The check above can fail: a fetch that connects shows as a connection waiting.
+    port = listener.getsockname()[1]
+    with pytest.raises(FetchRefused):
+        Fetcher(ports=(port,), allow_loopback=True, read_seconds=0.2, total_seconds=1).fetch(
+            f"http://127.0.0.1:{port}/"
+        )
+    connection, _ = listener.accept()
+    connection.close()
+
+
+def test_a_name_with_any_private_answer_is_refused() -> None:
+    fetcher = Fetcher(resolve=lambda host, port: ["93.184.215.14", "10.0.0.7"])
+    with pytest.raises(FetchRefused) as refused:
+        fetcher.fetch("http://mixed.example/")
+    assert refused.value.code == "BLOCKED_ADDRESS"
+
+
+def test_it_connects_to_the_vetted_address_with_the_name_in_host(server: tuple[int, type[_Handler]]) -> None:
+    port, handler = server
+    handler.routes["/page"] = (200, {"Content-Type": "text/html"}, b"<title>hi</title>")
+    answers: list[str] = []
+
+    def rebinding(host: str, _port: int) -> list[str]:  # a second lookup would say otherwise
+        answers.append(host)
+        return ["127.0.0.1"] if len(answers) == 1 else ["10.0.0.1"]
+
+    fetched = Fetcher(ports=(port,), allow_loopback=True, resolve=rebinding).fetch(
+        f"http://card.test:{port}/page"
+    )
+    assert (fetched.status, fetched.body) == (200, b"<title>hi</title>")
+    assert handler.seen[-1]["Host"] == f"card.test:{port}"
+    assert answers == ["card.test"]  # resolved once, then pinned
+
+
+def test_redirects_are_checked_at_every_hop(server: tuple[int, type[_Handler]]) -> None:
+    port, handler = server
+    handler.routes["/to-metadata"] = (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b"")
+    handler.routes["/to-private"] = (301, {"Location": "http://10.0.0.1/"}, b"")
+    handler.routes["/hop"] = (307, {"Location": "/final"}, b"")
+    handler.routes["/final"] = (200, {}, b"done")
+    handler.routes["/loop"] = (302, {"Location": "/loop"}, b"")
+    fetcher = Fetcher(ports=(80, port), allow_loopback=True)
+    for path in ("/to-metadata", "/to-private"):
+        with pytest.raises(FetchRefused) as refused:
+            fetcher.fetch(f"http://127.0.0.1:{port}{path}")
+        assert refused.value.code == "BLOCKED_ADDRESS"
+    fetched = fetcher.fetch(f"http://127.0.0.1:{port}/hop")
+    assert (fetched.url, fetched.body) == (f"http://127.0.0.1:{port}/final", b"done")
+    before = len(handler.seen)
+    with pytest.raises(FetchRefused) as refused:
+        fetcher.fetch(f"http://127.0.0.1:{port}/loop")
+    assert refused.value.code == "TOO_MANY_REDIRECTS"
+    assert len(handler.seen) - before == MAX_REDIRECTS + 1
+
+
+def test_a_body_over_the_cap_is_refused(server: tuple[int, type[_Handler]]) -> None:
+    port, handler = server
+    handler.routes["/big"] = (200, {}, b"x" * 200_000)
+    with pytest.raises(FetchRefused) as refused:
+        Fetcher(ports=(port,), allow_loopback=True, max_bytes=100_000).fetch(f"http://127.0.0.1:{port}/big")
+    assert refused.value.code == "TOO_LARGE"
+
+
+def test_loopback_is_refused_unless_the_test_mode_allows_it() -> None:
+    assert not Fetcher().allowed("127.0.0.1")
+    assert Fetcher(allow_loopback=True).allowed("127.0.0.1")
+    assert not Fetcher(allow_loopback=True).allowed("10.0.0.1")  # loopback only, never private
+    assert Fetcher().allowed("93.184.215.14")
+
+
+@pytest.fixture
+def tls_server() -> Iterator[tuple[int, trustme.CA]]:
+    """A server behind TLS, with a certificate for card.test from a test authority."""
+    ca = trustme.CA()
+    handler = type("TlsHandler", (_Handler,), {"routes": {"/": (200, {}, b"secure")}, "seen": []})
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("card.test").configure_cert(context)
+    with _serving(handler, context) as port:
+        yield port, ca
+
+
+def test_https_to_a_pinned_address_checks_the_certificate_for_the_name(
+    tls_server: tuple[int, trustme.CA],
+) -> None:
+    port, ca = tls_server
+    trust = ssl.create_default_context()
+    ca.configure_trust(trust)
+
+    fetcher = Fetcher(
+        ports=(port,), allow_loopback=True, tls=trust, resolve=lambda _host, _port: ["127.0.0.1"]
+    )
+    assert fetcher.fetch(f"https://card.test:{port}/").body == b"secure"
+    with pytest.raises(FetchRefused) as refused:  # the name TLS checks is the URL's, not the address
+        fetcher.fetch(f"https://other.test:{port}/")
+    assert refused.value.code == "FETCH_FAILED" and "certificate" in str(refused.value).lower()
