@@ -35,7 +35,7 @@ LANGUAGES = {
     ".jsx": "javascript", ".java": "java", ".kt": "kotlin", ".go": "go", ".rs": "rust", ".c": "c",
     ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php",
     ".swift": "swift", ".scala": "scala", ".sh": "shell", ".bash": "shell", ".sql": "sql",
-    ".css": "css", ".html": "html", ".htm": "html", ".xml": "xml", ".svg": "xml", ".json": "json",
+    ".css": "css", ".html": "html", ".htm": "html", ".xml": "xml", ".json": "json",
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".lua": "lua", ".r": "r", ".pl": "perl",
     ".hs": "haskell", ".ex": "elixir", ".erl": "erlang", ".clj": "clojure", ".dart": "dart",
 }  # fmt: skip

@@ -230,8 +230,10 @@ def _find(session: Session, *, account_id: str, file_key: str, purpose: str, car
     missing = UploadNotFound(f"No upload of this account has the key {file_key[:80]!r}.")
     if not is_well_formed(file_key) or not file_key.startswith("upl_"):
         raise missing
+    # No lock: this is the check before the work; the work's transaction locks and checks the
+    # upload again when it marks it taken (mark_taken).
     upload = session.scalars(
-        select(Upload).where(Upload.id == file_key, Upload.account_id == account_id).with_for_update()
+        select(Upload).where(Upload.id == file_key, Upload.account_id == account_id)
     ).one_or_none()
     if (
         upload is None
