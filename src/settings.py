@@ -50,6 +50,8 @@ RATE_LIMITS = {
     "tag-operations": "30/minute",
     "uploads": "600/minute",
     "image-changes": "20/minute",
+    "refresh": "6/minute",  # cards an account refreshes
+    "refresh-card": "1/minute",  # refreshes of one card
 }
 
 
@@ -78,6 +80,19 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
     if value != int(value):
         raise SettingsError(f"{name} must be a whole number")
     return int(value)
+
+
+def _ports(env: Mapping[str, str], name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        ports = tuple(int(part) for part in raw.split(","))
+    except ValueError:
+        raise SettingsError(f"{name} must list ports like 80,443, not {raw!r}") from None
+    if not all(0 < port < 65536 for port in ports):
+        raise SettingsError(f"{name} must list ports from 1 to 65535")
+    return ports
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +146,10 @@ class Settings:
     lock_timeout_ms: int = 2000
     rate_limits: dict[str, str | None] = dataclasses.field(default_factory=lambda: dict(RATE_LIMITS))
     s3: S3Settings | None = None
+    fetch_links: bool = True  # read link pages (off: the link stages are skipped, FETCHING_OFF)
+    fetch_ports: tuple[int, ...] = (80, 443)  # the ports link fetches may use
+    # Test-only: lets the fetcher reach loopback addresses, where the tests serve their pages.
+    fetch_allow_loopback: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -166,6 +185,9 @@ class Settings:
             lock_timeout_ms=_whole(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000),
             rate_limits=_rate_limits(env),
             s3=S3Settings.from_env(env),
+            fetch_links=_bool(env, "CARDVAULT_FETCH_LINKS", True),
+            fetch_ports=_ports(env, "CARDVAULT_FETCH_PORTS", (80, 443)),
+            fetch_allow_loopback=_bool(env, "CARDVAULT_TEST_FETCH_LOOPBACK", False),
         )
 
     @staticmethod

@@ -4,6 +4,7 @@ and an HTTP client over the real app."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
         "CARDVAULT_PUBLIC_URL": "https://app.cardvault.test",
         "CARDVAULT_SECRET_KEY": "s" * 48,
         "CARDVAULT_VALIDATE_RESPONSES": "true",
+        "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet (the link tests serve pages)
     }
 
 
@@ -121,6 +123,14 @@ class Api:
         response = self.post("/v1/cards", json=body)
         assert response.status_code == 200, response.text
         return response.json()["card"]  # type: ignore[no-any-return]
+
+
+def api_of_new_account(client: TestClient, database: Database, prefix: str) -> Api:
+    """A client over ``client``'s app for a new account (named from ``prefix``) with its key."""
+    with database.transaction() as session:
+        account = accounts.create_account(session, name=f"{prefix}-{time.time_ns()}")
+        key = accounts.issue_api_key(session, account_id=account.id)
+    return Api(client, key, account.id)
 
 
 @pytest.fixture

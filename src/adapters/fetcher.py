@@ -9,7 +9,9 @@ forgery (SSRF).
 - the connection goes to the vetted address, with the original name in ``Host`` and in TLS
   SNI (and certificate checks), so a second DNS answer (rebinding) cannot move it;
 - redirects are followed here, at most MAX_REDIRECTS, each hop checked again;
-- time limits on connecting, on each read and on the whole fetch; a cap on the body;
+- time limits on connecting, on each read and on the whole fetch; a cap on the body, counted
+  as it is decoded (gzip and deflate only, one layer), so a small compressed body cannot
+  expand in memory;
 - no proxy or other settings from the environment.
 
 Off-the-shelf "safe" clients fail these rules: one takes the first public address among the
@@ -23,6 +25,7 @@ import ipaddress
 import socket
 import ssl
 import time
+import zlib
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
@@ -32,6 +35,8 @@ MAX_REDIRECTS = 5
 MAX_BYTES = 5 * 1024 * 1024
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _REDIRECTS = (301, 302, 303, 307, 308)
+_ACCEPTED_ENCODINGS = "gzip, deflate"
+_DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 Resolver = Callable[[str, int], list[str]]
 
@@ -134,18 +139,30 @@ class Fetcher:
             host_header = f"[{host}]" if parts.port is None else f"[{host}]:{parts.port}"
         return target, host_header, host
 
-    def fetch(self, url: str, *, headers: dict[str, str] | None = None) -> Fetched:
-        """GET the URL, following redirects under the same rules."""
+    def fetch(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        max_bytes: int | None = None,
+        truncate: bool = False,
+    ) -> Fetched:
+        """GET the URL, following redirects under the same rules. A body over ``max_bytes``
+        (default: the fetcher's) is refused (TOO_LARGE), or with ``truncate`` cut there (a
+        page's head is at its start)."""
+        cap = self.max_bytes if max_bytes is None else max_bytes
         deadline = time.monotonic() + self.total_seconds
         with httpx.Client(
             trust_env=False, follow_redirects=False, timeout=self._timeout, verify=self._verify
         ) as client:
             for _ in range(MAX_REDIRECTS + 1):
+                if time.monotonic() > deadline:
+                    raise FetchRefused("FETCH_TIMEOUT", "The fetch took longer than its time limit.")
                 target, host_header, host = self._vet(url)
                 request = client.build_request(
                     "GET",
                     target,
-                    headers={**(headers or {}), "Host": host_header},
+                    headers={**(headers or {}), "Accept-Encoding": _ACCEPTED_ENCODINGS, "Host": host_header},
                     extensions={"sni_hostname": host} if target.scheme == "https" else {},
                 )
                 try:
@@ -155,7 +172,7 @@ class Fetcher:
                         if response.status_code in _REDIRECTS and location:
                             url = urljoin(url, location)
                             continue
-                        body = self._read(response, deadline)
+                        body = self._read(response, deadline, cap, truncate)
                     finally:
                         response.close()
                 except httpx.TimeoutException:
@@ -165,13 +182,29 @@ class Fetcher:
                 return Fetched(url=url, status=response.status_code, headers=response.headers, body=body)
         raise FetchRefused("TOO_MANY_REDIRECTS", f"More than {MAX_REDIRECTS} redirects.")
 
-    def _read(self, response: httpx.Response, deadline: float) -> bytes:
+    def _read(self, response: httpx.Response, deadline: float, cap: int, truncate: bool) -> bytes:
+        """The body, decoded from gzip or deflate here, never past ``cap`` bytes (a 1 kB
+        compressed body can decode to gigabytes: each step decodes at most what the cap leaves)."""
+        encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
+        encodings = [e for e in encodings if e and e != "identity"]
+        if len(encodings) > 1 or (encodings and encodings[0] not in _DECODERS):
+            raise FetchRefused("FETCH_FAILED", f"Content-Encoding {', '.join(encodings)} is not read.")
+        decoder = zlib.decompressobj(_DECODERS[encodings[0]]) if encodings else None
         chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise FetchRefused("TOO_LARGE", f"The body is over {self.max_bytes} bytes.")
+        for raw in response.iter_raw():
             if time.monotonic() > deadline:
                 raise FetchRefused("FETCH_TIMEOUT", "The fetch took longer than its time limit.")
+            try:
+                chunk = raw if decoder is None else decoder.decompress(raw, cap - size + 1)
+                while decoder is not None and decoder.unconsumed_tail and len(chunk) <= cap - size:
+                    chunk += decoder.decompress(decoder.unconsumed_tail, cap - size - len(chunk) + 1)
+            except zlib.error as exc:
+                raise FetchRefused("FETCH_FAILED", f"The body does not decode: {exc}") from None
+            size += len(chunk)
+            if size > cap:
+                if truncate:
+                    chunks.append(chunk[: len(chunk) - (size - cap)])
+                    break
+                raise FetchRefused("TOO_LARGE", f"The body is over {cap} bytes.")
             chunks.append(chunk)
         return b"".join(chunks)

@@ -14,7 +14,7 @@ from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tup
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session, aliased
 
-from cardvault.domain import search
+from cardvault.domain import processing, search
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import NotFound
 from cardvault.domain.models import Card, CardTag, FolderCard
@@ -50,6 +50,7 @@ class CardView(NamedTuple):
     thumbnail_overridden: bool
     metadata_title: str | None
     metadata_description: str | None
+    link_meta: dict[str, Any] | None
     ai_summary: str | None
     ai_transcript: str | None
     is_favorited: bool
@@ -99,15 +100,16 @@ def _loaded(value: Any) -> list[Any]:
 
 
 _FLAGS = (CardView._fields.index("is_favorited"), CardView._fields.index("thumbnail_overridden"))
-_PREVIEW = CardView._fields.index("file_preview")
+_DOCUMENTS = (CardView._fields.index("file_preview"), CardView._fields.index("link_meta"))
 
 
 def _view(row: Any) -> CardView:
     *columns, tag_list, folder_list = row
     for flag in _FLAGS:  # SQLite reads a boolean as 0 or 1
         columns[flag] = bool(columns[flag])
-    if isinstance(columns[_PREVIEW], str):  # JSON: parsed by psycopg, text from SQLite
-        columns[_PREVIEW] = orjson.loads(columns[_PREVIEW])
+    for document in _DOCUMENTS:  # JSON: parsed by psycopg, text from SQLite
+        if isinstance(columns[document], str):
+            columns[document] = orjson.loads(columns[document])
     tags = sorted(_loaded(tag_list))
     folders = sorted(_loaded(folder_list))
     return CardView._make(
@@ -178,6 +180,7 @@ class CardFilter:
     archived: str = "exclude"  # exclude | include | only
     folder: str | None = None
     in_trash: bool = False
+    processing_state: str | None = None  # the pipeline's state (cardvault.domain.processing)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,6 +214,7 @@ class _Shape(NamedTuple):
     created_before: bool
     words: int
     after: bool
+    processing_state: str | None = None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -260,6 +264,8 @@ def _statement(shape: _Shape) -> Select[Any]:
         query = query.where(created < bindparam("created_before"))
     if shape.words:
         query = query.where(search.matches(shape.dialect, shape.words))
+    if shape.processing_state is not None:
+        query = query.where(processing.in_state(shape.processing_state))
     if not shape.view:
         query = query.add_columns(*position)
     moment, pk = position
@@ -305,6 +311,7 @@ def _listing(
         created_before=filters.created_before is not None,
         words=len(words),
         after=after is not None,
+        processing_state=filters.processing_state,
     )
     values: dict[str, Any] = {
         "account_id": account_id,

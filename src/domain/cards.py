@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import filetypes, search, tag_counts, uploads
+from cardvault.domain import filetypes, links, processing, search, tag_counts, uploads
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -189,6 +189,31 @@ def update_card(
     url: str | None = None,
 ) -> Card:
     """Set the given fields; updatedAt moves only when a value changes."""
+    return edit_card(
+        session, account_id=account_id, card_id=card_id, content=content, notes=notes, tags=tags, url=url
+    ).card
+
+
+@dataclasses.dataclass(frozen=True)
+class Edited:
+    """An edited card, and the processing stages the edit queued (to send after the commit)."""
+
+    card: Card
+    stages: tuple[str, ...] = ()
+
+
+def edit_card(
+    session: Session,
+    *,
+    account_id: str,
+    card_id: str,
+    content: str | None = None,
+    notes: str | object | None = _UNSET,
+    tags: Sequence[str] | None = None,
+    url: str | None = None,
+) -> Edited:
+    """Set the given fields; updatedAt moves only when a value changes. A link's new URL drops
+    what its old page said and queues its link stages again (a replaced image stays)."""
     if content is not None:
         check_content_size(content)
     clean = clean_tags(tags) if tags is not None else None
@@ -205,14 +230,40 @@ def update_card(
         card.url = url
     if clean is not None:
         _set_tags(card, "user", clean)
+    stages: tuple[str, ...] = ()
     if (card.content, card.notes, card.url, card.tags) != before:
+        card.updated_at = max(now_ms(), card.updated_at)
+        if card.url != before[2] and card.type == "link":
+            if not card.thumbnail_overridden:  # the old page's image (the database dooms it)
+                card.thumbnail_object = card.compact_object = card.placeholder_object = None
+            links.forget_page(session, card)
+            stages = processing.queue(session, card)
+        session.flush()
+        search.index_card(session, card)
+        tag_counts.apply(
+            session, account_id=account_id, before=tags_before, after=tag_counts.card_tally(card)
+        )
+    return Edited(card, stages)
+
+
+def refresh(session: Session, *, account_id: str, card_id: str) -> Edited:
+    """Clear the card's AI summary, AI tags and transcript and queue its whole pipeline again
+    (a replaced link image stays; a link's page is read again, its old fields kept until
+    then)."""
+    lock_tags(session, account_id=account_id)  # before the card: its AI tags go
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    ensure_not_in_trash(card)
+    tags_before = tag_counts.card_tally(card)
+    if card.ai_summary is not None or card.ai_transcript is not None or card.ai_tags:
+        card.ai_summary = card.ai_transcript = None
+        _set_tags(card, "ai", [])
         card.updated_at = max(now_ms(), card.updated_at)
         session.flush()
         search.index_card(session, card)
         tag_counts.apply(
             session, account_id=account_id, before=tags_before, after=tag_counts.card_tally(card)
         )
-    return card
+    return Edited(card, processing.queue(session, card))
 
 
 def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequence[str]) -> Card:

@@ -103,6 +103,8 @@ class Card(Base):
     thumbnail_overridden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     metadata_title: Mapped[str | None] = mapped_column(Text)
     metadata_description: Mapped[str | None] = mapped_column(Text)
+    # What a link's page says (cardvault.domain.link_pages.Page.stored()): read with the card only.
+    link_meta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     ai_summary: Mapped[str | None] = mapped_column(Text)
     ai_transcript: Mapped[str | None] = mapped_column(Text)
     is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -301,6 +303,7 @@ class CardStage(Base):
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    lease: Mapped[str | None] = mapped_column(String(32))  # the running attempt's; its result needs it
 
 
 class DoomedObject(Base):

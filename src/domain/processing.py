@@ -1,44 +1,112 @@
 """The processing pipeline's bookkeeping: which stages a card runs, and each stage's state, kept
 in ``card_stages``. The row is the truth: a worker starts a stage only from ``pending`` (or a
-``running`` one whose worker went quiet, re-sent by the sweeper), so a lost or repeated message
-changes nothing. A stage that keeps failing for a passing reason gives up after MAX_ATTEMPTS.
+``running`` one whose worker went quiet, re-sent by the sweeper) and takes a lease; only the
+holder of the current lease records a result, so a lost, repeated or outrun message (the card
+was refreshed meanwhile) changes nothing.
 
-Stages by card type (the pipeline issues add more): an image card makes its ``renditions``."""
+A stage fails for good (``failed``, with a stable error code) when no retry can help: the page
+is gone, the address refused, the image broken. It fails for a passing reason (a timeout, a
+server error) up to MAX_ATTEMPTS times, waiting longer each time, and then fails for good with
+the last reason. A stage can also be ``skipped``: nothing to do for this card (a link page with
+no image), with the reason as its error code.
+
+Stages by card type, in the order they run (a stage named in AFTER waits for that one):
+- ``link``: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image);
+- ``image`` with a file: ``renditions``."""
 
 from __future__ import annotations
 
+import dataclasses
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, exists, literal_column, select, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, CardStage
 
 MAX_ATTEMPTS = 5
-STAGES = {"image": ("renditions",)}
+STAGES = {"image": ("renditions",), "link": ("linkMetadata", "linkPreview")}
+AFTER = {"linkPreview": "linkMetadata"}  # a stage, and the stage it waits for
+SKIPPED_AFTER_FAILURE = {"linkPreview": "NO_PAGE"}  # its code when the stage it waits for did not complete
 ORDER = ("linkMetadata", "linkPreview", "renditions", "media", "transcript", "summary", "tags")
+STATES = ("pending", "running", "completed", "failed", "skipped")
+
+
+class StageFailed(Exception):
+    """A stage's attempt failed: ``code`` says why; ``transient`` when a later attempt may
+    succeed (a timeout, a server error), else it is failed for good."""
+
+    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.transient = transient
+
+
+class StageSkipped(Exception):
+    """The stage has nothing to do for this card; ``code`` says why (such as ``NO_IMAGE``)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclasses.dataclass(frozen=True)
+class Settled:
+    """``start`` settled the stage without running it (its attempts ran out, or the stage it
+    waits for did not complete): the stages that wait for it are to be sent."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Taken:
+    """A started attempt: the card as it was, and the lease its result must show."""
+
+    card: Card
+    lease: str
+    attempts: int
 
 
 def stages_for(card: Card) -> tuple[str, ...]:
-    """The stages a card runs (none for a card without a file of a kind that has them)."""
+    """The stages a card runs: a link card with a URL its link stages, a card with a file its
+    file's (none for a card without either)."""
+    if card.type == "link":
+        return STAGES["link"] if card.url else ()
     return STAGES.get(card.type, ()) if card.file_object is not None else ()
 
 
-def queue(session: Session, card: Card) -> tuple[str, ...]:
-    """Make the card's stages pending; return their names (to send after the commit)."""
-    names = stages_for(card)
+def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Make these stages of the card (default: all its stages) pending from the start, as if
+    they never ran; return the names to send after the commit (a stage that waits for another
+    is sent by that one)."""
+    names = stages_for(card) if names is None else tuple(names)
+    if not names:
+        return ()
     now = now_ms()
+    session.flush()  # the card's pk, when it is new
+    rows = {
+        row.stage: row
+        for row in session.scalars(
+            select(CardStage)
+            .where(CardStage.card_pk == card.pk, CardStage.stage.in_(names))
+            .with_for_update()
+        )
+    }
     for name in names:
-        session.add(CardStage(card_pk=card.pk, stage=name, state="pending", attempts=0, updated_at=now))
-    return names
+        row = rows.get(name) or CardStage(card_pk=card.pk, stage=name)
+        row.state, row.attempts, row.updated_at, row.lease = "pending", 0, now, None
+        row.error_code = row.started_at = row.completed_at = None
+        session.add(row)
+    return tuple(name for name in names if AFTER.get(name) not in names)
 
 
-def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> Card | None:
+def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> Taken | Settled | None:
     """Take the stage for this worker: from pending, or from running when its last sign of life
-    is older than ``stale_before`` (its worker died). Return the card, or None when there is
-    nothing to do (done, failed, taken by a live worker, or the card is gone)."""
+    is older than ``stale_before`` (its worker died). None when there is nothing to do (done,
+    failed, taken by a live worker, waiting for the stage it follows, or the card is gone).
+    A stage whose attempts ran out fails with the last reason, and one that follows a stage
+    that failed or was skipped is skipped: both answer Settled."""
     row = session.scalars(
         select(CardStage).where(CardStage.card_pk == card_pk, CardStage.stage == stage).with_for_update()
     ).one_or_none()
@@ -47,38 +115,63 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> C
     if row.state == "running" and row.updated_at >= stale_before:
         return None
     now = now_ms()
+    before = AFTER.get(stage)
+    if before is not None:
+        first = session.get(CardStage, (card_pk, before))
+        if first is not None and first.state in ("pending", "running"):
+            return None  # the stage it follows sends it when it is done
+        if first is not None and first.state in ("failed", "skipped"):
+            _settle(row, "skipped", SKIPPED_AFTER_FAILURE.get(stage), now)
+            return Settled()
     if row.attempts >= MAX_ATTEMPTS:
-        row.state, row.error_code, row.completed_at, row.updated_at = "failed", "TOO_MANY_ATTEMPTS", now, now
+        _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
+        return Settled()
+    card = session.get(Card, card_pk)
+    if card is None:
         return None
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
-    return session.get(Card, card_pk)
+    row.lease = secrets.token_hex(16)
+    return Taken(card=card, lease=row.lease, attempts=row.attempts)
 
 
-def finish(session: Session, *, card_pk: int, stage: str, error_code: str | None = None) -> bool:
-    """Mark the stage completed (or failed with ``error_code``); False when it is no longer
-    running (the card is gone, or was refreshed meanwhile)."""
+def _settle(row: CardStage, state: str, error_code: str | None, now: int) -> None:
+    row.state, row.error_code, row.completed_at, row.updated_at, row.lease = state, error_code, now, now, None
+
+
+def finish(
+    session: Session,
+    *,
+    card_pk: int,
+    stage: str,
+    lease: str,
+    state: str = "completed",
+    error_code: str | None = None,
+) -> bool:
+    """Settle the attempt holding ``lease``: completed, failed or skipped (with ``error_code``).
+    False when the lease is no longer current (the card is gone, or was refreshed, or another
+    worker took the stage over): the attempt's result must then be dropped."""
     now = now_ms()
     done = session.execute(
         update(CardStage)
-        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.state == "running")
-        .values(
-            state="failed" if error_code else "completed",
-            error_code=error_code,
-            completed_at=now,
-            updated_at=now,
-        )
+        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
+        .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None)
     )
     return bool(done.rowcount)
 
 
-def release(session: Session, *, card_pk: int, stage: str) -> None:
-    """Put a running stage back to pending (it failed for a reason that may pass: the retry
-    that follows takes it again)."""
+def release(session: Session, *, card_pk: int, stage: str, lease: str, error_code: str | None) -> None:
+    """Put the attempt's stage back to pending (it failed for a reason that may pass; the retry
+    that follows takes it again), keeping the reason."""
     session.execute(
         update(CardStage)
-        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.state == "running")
-        .values(state="pending", updated_at=now_ms())
+        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
+        .values(state="pending", error_code=error_code, updated_at=now_ms(), lease=None)
     )
+
+
+def followers(stage: str) -> tuple[str, ...]:
+    """The stages that wait for this one (sent when it settles)."""
+    return tuple(name for name, before in AFTER.items() if before == stage)
 
 
 def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:
@@ -92,19 +185,44 @@ def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tu
     return [(pk, stage) for pk, stage in rows]
 
 
-def status_json(rows: Sequence[CardStage] | Sequence[Any]) -> dict[str, Any] | None:
-    """``processingStatus``: the stages in the order they run, and their sum (failed if any
-    failed, else running, pending, all skipped, or completed). None when the card has none."""
-    if not rows:
-        return None
-    stages = sorted(rows, key=lambda r: ORDER.index(r.stage) if r.stage in ORDER else len(ORDER))
-    states = {r.state for r in stages}
-    state = next(
+def in_state(state: str) -> ColumnElement[bool]:
+    """A condition on a card: its pipeline's state (as ``summary_state`` sums it) is ``state``."""
+
+    def having(*states: str) -> ColumnElement[bool]:
+        # The states are written into the SQL (card listings compile it once, with no
+        # expanding parameters): they are our own constants.
+        assert set(states) <= set(STATES)
+        rows = select(CardStage.card_pk).where(CardStage.card_pk == Card.pk)
+        return exists(rows.where(CardStage.state.in_([literal_column(f"'{s}'") for s in states])))
+
+    settled_only = ~having("failed", "running", "pending")
+    conditions = {
+        "failed": having("failed"),
+        "running": ~having("failed") & having("running"),
+        "pending": ~having("failed", "running") & having("pending"),
+        "completed": settled_only & having("completed"),
+        "skipped": having("skipped") & ~having("failed", "running", "pending", "completed"),
+    }
+    return conditions[state]
+
+
+def summary_state(states: set[str]) -> str:
+    """The pipeline's state from its stages': failed if any failed, else running, else
+    pending, else skipped if all were, else completed."""
+    return next(
         (s for s in ("failed", "running", "pending") if s in states),
         "skipped" if states == {"skipped"} else "completed",
     )
+
+
+def status_json(rows: Sequence[CardStage] | Sequence[Any]) -> dict[str, Any] | None:
+    """``processingStatus``: the stages in the order they run, and their sum. None when the
+    card has none."""
+    if not rows:
+        return None
+    stages = sorted(rows, key=lambda r: ORDER.index(r.stage) if r.stage in ORDER else len(ORDER))
     return {
-        "state": state,
+        "state": summary_state({r.state for r in stages}),
         "stages": [
             {
                 "name": r.stage,
@@ -118,6 +236,15 @@ def status_json(rows: Sequence[CardStage] | Sequence[Any]) -> dict[str, Any] | N
         ],
         "updatedAt": max(r.updated_at for r in stages),
     }
+
+
+def metadata_status(rows: Sequence[CardStage] | Sequence[Any]) -> str | None:
+    """``metadataStatus`` of a link: its ``linkMetadata`` stage's state, as ``pending`` (also
+    while it runs), ``completed`` or ``failed``; None for a card without the stage."""
+    row = next((r for r in rows if r.stage == "linkMetadata"), None)
+    if row is None:
+        return None
+    return {"completed": "completed", "failed": "failed", "skipped": "failed"}.get(row.state, "pending")
 
 
 def stages_of(session: Session, card_pks: Sequence[int]) -> dict[int, list[CardStage]]:

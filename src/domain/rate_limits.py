@@ -22,3 +22,16 @@ def spend(limiter: Limiter, policy: Policy, *, account_id: str) -> Allowance | N
             retry_at=math.ceil(allowance.reset_at * 1000),
         )
     return allowance
+
+
+def ensure_room(limiter: Limiter, policy: Policy, *, account_id: str) -> None:
+    """Raise RateLimited when the policy's window is full for this key, counting nothing (a
+    request held to two policies looks at the second before the first counts it)."""
+    allowance = limiter.peek(policy, account_id)
+    if allowance is not None and allowance.remaining <= 0:
+        raise RateLimited(
+            policy.name,
+            limit=policy.limit,
+            window_seconds=policy.window_seconds,
+            retry_at=math.ceil(allowance.reset_at * 1000),
+        )

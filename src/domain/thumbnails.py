@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder, ImageRefused
-from cardvault.domain import filetypes, uploads
-from cardvault.domain.cards import get_card
+from cardvault.domain import filetypes, processing, uploads
+from cardvault.domain.cards import Edited, get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardInTrash, InvalidInput, ServiceBusy, TypeMismatch, UnsupportedType
 from cardvault.domain.models import Card
@@ -144,12 +144,14 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     return card
 
 
-def reset(session: Session, *, account_id: str, card_id: str) -> Card:
-    """Drop a replaced image: the card shows its link preview again (none until the pipeline
-    makes one). Resetting a card whose image was not replaced changes nothing."""
+def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
+    """Drop a replaced image: the card shows its page's image again, once its ``linkPreview``
+    stage (queued here) made it. Resetting a card whose image was not replaced changes
+    nothing."""
     card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
-    if card.thumbnail_overridden:
-        card.thumbnail_object = card.compact_object = card.placeholder_object = None
-        card.thumbnail_overridden = False
-        card.updated_at = now_ms()
-    return card
+    if not card.thumbnail_overridden:
+        return Edited(card)
+    card.thumbnail_object = card.compact_object = card.placeholder_object = None
+    card.thumbnail_overridden = False
+    card.updated_at = now_ms()
+    return Edited(card, processing.queue(session, card, ["linkPreview"]) if card.url else ())

@@ -8,8 +8,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import card_views, cards, filetypes, processing, thumbnails, trash, uploads
+from cardvault.domain import card_views, cards, filetypes, links, processing, thumbnails, trash, uploads
 from cardvault.domain.card_views import CardView
+from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.models import Card, CardStage
 from cardvault.handlers import runtime
@@ -131,18 +132,9 @@ def _extended_card_json(card: Card | CardView, stages: Sequence[CardStage]) -> d
         "isDeleted": card.deleted_at is not None,
         "isArchived": card.archived_at is not None,
         "archivedAt": card.archived_at,
-        "metadataStatus": None,
+        "metadataStatus": processing.metadata_status(stages),
         "processingStatus": processing.status_json(stages),
-        "linkPreviewTitle": None,
-        "linkPreviewDescription": None,
-        "linkFacts": [],
-        "linkPrice": None,
-        "linkFaviconUrl": None,
-        "linkSiteName": None,
-        "linkAuthor": None,
-        "linkPublisher": None,
-        "linkPublishedAt": None,
-        "linkPreviewMedia": [],
+        **links.link_json(card.link_meta),
         "fileWidth": card.file_width,
         "fileHeight": card.file_height,
         "audioWaveform": None,
@@ -158,9 +150,7 @@ def _done_card_json(session: Session, card: Card) -> dict[str, Any]:
         **_extended(session, card),
         "completedAt": card.completed_at,
         "isHidden": False,
-        "linkCategory": None,
-        "sourceTitle": None,
-        "sourceUrl": None,
+        **links.done_json(card.type, card.link_meta, card.metadata_title),
     }
 
 
@@ -197,12 +187,17 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
             file_size=body.get("fileSize"),
             mime_type=body.get("mimeType"),
         )
-        for stage in processing.queue(session, card):
-            after_commit(session, functools.partial(run_stage.send, card.pk, stage))
+        _send_stages(session, card.pk, processing.queue(session, card))
         if file is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         card_json = _card_json(card)
     return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
+
+
+def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
+    """Send the queued stages to the workers once the transaction commits."""
+    for stage in stages:
+        after_commit(session, functools.partial(run_stage.send, card_pk, stage))
 
 
 def list_cards(
@@ -219,6 +214,7 @@ def list_cards(
     include: list[str] | None = None,
     archived: str = "exclude",
     folder: str | None = None,
+    processing_state: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
     filters = card_views.CardFilter(
@@ -231,6 +227,7 @@ def list_cards(
         q=q,
         archived=archived,
         folder=folder,
+        processing_state=processing_state,
     )
     groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
@@ -267,7 +264,7 @@ def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
     notes = {"notes": body["notes"]} if "notes" in body else {}
     with runtime.current().db.transaction() as session:
-        card = cards.update_card(
+        edited = cards.edit_card(
             session,
             account_id=user,
             card_id=card_id,
@@ -276,7 +273,10 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
             url=body.get("url"),
             **notes,
         )
-        return _card_json(card)
+        _send_stages(session, edited.card.pk, edited.stages)
+        if edited.stages:
+            after_commit(session, delete_doomed_objects.send)  # the old page's image
+        return _card_json(edited.card)
 
 
 def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -288,6 +288,13 @@ def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         return _done_card_json(session, cards.mark_done(session, account_id=user, card_id=card_id))
+
+
+def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
+    with runtime.current().db.transaction() as session:
+        edited = cards.refresh(session, account_id=user, card_id=card_id)
+        _send_stages(session, edited.card.pk, edited.stages)
+    return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
 
 
 def trash_card(card_id: str, user: str) -> dict[str, Any]:
@@ -356,6 +363,7 @@ def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dic
 
 def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        card = thumbnails.reset(session, account_id=user, card_id=card_id)
+        edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
-        return _extended(session, card)
+        _send_stages(session, edited.card.pk, edited.stages)  # the page's image again
+        return _extended(session, edited.card)

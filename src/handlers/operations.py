@@ -33,6 +33,7 @@ class Rules:
 
     operation_id: str
     policy: Policy | None = None
+    card_policy: Policy | None = None  # counted per card (the path's cardId), after ``policy``
     idempotent: bool = False
 
 
@@ -47,9 +48,12 @@ def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Ru
                 continue
             name = operation.get("x-cardvault-rate-limit")
             limit = settings.rate_limits[name] if name else None
+            per_card = operation.get("x-cardvault-rate-limit-per-card")
+            card_limit = settings.rate_limits[per_card] if per_card else None
             table[operation["operationId"]] = Rules(
                 operation_id=operation["operationId"],
                 policy=Policy.parse(name, limit) if name and limit else None,
+                card_policy=Policy.parse(per_card, card_limit) if per_card and card_limit else None,
                 idempotent=any(
                     p.get("$ref") == "#/components/parameters/IdempotencyKey"
                     for p in operation.get("parameters", [])
@@ -66,8 +70,9 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
         rt = runtime.current()
         account_id = kwargs.get("user")
         key = _header(b"idempotency-key") if rules.idempotent else None
+        card_id = kwargs.get("card_id")
         if account_id is None or key is None:
-            rate_headers = _spend(rt, rules, account_id)
+            rate_headers = _spend(rt, rules, account_id, card_id)
             return rt.db.run(lambda: _response(handler(*args, **kwargs), rate_headers))
         arguments = {name: value for name, value in kwargs.items() if name != "user"}
         fingerprint = idempotency.fingerprint(rules.operation_id, arguments)
@@ -79,7 +84,7 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
                 if stored is not None:  # a replay does no work and counts against no limit
                     return _replay(stored, _peek(rt, rules, account_id))
                 if not spent:
-                    spent.append(_spend(rt, rules, account_id))
+                    spent.append(_spend(rt, rules, account_id, card_id))
                 response = _response(handler(*args, **kwargs), spent[0])
                 if isinstance(response, ConnexionResponse) and 200 <= response.status_code < 300:
                     kept = {n: response.headers[n] for n in _KEPT_HEADERS if n in response.headers}
@@ -107,20 +112,29 @@ def _header(name: bytes) -> str | None:
     return None
 
 
-def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None) -> dict[str, str]:
-    """Count the request against its operation's policy; return the RateLimit headers, which
-    every response to it carries (the error renderer adds them to errors)."""
-    if rules.policy is None or account_id is None:
+def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: str | None) -> dict[str, str]:
+    """Count the request against its operation's policy, then its per-card policy; return the
+    RateLimit headers, which every response to it carries (the error renderer adds them to
+    errors). A card over its own limit is refused before the account's policy counts it."""
+    if account_id is None:
         return {}
+    counted = [(rules.policy, account_id)] if rules.policy is not None else []
+    if rules.card_policy is not None and card_id is not None:
+        counted.append((rules.card_policy, f"{account_id}:{card_id}"))
+    allowances: list[Allowance | None] = []
+    policy = counted[-1][0] if counted else None
     try:
-        allowance = rate_limits.spend(rt.limiter, rules.policy, account_id=account_id)
+        if len(counted) == 2:
+            rate_limits.ensure_room(rt.limiter, counted[1][0], account_id=counted[1][1])
+        for policy, key in counted:
+            allowances.append(rate_limits.spend(rt.limiter, policy, account_id=key))
     except RateLimited as refused:
         # The window is full until retry_at: nothing remains till then (no second round trip).
-        assert refused.retry_at is not None
-        left = Allowance(rules.policy, allowed=False, remaining=0, reset_at=refused.retry_at / 1000)
-        _remember_headers(_rate_headers(left))
+        assert refused.retry_at is not None and policy is not None
+        left = Allowance(policy, allowed=False, remaining=0, reset_at=refused.retry_at / 1000)
+        _remember_headers(_rate_headers(*allowances, left))
         raise
-    headers = _rate_headers(allowance)
+    headers = _rate_headers(*allowances)
     _remember_headers(headers)
     return headers
 
@@ -133,14 +147,20 @@ def _remember_headers(headers: dict[str, str]) -> None:
     scope.setdefault("state", {})["response_headers"] = headers
 
 
-def _rate_headers(allowance: Allowance | None) -> dict[str, str]:
-    """The IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers)."""
-    if allowance is None:
-        return {}  # the limiter could not be reached: nothing was counted
-    policy, reset = allowance.policy, max(0, math.ceil(allowance.reset_at - time.time()))
+def _rate_headers(*allowances: Allowance | None) -> dict[str, str]:
+    """The IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers),
+    one item per policy counted."""
+    counted = [a for a in allowances if a is not None]  # None: the limiter could not be reached
+    if not counted:
+        return {}
+    now = time.time()
     return {
-        "RateLimit-Policy": f'"{policy.name}";q={policy.limit};w={policy.window_seconds}',
-        "RateLimit": f'"{policy.name}";r={allowance.remaining};t={reset}',
+        "RateLimit-Policy": ", ".join(
+            f'"{a.policy.name}";q={a.policy.limit};w={a.policy.window_seconds}' for a in counted
+        ),
+        "RateLimit": ", ".join(
+            f'"{a.policy.name}";r={a.remaining};t={max(0, math.ceil(a.reset_at - now))}' for a in counted
+        ),
     }
 
 

@@ -1,104 +1,226 @@
 """The processing pipeline's actor: one message runs one stage of one card. The stage's row is
 the truth (cardvault.domain.processing): a message for a stage that is done, failed, or taken by
-a live worker does nothing, and the sweeper re-sends stages whose worker went quiet.
+a live worker does nothing, only the attempt holding the stage's lease records a result, and the
+sweeper re-sends stages whose worker went quiet.
 
-A stage that fails for a reason that may pass (the blob store out of reach) raises, and Dramatiq
-retries it with backoff; one that fails because of the file (a broken or hostile image) is marked
-failed with a stable error code and not retried."""
+Each stage is a row of STAGES: ``run`` does the slow part outside any transaction (fetching,
+decoding) and returns the card fields it made; ``basis`` names the card field those fields
+derive from (the file, the URL): a result made from an old value is dropped. A stage that fails
+for a passing reason is put back to pending and retried by Dramatiq with backoff; one that
+fails for good is marked failed with a stable error code."""
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import functools
 import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import dramatiq
+from sqlalchemy.orm import Session
 
-from cardvault.adapters.images import Decoder, ImageRefused
-from cardvault.domain import processing, uploads
+from cardvault.adapters.fetcher import Fetcher
+from cardvault.adapters.images import Decoder, ImageRefused, Renditions
+from cardvault.domain import links, processing, uploads
 from cardvault.domain.clock import now_ms
+from cardvault.domain.db import after_commit
+from cardvault.domain.link_pages import Page
 from cardvault.domain.models import Card
+from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import blob_store, database, settings
 
 log = logging.getLogger("cardvault.processing")
 _decoder = Decoder()
 
 
-def _renditions(card: Card, original: Path) -> dict[str, object]:
-    """The renditions stage: a 256 px and a 48 px WebP of an image card, and its size."""
-    made = _decoder.renditions(original)
+class TryAgain(Exception):
+    """A stage's attempt failed for a reason that may pass: Dramatiq retries it with backoff."""
+
+
+def _fetcher() -> Fetcher:
+    return _fetcher_for(settings().fetch_ports, settings().fetch_allow_loopback)
+
+
+@functools.cache
+def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool) -> Fetcher:
+    return Fetcher(ports=ports, allow_loopback=allow_loopback)
+
+
+def _decode(path: Path, *, large: bool) -> Renditions:
+    """Renditions of the image at ``path``, made in the decoder's child process."""
+    try:
+        return _decoder.renditions(path, large=large)
+    except ImageRefused as refused:
+        raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None
+
+
+def _store_renditions(card: Card, made: Renditions, lease: str, *, large: bool) -> dict[str, object]:
+    """Store the renditions under names of this attempt's own (its lease): a new image never
+    meets an old rendition's cache, and what an outrun attempt stored (and dooms) is never what
+    a later one recorded. A 256 px and a 48 px WebP, and with ``large`` the 1200 px one."""
     store = blob_store()
-    # Named by the file they come from, so a new file never meets an old rendition's cache.
-    tag = hashlib.sha256((card.file_etag or card.file_object or "").encode()).hexdigest()[:16]
-    base = f"accounts/{card.account_id}/renditions/{card.id}/{tag}"
-    store.put(f"{base}-256.webp", made.compact, content_type="image/webp")
-    store.put(f"{base}-48.webp", made.placeholder, content_type="image/webp")
-    return {
+    base = f"accounts/{card.account_id}/renditions/{card.id}/{lease}"
+    fields: dict[str, object] = {
         "compact_object": f"{base}-256.webp",
         "placeholder_object": f"{base}-48.webp",
+    }
+    store.put(f"{base}-256.webp", made.compact, content_type="image/webp")
+    store.put(f"{base}-48.webp", made.placeholder, content_type="image/webp")
+    if large:
+        assert made.large is not None
+        store.put(f"{base}-1200.webp", made.large, content_type="image/webp")
+        fields["thumbnail_object"] = f"{base}-1200.webp"
+    return fields
+
+
+def _renditions(card: Card, lease: str) -> dict[str, object]:
+    """An image card's 256 px and 48 px WebP, its size and its preview."""
+    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+        original = Path(workdir) / "original"
+        assert card.file_object is not None
+        blob_store().download(card.file_object, original)
+        made = _decode(original, large=False)
+    return {
+        **_store_renditions(card, made, lease, large=False),
         "file_width": made.width,
         "file_height": made.height,
         "file_preview": {"kind": "image", "excerpt": None, "pageCount": None, "animated": made.animated},
     }
 
 
-STAGES: dict[str, Callable[[Card, Path], dict[str, object]]] = {"renditions": _renditions}
+def _link_metadata(card: Card, _lease: str) -> dict[str, object]:
+    """What the link's page says."""
+    assert card.url is not None
+    if not settings().fetch_links:
+        raise StageSkipped("FETCHING_OFF")
+    return {"page": links.fetch_page(_fetcher(), card.url)}
+
+
+def _link_preview(card: Card, lease: str) -> dict[str, object]:
+    """The page's image as the card's image (1200, 256 and 48 px), unless it was replaced."""
+    image_url = (card.link_meta or {}).get("imageUrl")
+    if not settings().fetch_links:
+        raise StageSkipped("FETCHING_OFF")
+    if card.thumbnail_overridden:
+        raise StageSkipped("IMAGE_REPLACED")
+    if not image_url:
+        raise StageSkipped("NO_IMAGE")
+    body = links.fetch_image(_fetcher(), image_url)
+    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+        original = Path(workdir) / "image"
+        original.write_bytes(body)
+        made = _decode(original, large=True)
+    return _store_renditions(card, made, lease, large=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    run: Callable[[Card, str], dict[str, object]]  # the card and the attempt's lease
+    basis: str  # the card field the result derives from
+
+
+STAGES = {
+    "renditions": Stage(_renditions, "file_object"),
+    "linkMetadata": Stage(_link_metadata, "url"),
+    "linkPreview": Stage(_link_preview, "url"),
+}
+
+
+# A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a decode 30 s);
+# Dramatiq stops one that runs longer, and another worker takes over a running stage only
+# when it has run longer than that (its worker died).
+STAGE_SECONDS = 120
+TAKE_OVER_SECONDS = STAGE_SECONDS + 30
 
 
 @dramatiq.actor(
-    actor_name="run_stage", queue_name="files", max_retries=5, min_backoff=2_000, time_limit=600_000
+    actor_name="run_stage",
+    queue_name="files",
+    max_retries=5,
+    min_backoff=2_000,
+    time_limit=STAGE_SECONDS * 1000,
 )
 def run_stage(card_pk: int, stage: str) -> None:
     """Run one stage of one card, if it is still to be run."""
-    stale_before = now_ms() - int(settings().stale_seconds * 1000)
+    step = STAGES.get(stage)
+    if step is None:
+        return
+    stale_before = now_ms() - int(max(settings().stale_seconds, TAKE_OVER_SECONDS) * 1000)
     with database().transaction() as session:
-        card = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
-        if card is None:
+        taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
+        if isinstance(taken, processing.Settled):
+            _send_followers(session, card_pk, stage)
+        if not isinstance(taken, processing.Taken):
             return
-        session.expunge(card)
+        session.expunge(taken.card)
+    card, lease = taken.card, taken.lease
     try:
-        with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
-            original = Path(workdir) / "original"
-            assert card.file_object is not None
-            blob_store().download(card.file_object, original)
-            fields = STAGES[stage](card, original)
-    except ImageRefused as refused:
-        if refused.code != "DECODE_BUSY":  # the file's fault: no retry helps
-            log.info("stage %s of card %s failed: %s", stage, card.id, refused)
+        fields = step.run(card, lease)
+    except StageSkipped as skipped:
+        _settle(card_pk, stage, lease, "skipped", skipped.code)
+        return
+    except StageFailed as failed:
+        if failed.transient and taken.attempts < processing.MAX_ATTEMPTS:
+            log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
             with database().transaction() as session:
-                processing.finish(session, card_pk=card_pk, stage=stage, error_code=refused.code)
-            return
-        _release(card_pk, stage)
-        raise
+                processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=failed.code)
+            raise TryAgain(failed.code) from None
+        log.info("stage %s of card %s failed: %s", stage, card.id, failed)
+        _settle(card_pk, stage, lease, "failed", failed.code)
+        return
     except Exception:  # the store out of reach, or the like: Dramatiq retries with backoff
-        _release(card_pk, stage)
+        with database().transaction() as session:
+            processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=None)
         raise
+    _record(card, stage, lease, step, fields)
+
+
+def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, object]) -> None:
+    """Keep the attempt's result, if its lease still holds and the card still is what it was
+    made from; else doom the objects it stored."""
     with database().transaction() as session:
-        kept = session.get(Card, card_pk, with_for_update=True)
-        if (
-            kept is not None
-            and kept.file_object == card.file_object
-            and processing.finish(session, card_pk=card_pk, stage=stage)
-        ):
-            for name, value in fields.items():
-                setattr(kept, name, value)
-            return
-        # The card is gone, holds another file now, or another run finished the stage: what this
-        # run made belongs to nobody (unless it is what the card holds: the same file's keys).
+        kept = session.get(Card, card.pk, with_for_update=True)
+        current = kept is not None and getattr(kept, step.basis) == getattr(card, step.basis)
+        replaced = kept is not None and stage == "linkPreview" and kept.thumbnail_overridden
+        current = current and processing.finish(
+            session,
+            card_pk=card.pk,
+            stage=stage,
+            lease=lease,
+            state="skipped" if replaced else "completed",
+            error_code="IMAGE_REPLACED" if replaced else None,
+        )
+        if current and kept is not None:
+            page = fields.pop("page", None)
+            if isinstance(page, Page):
+                links.apply_page(session, kept, page)
+            if not replaced:  # an image replaced meanwhile stays
+                for name, value in fields.items():
+                    setattr(kept, name, value)
+            _send_followers(session, card.pk, stage)
+        # What this attempt stored and the card does not hold belongs to nobody.
         made = [
-            value
+            str(value)
             for name, value in fields.items()
             if name.endswith("_object") and (kept is None or getattr(kept, name) != value)
         ]
         if made:
-            uploads.doom(session, [str(v) for v in made])
+            uploads.doom(session, made)
 
 
-def _release(card_pk: int, stage: str) -> None:
+def _settle(card_pk: int, stage: str, lease: str, state: str, error_code: str) -> None:
     with database().transaction() as session:
-        processing.release(session, card_pk=card_pk, stage=stage)
+        if processing.finish(
+            session, card_pk=card_pk, stage=stage, lease=lease, state=state, error_code=error_code
+        ):
+            _send_followers(session, card_pk, stage)
+
+
+def _send_followers(session: Session, card_pk: int, stage: str) -> None:
+    for follower in processing.followers(stage):
+        after_commit(session, functools.partial(run_stage.send, card_pk, follower))
 
 
 def resend_unsettled(older_than_ms: int) -> int:

@@ -1,16 +1,19 @@
-"""Start `cardvault serve` as a real process on a free loopback port, for the tests that need
-the HTTP server itself."""
+"""The servers the tests start themselves on free loopback ports: `cardvault serve` as a real
+process, SeaweedFS as the S3 server, and local web pages for the link pipeline."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -121,6 +124,7 @@ def server_env(tmp_path: Path, database_url: str = "") -> dict[str, str]:
         **os.environ,
         "CARDVAULT_DATA_DIR": str(tmp_path),
         "CARDVAULT_VALIDATE_RESPONSES": "true",
+        "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet
         "CARDVAULT_DATABASE_URL": database_url,
         # Room for the fuzzer's many tag operations; markCardDone keeps its default (60 a
         # minute), so stateful runs meet 429 too.
@@ -208,3 +212,63 @@ def serving(env: dict[str, str], log_path: Path, *, workers: int = 1, worker: bo
                 if started is not None:
                     started.terminate()
                     started.wait(timeout=30)
+
+
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
+
+
+class PageServer:
+    """Web pages on a loopback port: ``routes`` maps a path (its query aside) to its answer, to
+    a list of answers given in turn (the last one repeated), or to a function that makes the
+    answer as the request comes in; ``hits`` counts the requests
+    per path, and ``seen`` keeps each request's headers."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, Answer | list[Answer] | Callable[[], Answer]] = {}
+        self.hits: dict[str, int] = {}
+        self.seen: list[dict[str, str]] = []
+        self.port = 0
+        self._lock = threading.Lock()
+
+    def url(self, path: str) -> str:
+        return f"http://localhost:{self.port}{path}"
+
+    def answer(self, target: str, headers: dict[str, str]) -> Answer:
+        path = target.split("?", 1)[0]
+        with self._lock:
+            self.seen.append(headers)
+            count = self.hits[path] = self.hits.get(path, 0) + 1
+            route = self.routes.get(path, (404, {"Content-Type": "text/plain"}, b"missing"))
+        if isinstance(route, list):
+            return route[min(count, len(route)) - 1]
+        return route() if callable(route) else route
+
+
+@contextmanager
+def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
+    """Serve a PageServer on a free loopback port (behind TLS when given)."""
+    pages = PageServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, headers, body = pages.answer(self.path, dict(self.headers))
+            self.send_response(status)
+            for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    pages.port = int(httpd.server_address[1])
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield pages
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -25,6 +25,7 @@ from cardvault_client.api.cards import (
     get_extended_card,
     list_cards,
     mark_card_done,
+    refresh_card,
     replace_card_thumbnail,
     reset_card_thumbnail,
     restore_card,
@@ -58,6 +59,7 @@ from cardvault_client.models import (
     CardSort,
     CardType,
     CardUpdate,
+    DoneAs,
     DoneCard,
     EmptyTrashResult,
     ExtendedCard,
@@ -70,6 +72,9 @@ from cardvault_client.models import (
     FolderUpdate,
     Health,
     HealthStatus,
+    ProcessingState,
+    RefreshQueued,
+    RefreshQueuedStatus,
     TagDelete,
     TagMerge,
     TagOperation,
@@ -241,6 +246,12 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     assert extended.processing_status is None and extended.link_facts == []
     done = ok(mark_card_done.sync(made["link"].id, client=client))
     assert isinstance(done, DoneCard) and isinstance(done.completed_at, int) and done.is_hidden is False
+    assert done.done_as in DoneAs  # the tests' servers read no page: "done", with no category
+    queued = ok(refresh_card.sync(made["link"].id, client=client))
+    assert isinstance(queued, RefreshQueued) and queued.card_id == made["link"].id
+    assert queued.status == RefreshQueuedStatus.QUEUED and isinstance(queued.requested_at, int)
+    unsettled = list_cards.sync(client=client, processing_state=ProcessingState.FAILED)
+    assert isinstance(unsettled, CardPage) and made["link"].id not in [c.id for c in unsettled.items]
     made["text"] = card
     return made
 

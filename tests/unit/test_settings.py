@@ -73,6 +73,8 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "tag-operations": "30/minute",
         "uploads": "600/minute",
         "image-changes": "20/minute",
+        "refresh": "6/minute",
+        "refresh-card": "1/minute",
     }
     chosen = Settings.from_env(
         {
@@ -82,3 +84,19 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         }
     )
     assert chosen.rate_limits["cards"] is None and chosen.rate_limits["done"] == "5/30 seconds"
+
+
+def test_fetches_use_the_default_ports_and_never_loopback_unless_told(tmp_path: Path) -> None:
+    defaults = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert (defaults.fetch_ports, defaults.fetch_allow_loopback) == ((80, 443), False)
+    chosen = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_FETCH_PORTS": "443,8443",
+            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+        }
+    )
+    assert (chosen.fetch_ports, chosen.fetch_allow_loopback) == ((443, 8443), True)
+    for bad in ("80,http", "0", "70000", "80,,443"):
+        with pytest.raises(SettingsError, match="CARDVAULT_FETCH_PORTS"):
+            Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_FETCH_PORTS": bad})

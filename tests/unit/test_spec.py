@@ -162,7 +162,13 @@ def test_every_rate_limited_operation_names_a_configured_policy_and_declares_its
         policy = operation.get("x-cardvault-rate-limit")
         if policy is None:
             assert "429" not in operation["responses"], operation["operationId"]
+            assert "x-cardvault-rate-limit-per-card" not in operation, operation["operationId"]
             continue
+        per_card = operation.get("x-cardvault-rate-limit-per-card")
+        if per_card is not None:
+            assert per_card in RATE_LIMITS, operation["operationId"]
+            assert f"`{per_card}`" in _SPEC["info"]["description"]
+            used.add(per_card)
         used.add(policy)
         assert policy in RATE_LIMITS, operation["operationId"]
         assert operation["responses"]["429"] == {"$ref": "#/components/responses/RateLimited"}

@@ -4,58 +4,25 @@ test-only loopback mode)."""
 
 from __future__ import annotations
 
+import gzip
 import socket
 import ssl
-import threading
+import tracemalloc
+import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 import trustme
 
 from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused
-
-
-class _Handler(BaseHTTPRequestHandler):
-    routes: ClassVar[dict[str, tuple[int, dict[str, str], bytes]]] = {}
-    seen: ClassVar[list[dict[str, str]]] = []
-
-    def do_GET(self) -> None:
-        self.seen.append(dict(self.headers))
-        status, headers, body = self.routes.get(self.path, (404, {}, b"missing"))
-        self.send_response(status)
-        for name, value in {**headers, "Content-Length": str(len(body))}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: object) -> None:
-        pass
-
-
-@contextmanager
-def _serving(handler: type[_Handler], tls: ssl.SSLContext | None = None) -> Iterator[int]:
-    """Serve the handler on a free loopback port (behind TLS when given); yield the port."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    if tls is not None:
-        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+from tests.contract.servers import PageServer, page_server
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[int, type[_Handler]]]:
+def server() -> Iterator[PageServer]:
     """A local HTTP server that records every request it gets."""
-    handler = type("Handler", (_Handler,), {"routes": {}, "seen": []})
-    with _serving(handler) as port:
-        yield port, handler
+    with page_server() as pages:
+        yield pages
 
 
 @pytest.fixture
@@ -136,9 +103,9 @@ def test_a_name_with_any_private_answer_is_refused() -> None:
     assert refused.value.code == "BLOCKED_ADDRESS"
 
 
-def test_it_connects_to_the_vetted_address_with_the_name_in_host(server: tuple[int, type[_Handler]]) -> None:
-    port, handler = server
-    handler.routes["/page"] = (200, {"Content-Type": "text/html"}, b"<title>hi</title>")
+def test_it_connects_to_the_vetted_address_with_the_name_in_host(server: PageServer) -> None:
+    port = server.port
+    server.routes["/page"] = (200, {"Content-Type": "text/html"}, b"<title>hi</title>")
     answers: list[str] = []
 
     def rebinding(host: str, _port: int) -> list[str]:  # a second lookup would say otherwise
@@ -149,17 +116,17 @@ def test_it_connects_to_the_vetted_address_with_the_name_in_host(server: tuple[i
         f"http://card.test:{port}/page"
     )
     assert (fetched.status, fetched.body) == (200, b"<title>hi</title>")
-    assert handler.seen[-1]["Host"] == f"card.test:{port}"
+    assert server.seen[-1]["Host"] == f"card.test:{port}"
     assert answers == ["card.test"]  # resolved once, then pinned
 
 
-def test_redirects_are_checked_at_every_hop(server: tuple[int, type[_Handler]]) -> None:
-    port, handler = server
-    handler.routes["/to-metadata"] = (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b"")
-    handler.routes["/to-private"] = (301, {"Location": "http://10.0.0.1/"}, b"")
-    handler.routes["/hop"] = (307, {"Location": "/final"}, b"")
-    handler.routes["/final"] = (200, {}, b"done")
-    handler.routes["/loop"] = (302, {"Location": "/loop"}, b"")
+def test_redirects_are_checked_at_every_hop(server: PageServer) -> None:
+    port = server.port
+    server.routes["/to-metadata"] = (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b"")
+    server.routes["/to-private"] = (301, {"Location": "http://10.0.0.1/"}, b"")
+    server.routes["/hop"] = (307, {"Location": "/final"}, b"")
+    server.routes["/final"] = (200, {}, b"done")
+    server.routes["/loop"] = (302, {"Location": "/loop"}, b"")
     fetcher = Fetcher(ports=(80, port), allow_loopback=True)
     for path in ("/to-metadata", "/to-private"):
         with pytest.raises(FetchRefused) as refused:
@@ -167,16 +134,16 @@ def test_redirects_are_checked_at_every_hop(server: tuple[int, type[_Handler]]) 
         assert refused.value.code == "BLOCKED_ADDRESS"
     fetched = fetcher.fetch(f"http://127.0.0.1:{port}/hop")
     assert (fetched.url, fetched.body) == (f"http://127.0.0.1:{port}/final", b"done")
-    before = len(handler.seen)
+    before = len(server.seen)
     with pytest.raises(FetchRefused) as refused:
         fetcher.fetch(f"http://127.0.0.1:{port}/loop")
     assert refused.value.code == "TOO_MANY_REDIRECTS"
-    assert len(handler.seen) - before == MAX_REDIRECTS + 1
+    assert len(server.seen) - before == MAX_REDIRECTS + 1
 
 
-def test_a_body_over_the_cap_is_refused(server: tuple[int, type[_Handler]]) -> None:
-    port, handler = server
-    handler.routes["/big"] = (200, {}, b"x" * 200_000)
+def test_a_body_over_the_cap_is_refused(server: PageServer) -> None:
+    port = server.port
+    server.routes["/big"] = (200, {}, b"x" * 200_000)
     with pytest.raises(FetchRefused) as refused:
         Fetcher(ports=(port,), allow_loopback=True, max_bytes=100_000).fetch(f"http://127.0.0.1:{port}/big")
     assert refused.value.code == "TOO_LARGE"
@@ -193,11 +160,11 @@ def test_loopback_is_refused_unless_the_test_mode_allows_it() -> None:
 def tls_server() -> Iterator[tuple[int, trustme.CA]]:
     """A server behind TLS, with a certificate for card.test from a test authority."""
     ca = trustme.CA()
-    handler = type("TlsHandler", (_Handler,), {"routes": {"/": (200, {}, b"secure")}, "seen": []})
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("card.test").configure_cert(context)
-    with _serving(handler, context) as port:
-        yield port, ca
+    with page_server(context) as pages:
+        pages.routes["/"] = (200, {}, b"secure")
+        yield pages.port, ca
 
 
 def test_https_to_a_pinned_address_checks_the_certificate_for_the_name(
@@ -214,3 +181,32 @@ def test_https_to_a_pinned_address_checks_the_certificate_for_the_name(
     with pytest.raises(FetchRefused) as refused:  # the name TLS checks is the URL's, not the address
         fetcher.fetch(f"https://other.test:{port}/")
     assert refused.value.code == "FETCH_FAILED" and "certificate" in str(refused.value).lower()
+
+
+def test_a_compressed_body_is_decoded_and_capped_as_it_decodes(server: PageServer) -> None:
+    page = b"<title>zipped</title>" + b"x" * 1000
+    server.routes["/gzip"] = (200, {"Content-Encoding": "gzip"}, gzip.compress(page))
+    server.routes["/deflate"] = (200, {"Content-Encoding": "deflate"}, zlib.compress(page))
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=9)  # 49 kB that decode to 50 MB
+    server.routes["/bomb"] = (200, {"Content-Encoding": "gzip"}, bomb)
+    server.routes["/brotli"] = (200, {"Content-Encoding": "br"}, b"\x8b\x03\x80hello\x03")
+    server.routes["/twice"] = (200, {"Content-Encoding": "gzip, gzip"}, gzip.compress(gzip.compress(page)))
+    fetcher = Fetcher(ports=(server.port,), allow_loopback=True, max_bytes=100_000)
+    for path in ("/gzip", "/deflate"):
+        assert fetcher.fetch(f"http://127.0.0.1:{server.port}{path}").body == page
+    with pytest.raises(FetchRefused) as refused:
+        fetcher.fetch(f"http://127.0.0.1:{server.port}/bomb")
+    assert refused.value.code == "TOO_LARGE"
+    tracemalloc.start()
+    try:
+        cut = fetcher.fetch(f"http://127.0.0.1:{server.port}/bomb", truncate=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert cut.body == b"\0" * 100_000  # the first 100 kB
+    assert peak < 5_000_000  # no more decoded than that (all 50 MB at once before)
+    for path in ("/brotli", "/twice"):
+        with pytest.raises(FetchRefused) as refused:
+            fetcher.fetch(f"http://127.0.0.1:{server.port}{path}")
+        assert refused.value.code == "FETCH_FAILED"
+    assert server.seen[0]["Accept-Encoding"] == "gzip, deflate"

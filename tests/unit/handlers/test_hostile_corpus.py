@@ -13,17 +13,19 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+import pytest
 import yaml
 from sqlalchemy import select, text
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Base
-from cardvault.settings import SPEC_PATH
+from cardvault.settings import SPEC_PATH, Settings
 from cardvault.workers import broker as worker_broker
-from tests.conftest import Api
+from tests.conftest import Api, app_env
 
 SPEC = yaml.safe_load(SPEC_PATH.read_text())
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -710,6 +712,7 @@ def domain_cases(b: Builder) -> None:
             ("not-a-link", (400, "TYPE_MISMATCH"), {}),
             ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
         ],
+        "refreshCard": [("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path})],
         "archiveCard": [("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path})],
         "unarchiveCard": [("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path})],
         "renameTag": [
@@ -948,6 +951,14 @@ def problems(case: Case, response: Any) -> list[str]:
     if body["requestId"] is None or body["requestId"] != response.headers.get("x-request-id"):
         found.append("requestId differs from X-Request-Id")
     return found
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database: Database) -> Settings:
+    """The corpus sends refreshCard hundreds of refusals, each counted against its limits (six
+    cards a minute by default): here they are off."""
+    env = {"CARDVAULT_RATE_LIMIT_REFRESH": "off", "CARDVAULT_RATE_LIMIT_REFRESH_CARD": "off"}
+    return Settings.from_env({**app_env(tmp_path, database), **env})
 
 
 def test_every_malformed_request_is_refused_and_changes_nothing(

@@ -5,6 +5,7 @@ disk store (served by the app) and on S3 (a real SeaweedFS)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import time
 import zlib
@@ -25,7 +26,7 @@ from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.files import delete_doomed_objects, forget_old_uploads
 from cardvault.workers.trash import purge_trash
-from tests.conftest import Api, app_env
+from tests.conftest import Api, api_of_new_account, app_env
 from tests.contract.servers import seaweedfs_server
 
 
@@ -65,13 +66,7 @@ def files_app(files_settings: Settings, database: Database) -> Iterator[TestClie
 
 @pytest.fixture
 def new_api(files_app: TestClient, database: Database) -> Callable[[], Api]:
-    def make() -> Api:
-        with database.transaction() as session:
-            account = accounts.create_account(session, name=f"files-{time.time_ns()}")
-            key = accounts.issue_api_key(session, account_id=account.id)
-        return Api(files_app, key, account.id)
-
-    return make
+    return functools.partial(api_of_new_account, files_app, database, "files")
 
 
 @pytest.fixture

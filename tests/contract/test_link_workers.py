@@ -1,0 +1,69 @@
+"""The link pipeline in both shapes of the service: on the embedded default (actors on threads
+inside `cardvault serve`) and in production's (PostgreSQL, Redis, a separate `cardvault worker`
+process), a saved link's page is read from a local web server and its image stored."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests.conftest import fresh_postgres_database
+from tests.contract.servers import PageServer, page_server, redis_server, running_server, server_env
+
+PAGE = b"""<!doctype html><html><head><title>Tide tables</title>
+<meta property="og:title" content="Reading tide tables"><meta property="og:image" content="/cover.jpg">
+<script type="application/ld+json">{"@type": "Recipe", "name": "Tide soup", "recipeYield": "4"}</script>
+</head><body><p>High water twice a day.</p></body></html>"""
+
+
+@pytest.fixture(params=["embedded", "production"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, PageServer]]:
+    with page_server() as pages:
+        image = io.BytesIO()
+        Image.new("RGB", (300, 200), (30, 120, 60)).save(image, "JPEG")
+        pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, PAGE)
+        pages.routes["/cover.jpg"] = (200, {"Content-Type": "image/jpeg"}, image.getvalue())
+        fetching = {
+            "CARDVAULT_FETCH_LINKS": "true",
+            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+            "CARDVAULT_FETCH_PORTS": str(pages.port),
+        }
+        if request.param == "embedded":
+            with running_server({**server_env(tmp_path), **fetching}, tmp_path) as (base, key):
+                yield base, key, pages
+            return
+        url = fresh_postgres_database("cardvault_links", "PostgreSQL link pipeline")
+        with redis_server(tmp_path) as (redis_url, _):
+            env = {**server_env(tmp_path, url), **fetching, "CARDVAULT_REDIS_URL": redis_url}
+            with running_server(env, tmp_path) as (base, key):
+                yield base, key, pages
+
+
+def test_a_saved_link_is_read_by_the_workers(served: tuple[str, str, PageServer]) -> None:
+    base, key, pages = served
+    headers = {"Authorization": f"Bearer {key}"}
+    created = httpx.post(f"{base}/cards", json={"content": pages.url("/tides")}, headers=headers)
+    assert created.status_code == 200, created.text
+    card_id = created.json()["cardId"]
+    deadline = time.monotonic() + 60
+    while True:
+        card: dict[str, Any] = httpx.get(f"{base}/cards/{card_id}/extended", headers=headers).json()
+        if card["processingStatus"]["state"] not in ("pending", "running"):
+            break
+        assert time.monotonic() < deadline, card["processingStatus"]
+        time.sleep(0.1)
+    assert card["processingStatus"]["state"] == "completed", card["processingStatus"]
+    assert (card["metadataStatus"], card["metadataTitle"]) == ("completed", "Reading tide tables")
+    assert card["linkFacts"] == [{"label": "Servings", "value": "4"}]
+    image = httpx.get(card["linkPreviewImageUrl"])
+    assert image.status_code == 200 and image.headers["content-type"] == "image/webp"
+    done = httpx.post(f"{base}/cards/{card_id}/done", headers=headers).json()
+    assert (done["linkCategory"], done["doneAs"]) == ("recipe", "cooked")
+    assert pages.hits == {"/tides": 1, "/cover.jpg": 1}

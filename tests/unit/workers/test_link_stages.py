@@ -1,0 +1,287 @@
+"""The link stages run by their actor, one message at a time: what a page gives the card, how
+failures are told apart (retried with the reason kept, or failed at once), and that only the
+current attempt records its result."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from sqlalchemy import text
+
+from cardvault.domain import cards, processing
+from cardvault.domain.db import Database
+from cardvault.domain.models import Card, CardStage
+from cardvault.settings import Settings
+from cardvault.workers import broker
+from cardvault.workers.processing import TryAgain, run_stage
+from tests.conftest import app_env
+from tests.contract.servers import PageServer, page_server
+
+ARTICLE = b"""<!doctype html><html><head><meta charset="utf-8">
+<title>Tide tables | Harbour Notes</title>
+<meta property="og:title" content="Reading tide tables">
+<meta property="og:image" content="/cover.png">
+<meta property="og:site_name" content="Harbour Notes">
+<script type="application/ld+json">{"@type": "BlogPosting", "author": {"name": "Ann Lee"},
+"datePublished": "2026-03-14T09:30:00+02:00"}</script>
+</head><body><article><p>High water comes twice a day.</p></article></body></html>"""
+
+
+def png() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (640, 480), (20, 90, 160)).save(out, "PNG")
+    return out.getvalue()
+
+
+@pytest.fixture
+def pages() -> Iterator[PageServer]:
+    with page_server() as server:
+        yield server
+
+
+def bind(tmp_path: Path, database: Database, pages: PageServer, **env: str) -> Settings:
+    settings = Settings.from_env(
+        {
+            **app_env(tmp_path, database),
+            "CARDVAULT_FETCH_LINKS": "true",
+            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+            "CARDVAULT_FETCH_PORTS": f"80,443,{pages.port}",
+            **env,
+        }
+    )
+    broker.bind(settings, database)
+    broker.broker.flush_all()
+    return settings
+
+
+@pytest.fixture
+def bound(tmp_path: Path, database: Database, pages: PageServer) -> Database:
+    bind(tmp_path, database, pages)
+    return database
+
+
+def link(db: Database, account: str, url: str) -> int:
+    with db.transaction() as session:
+        card = cards.add_card(session, account_id=account, content=url)
+        assert processing.queue(session, card) == ("linkMetadata",)
+        return card.pk
+
+
+def stages(db: Database, pk: int) -> dict[str, tuple[str, int, str | None]]:
+    with db.transaction(write=False) as session:
+        rows = processing.stages_of(session, [pk]).get(pk, [])
+        return {r.stage: (r.state, r.attempts, r.error_code) for r in rows}
+
+
+def card(db: Database, pk: int) -> Card:
+    with db.transaction(write=False) as session:
+        found = session.get(Card, pk)
+        assert found is not None
+        session.expunge(found)
+        return found
+
+
+def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
+    pages.routes["/cover.png"] = (200, {"Content-Type": "image/png"}, png())
+    pk = link(bound, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+    read = card(bound, pk)
+    assert read.metadata_title == "Reading tide tables"
+    assert read.link_meta is not None
+    assert (read.link_meta["siteName"], read.link_meta["author"]) == ("Harbour Notes", "Ann Lee")
+    assert read.link_meta["publishedAt"] == "2026-03-14T07:30:00Z"
+    assert read.link_meta["category"] == "article"
+    assert stages(bound, pk)["linkMetadata"] == ("completed", 1, None)
+    queued = [m.decode() for m in broker.broker.queues["files"].queue]  # type: ignore[attr-defined]
+    assert any('"linkPreview"' in m for m in queued)  # the stage that waited for it was sent
+    run_stage(pk, "linkPreview")
+    shown = card(bound, pk)
+    assert shown.thumbnail_object and shown.compact_object and shown.placeholder_object
+    assert stages(bound, pk)["linkPreview"] == ("completed", 1, None)
+    run_stage(pk, "linkPreview")  # a repeated message changes nothing
+    assert card(bound, pk).thumbnail_object == shown.thumbnail_object
+    assert pages.hits == {"/tides": 1, "/cover.png": 1}
+
+
+def test_the_preview_waits_for_the_page(bound: Database, account_id: str, pages: PageServer) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pk = link(bound, account_id, pages.url("/tides"))
+    run_stage(pk, "linkPreview")  # early (the sweeper re-sent it): nothing happens
+    assert stages(bound, pk)["linkPreview"] == ("pending", 0, None)
+
+
+def test_a_server_error_is_retried_with_its_reason_kept_then_fails_for_good(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/busy"] = (503, {"Content-Type": "text/plain"}, b"busy")
+    pk = link(bound, account_id, pages.url("/busy"))
+    for attempt in range(1, processing.MAX_ATTEMPTS):
+        with pytest.raises(TryAgain):
+            run_stage(pk, "linkMetadata")
+        assert stages(bound, pk)["linkMetadata"] == ("pending", attempt, "SOURCE_UNAVAILABLE")
+    run_stage(pk, "linkMetadata")  # the last attempt fails for good, with the reason
+    assert stages(bound, pk)["linkMetadata"] == ("failed", processing.MAX_ATTEMPTS, "SOURCE_UNAVAILABLE")
+    run_stage(pk, "linkPreview")
+    assert stages(bound, pk)["linkPreview"] == ("skipped", 0, "NO_PAGE")
+    assert pages.hits["/busy"] == processing.MAX_ATTEMPTS
+
+
+def test_a_server_that_recovers_completes_the_stage(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/flaky"] = [
+        (500, {}, b"oops"),
+        (200, {"Content-Type": "text/html"}, ARTICLE),
+    ]
+    pk = link(bound, account_id, pages.url("/flaky"))
+    with pytest.raises(TryAgain):
+        run_stage(pk, "linkMetadata")
+    run_stage(pk, "linkMetadata")
+    assert stages(bound, pk)["linkMetadata"] == ("completed", 2, None)
+    assert card(bound, pk).metadata_title == "Reading tide tables"
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        ((404, {}, b"gone"), "SOURCE_NOT_FOUND"),
+        ((410, {}, b"gone"), "SOURCE_NOT_FOUND"),
+        ((403, {}, b"no"), "SOURCE_REFUSED"),
+        ((302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b""), "BLOCKED_ADDRESS"),
+    ],
+    ids=["404", "410", "403", "redirect-to-metadata"],
+)
+def test_a_failure_no_retry_can_help_fails_at_once(
+    bound: Database, account_id: str, pages: PageServer, answer: tuple[int, dict[str, str], bytes], code: str
+) -> None:
+    pages.routes["/page"] = answer
+    pk = link(bound, account_id, pages.url("/page"))
+    run_stage(pk, "linkMetadata")
+    assert stages(bound, pk)["linkMetadata"] == ("failed", 1, code)
+    assert card(bound, pk).link_meta is None
+    assert pages.hits["/page"] == 1
+
+
+def test_loopback_is_refused_without_the_test_setting(
+    tmp_path: Path, database: Database, account_id: str, pages: PageServer
+) -> None:
+    bind(tmp_path, database, pages, CARDVAULT_TEST_FETCH_LOOPBACK="false")
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pk = link(database, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+    assert stages(database, pk)["linkMetadata"] == ("failed", 1, "BLOCKED_ADDRESS")
+    assert pages.hits == {}  # refused before any connection
+
+
+def test_with_fetching_off_the_link_stages_are_skipped(
+    tmp_path: Path, database: Database, account_id: str, pages: PageServer
+) -> None:
+    bind(tmp_path, database, pages, CARDVAULT_FETCH_LINKS="false")
+    pk = link(database, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+    run_stage(pk, "linkPreview")
+    assert stages(database, pk) == {
+        "linkMetadata": ("skipped", 1, "FETCHING_OFF"),
+        "linkPreview": ("skipped", 0, "NO_PAGE"),
+    }
+    assert pages.hits == {}
+
+
+def test_an_attempt_outrun_by_a_refresh_records_nothing(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pk = link(bound, account_id, pages.url("/tides"))
+    with bound.transaction() as session:  # a worker took the stage, and then went quiet
+        assert processing.start(session, card_pk=pk, stage="linkMetadata", stale_before=0) is not None
+        card_id = session.get(Card, pk).id  # type: ignore[union-attr]
+    with bound.transaction() as session:
+        cards.refresh(session, account_id=account_id, card_id=card_id)
+    with bound.transaction() as session:  # the old attempt's lease no longer holds
+        row = session.get(CardStage, (pk, "linkMetadata"))
+        assert row is not None and (row.state, row.attempts, row.lease) == ("pending", 0, None)
+        assert not processing.finish(session, card_pk=pk, stage="linkMetadata", lease="old")
+    run_stage(pk, "linkMetadata")
+    assert stages(bound, pk)["linkMetadata"] == ("completed", 1, None)
+
+
+def test_a_replaced_image_skips_the_preview(bound: Database, account_id: str, pages: PageServer) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pk = link(bound, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+    with bound.transaction() as session:
+        session.get(Card, pk).thumbnail_overridden = True  # type: ignore[union-attr]
+    run_stage(pk, "linkPreview")
+    assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
+    assert "/cover.png" not in pages.hits
+
+
+def test_a_broken_image_fails_the_preview_and_keeps_the_page(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pages.routes["/cover.png"] = (200, {"Content-Type": "image/png"}, png()[:100])
+    pk = link(bound, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+    run_stage(pk, "linkPreview")
+    assert stages(bound, pk) == {
+        "linkMetadata": ("completed", 1, None),
+        "linkPreview": ("failed", 1, "IMAGE_UNREADABLE"),
+    }
+    assert card(bound, pk).metadata_title == "Reading tide tables"
+
+
+def test_a_stage_whose_attempts_ran_out_fails_and_sends_the_one_waiting(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pk = link(bound, account_id, pages.url("/tides"))
+    with bound.transaction() as session:  # five workers died holding it
+        row = session.get(CardStage, (pk, "linkMetadata"))
+        assert row is not None
+        row.attempts, row.error_code = processing.MAX_ATTEMPTS, "FETCH_TIMEOUT"
+    run_stage(pk, "linkMetadata")
+    assert stages(bound, pk)["linkMetadata"] == ("failed", processing.MAX_ATTEMPTS, "FETCH_TIMEOUT")
+    queued = [m.decode() for m in broker.broker.queues["files"].queue]  # type: ignore[attr-defined]
+    assert any('"linkPreview"' in m for m in queued)
+    assert pages.hits == {}
+
+
+def test_an_image_replaced_while_the_preview_ran_stays(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
+    pk = link(bound, account_id, pages.url("/tides"))
+    run_stage(pk, "linkMetadata")
+
+    def replaced_meanwhile() -> tuple[int, dict[str, str], bytes]:
+        with bound.transaction() as session:
+            card = session.get(Card, pk)
+            assert card is not None
+            card.thumbnail_overridden, card.thumbnail_object = True, "accounts/x/thumbnails/mine.webp"
+        return 200, {"Content-Type": "image/png"}, png()
+
+    pages.routes["/cover.png"] = replaced_meanwhile  # while the stage fetches the image
+    run_stage(pk, "linkPreview")
+    assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
+    assert card(bound, pk).thumbnail_object == "accounts/x/thumbnails/mine.webp"
+    with bound.transaction(write=False) as session:  # what the attempt stored goes
+        doomed = {key for (key,) in session.execute(text("SELECT key FROM doomed_objects"))}
+    assert len([key for key in doomed if key.endswith(("-1200.webp", "-256.webp", "-48.webp"))]) == 3
+
+
+def test_a_page_that_breaks_the_reader_fails_for_good(
+    bound: Database, account_id: str, pages: PageServer
+) -> None:
+    pages.routes["/odd"] = (200, {"Content-Type": "text/html"}, b"<html><head><title>x</title></head></html>")
+    pk = link(bound, account_id, pages.url("/odd"))
+    with pytest.MonkeyPatch.context() as patch:  # the reader meets what it does not foresee
+        patch.setattr("cardvault.domain.link_pages._category", lambda *_: int("nope"))
+        run_stage(pk, "linkMetadata")
+    assert stages(bound, pk)["linkMetadata"] == ("failed", 1, "PAGE_UNREADABLE")
