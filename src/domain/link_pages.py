@@ -221,7 +221,8 @@ def _read_html(html: str, *, url: str, content_type: str) -> Page:
     except Exception:  # (lxml finds no document in it: only the head's tags count)
         tree = None
     items = _main_first(list(_schema_items(tree, url))) if tree is not None else []
-    extracted = _trafilatura(html[:TEXT_CHARS], url)
+    # trafilatura changes the tree it reads, last: the page's own when it is short enough.
+    extracted = _trafilatura(tree if tree is not None and len(html) <= TEXT_CHARS else html[:TEXT_CHARS], url)
 
     def og1(name: str) -> str | None:
         return _text(next(iter(og.get(name, ())), None))
@@ -401,7 +402,7 @@ def _flatten(values: Iterable[Any], *, depth: int) -> Iterator[dict[str, Any]]:
                 yield from _flatten(graph, depth=depth + 1)
 
 
-def _trafilatura(html: str, url: str) -> dict[str, Any]:
+def _trafilatura(html: Any, url: str) -> dict[str, Any]:
     """What trafilatura reads of the page's metadata (title, author, date, description, image),
     the last source of each: from the page's first TEXT_CHARS (its cost grows with the text)."""
     import trafilatura
