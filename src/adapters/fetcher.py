@@ -20,6 +20,7 @@ servers; it is never on by default."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import ipaddress
 import logging
@@ -39,6 +40,7 @@ MAX_REDIRECTS = 5
 MAX_BYTES = 5 * 1024 * 1024
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _REDIRECTS = (301, 302, 303, 307, 308)
+_LOOKUPS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="cardvault-dns")
 _ACCEPTED_ENCODINGS = "gzip, deflate"
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
@@ -108,6 +110,15 @@ class Fetcher:
         # Built once: loading the certificate authorities costs 20 ms, a fifth of a link's work.
         self._verify = tls if tls is not None else httpx.create_ssl_context(trust_env=False)
 
+    def _lookup(self, host: str, port: int) -> list[str]:
+        """The name's addresses, within the connect time limit (the system resolver has none of
+        its own; a lookup that hangs is left to finish on its thread)."""
+        lookup = _LOOKUPS.submit(self._resolve, host, port)
+        try:
+            return lookup.result(timeout=self._timeout.connect)
+        except concurrent.futures.TimeoutError:
+            raise FetchRefused("DNS_FAILED", f"{host} did not resolve in time.") from None
+
     def allowed(self, address: str) -> bool:
         """Whether an address may be connected to."""
         ip = _embedded(ipaddress.ip_address(address.split("%")[0]))
@@ -134,7 +145,7 @@ class Fetcher:
                 "BAD_URL", f"Port {port} is not fetched (only {', '.join(map(str, self.ports))})."
             )
         host = parts.hostname
-        addresses = self._resolve(host, port)
+        addresses = self._lookup(host, port)
         if not addresses or not all(self.allowed(a) for a in addresses):
             raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
         pinned = addresses[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import socket
 import ssl
+import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -210,3 +211,13 @@ def test_a_compressed_body_is_decoded_and_capped_as_it_decodes(server: PageServe
             fetcher.fetch(f"http://127.0.0.1:{server.port}{path}")
         assert refused.value.code == "FETCH_FAILED"
     assert server.seen[0]["Accept-Encoding"] == "gzip, deflate"
+
+
+def test_a_name_that_does_not_resolve_in_time_is_refused_in_time() -> None:
+    def hanging(_host: str, _port: int) -> list[str]:
+        time.sleep(1)
+        return ["10.0.0.1"]  # BLOCKED_ADDRESS, had the fetcher waited for it
+
+    with pytest.raises(FetchRefused) as refused:
+        Fetcher(connect_seconds=0.1, resolve=hanging).fetch("http://slow.example/")
+    assert refused.value.code == "DNS_FAILED"
