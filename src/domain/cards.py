@@ -236,7 +236,7 @@ def edit_card(
         if card.url != before[2] and card.type == "link":
             if not card.thumbnail_overridden:  # the old page's image (the database dooms it)
                 card.thumbnail_object = card.compact_object = card.placeholder_object = None
-            links.forget_page(session, card)
+            links.forget_page(card)
             stages = processing.queue(session, card)
         session.flush()
         search.index_card(session, card)

@@ -72,13 +72,11 @@ def apply_page(session: Session, card: Card, page: Page) -> None:
     search.index_card(session, card)
 
 
-def forget_page(session: Session, card: Card) -> None:
-    """Drop what the card's old page said (its URL changed): the stages read the new one."""
-    if card.link_meta is not None or card.metadata_title or card.metadata_description:
-        card.metadata_title = card.metadata_description = None
-        card.link_meta = None
-        session.flush()
-        search.index_card(session, card)
+def forget_page(card: Card) -> None:
+    """Drop what the card's old page said (its URL changed): the stages read the new one. The
+    caller indexes the card again."""
+    card.metadata_title = card.metadata_description = None
+    card.link_meta = None
 
 
 def link_json(meta: dict[str, Any] | None) -> dict[str, Any]:
