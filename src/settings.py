@@ -129,6 +129,28 @@ class S3Settings:
 
 
 @dataclasses.dataclass(frozen=True)
+class AiProviderSettings:
+    """An OpenAI-compatible chat completions provider that writes the AI summary and tags in
+    place of the offline engine."""
+
+    base_url: str  # such as https://api.openai.com/v1 (``/chat/completions`` is added)
+    model: str
+    api_key: str | None = dataclasses.field(repr=False, default=None)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AiProviderSettings | None:
+        base_url = (env.get("CARDVAULT_AI_BASE_URL") or "").rstrip("/") or None
+        if base_url is None:
+            return None
+        if not base_url.startswith(("http://", "https://")):
+            raise SettingsError("CARDVAULT_AI_BASE_URL must start with http:// or https://")
+        model = env.get("CARDVAULT_AI_MODEL") or None
+        if model is None:
+            raise SettingsError("CARDVAULT_AI_MODEL must name the model when CARDVAULT_AI_BASE_URL is set")
+        return cls(base_url=base_url, model=model, api_key=env.get("CARDVAULT_AI_API_KEY") or None)
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything configurable, read once at start-up."""
 
@@ -150,6 +172,8 @@ class Settings:
     fetch_ports: tuple[int, ...] = (80, 443)  # the ports link fetches may use
     # Test-only: lets the fetcher reach loopback addresses, where the tests serve their pages.
     fetch_allow_loopback: bool = False
+    ai: bool = True  # write AI summaries and tags (off: the ai stage is skipped, AI_OFF)
+    ai_provider: AiProviderSettings | None = None  # None: the offline engine
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -188,6 +212,8 @@ class Settings:
             fetch_links=_bool(env, "CARDVAULT_FETCH_LINKS", True),
             fetch_ports=_ports(env, "CARDVAULT_FETCH_PORTS", (80, 443)),
             fetch_allow_loopback=_bool(env, "CARDVAULT_TEST_FETCH_LOOPBACK", False),
+            ai=_bool(env, "CARDVAULT_AI", True),
+            ai_provider=AiProviderSettings.from_env(env),
         )
 
     @staticmethod

@@ -82,6 +82,7 @@ def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
         "CARDVAULT_SECRET_KEY": "s" * 48,
         "CARDVAULT_VALIDATE_RESPONSES": "true",
         "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet (the link tests serve pages)
+        "CARDVAULT_AI": "false",  # cards keep the AI fields they are given (the AI tests turn it on)
     }
 
 

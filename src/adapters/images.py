@@ -5,7 +5,7 @@ the caller gets a clear error code and a fresh child for the next image.
 ``renditions(path)`` answers an image's display size and two WebP renditions: ``compact``
 (fits 256 x 256) and ``placeholder`` (fits 48 x 48), and with ``large`` a third that fits
 1200 x 1200 (a link's replaced image); EXIF orientation applied, metadata stripped (nothing but
-the pixels is written), from the first frame of an animation.
+the pixels is written), from the first frame of an animation; and its main colours.
 
 Limits: 100,000,000 pixels (Pillow's decompression-bomb check, turned into an error) and 10,000
 pixels a side, both read from the header before anything is decoded; the child has 2 GiB of
@@ -30,6 +30,7 @@ TIMEOUT_SECONDS = 30.0
 CHILD_MEMORY_BYTES = 2 * 1024**3
 CHILD_CPU_SECONDS = 60
 COMPACT, PLACEHOLDER, LARGE = 256, 48, 1200
+MAIN_COLOURS, MAIN_SHARE = 5, 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Renditions:
     compact: bytes  # WebP
     placeholder: bytes  # WebP
     large: bytes | None = None  # WebP, when asked for
+    colors: tuple[str, ...] = ()  # the main colours, "#rrggbb", most covering first
 
 
 class ImageRefused(Exception):
@@ -71,7 +73,7 @@ def _cpu_budget() -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (spent + CHILD_CPU_SECONDS, resource.RLIM_INFINITY))
 
 
-def _webp(image: Any, size: int, quality: int) -> tuple[Any, bytes]:
+def webp(image: Any, size: int, quality: int) -> tuple[Any, bytes]:
     image.thumbnail((size, size))
     out = io.BytesIO()
     image.save(out, "WEBP", quality=quality, method=4)
@@ -101,9 +103,10 @@ def make(path: str, large: bool = False) -> Renditions:
             frame = ImageOps.exif_transpose(image)
             alpha = frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info
             frame = frame.convert("RGBA" if alpha else "RGB")
-            big = _webp(frame.copy(), LARGE, 85)[1] if large else None
-            compact_image, compact = _webp(frame, COMPACT, 80)
-            _, placeholder = _webp(compact_image.copy(), PLACEHOLDER, 50)
+            big = webp(frame.copy(), LARGE, 85)[1] if large else None
+            compact_image, compact = webp(frame, COMPACT, 80)
+            main = main_colours(compact_image)
+            _, placeholder = webp(compact_image.copy(), PLACEHOLDER, 50)
     except ImageRefused:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -114,7 +117,34 @@ def make(path: str, large: bool = False) -> Renditions:
         ) from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise ImageRefused("IMAGE_UNREADABLE", f"The image cannot be read: {exc}") from None
-    return Renditions(width, height, animated, compact, placeholder, big)
+    return Renditions(width, height, animated, compact, placeholder, big, main)
+
+
+def main_colours(image: Any) -> tuple[str, ...]:
+    """Up to MAIN_COLOURS colours that each cover at least MAIN_SHARE of the picture once it is
+    reduced to 8 colours (median cut), most covering first; transparent pixels do not count."""
+    from PIL import Image
+
+    rgb = image.convert("RGB")
+    if image.mode == "RGBA":  # only the pixels one sees are reduced
+        alpha = image.getchannel("A").get_flattened_data()
+        visible = [pixel for pixel, a in zip(rgb.get_flattened_data(), alpha, strict=True) if a >= 128]
+        if not visible:
+            return ()
+        rgb = Image.new("RGB", (len(visible), 1))
+        rgb.putdata(visible)
+    reduced = rgb.quantize(colors=8, method=Image.Quantize.MEDIANCUT)
+    palette = reduced.getpalette() or []
+    counts = sorted(reduced.getcolors(256) or [], key=lambda c: (-c[0], c[1]))
+    total = sum(n for n, _ in counts)
+    found: list[str] = []
+    for count, index in counts:
+        if len(found) == MAIN_COLOURS or count < total * MAIN_SHARE:
+            break
+        value = "#{:02x}{:02x}{:02x}".format(*palette[index * 3 : index * 3 + 3])
+        if value not in found:
+            found.append(value)
+    return tuple(found)
 
 
 def _serve(connection: Connection) -> None:
@@ -142,6 +172,7 @@ def _serve(connection: Connection) -> None:
             "height": made.height,
             "animated": made.animated,
             "large": made.large is not None,
+            "colors": list(made.colors),
         }
         connection.send_bytes(json.dumps(head).encode())
         for part in (made.compact, made.placeholder, *([made.large] if made.large is not None else [])):
@@ -194,7 +225,13 @@ class Decoder:
             self._stop()
             raise
         return Renditions(
-            int(head["width"]), int(head["height"]), bool(head["animated"]), compact, placeholder, big
+            int(head["width"]),
+            int(head["height"]),
+            bool(head["animated"]),
+            compact,
+            placeholder,
+            big,
+            tuple(str(c) for c in head.get("colors", ())),
         )
 
     def _ensure(self) -> Connection:

@@ -29,7 +29,7 @@ def check_content_size(content: str) -> None:
         raise ContentTooLarge("content", limit=MAX_CONTENT_BYTES, actual=size)
 
 
-def _set_tags(card: Card, kind: str, names: Sequence[str]) -> None:
+def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:
     """Make the card's tags of one kind exactly these names, in this order."""
     wanted = {tag_key(name): (position, name) for position, name in enumerate(names)}
     for row in list(card.tag_rows):
@@ -109,7 +109,7 @@ def add_card(
         card.file_object, card.file_etag, card.file_name = taken.object_key, taken.etag, taken.file_name
         card.file_size, card.mime_type, card.file_kind = taken.size, kind.mime_type, kind.file_kind
         card.file_extension, card.file_language = filetypes.extension(taken.file_name), kind.language
-    _set_tags(card, "user", clean)
+    replace_tags(card, "user", clean)
     session.add(card)
     session.flush()
     search.index_card(session, card)
@@ -213,7 +213,8 @@ def edit_card(
     url: str | None = None,
 ) -> Edited:
     """Set the given fields; updatedAt moves only when a value changes. A link's new URL drops
-    what its old page said and queues its link stages again (a replaced image stays)."""
+    what its old page said and queues its stages again (a replaced image stays); a text or
+    quote card's new content queues its ``ai`` stage again."""
     if content is not None:
         check_content_size(content)
     clean = clean_tags(tags) if tags is not None else None
@@ -229,7 +230,7 @@ def edit_card(
     if url is not None:
         card.url = url
     if clean is not None:
-        _set_tags(card, "user", clean)
+        replace_tags(card, "user", clean)
     stages: tuple[str, ...] = ()
     if (card.content, card.notes, card.url, card.tags) != before:
         card.updated_at = max(now_ms(), card.updated_at)
@@ -238,6 +239,8 @@ def edit_card(
                 card.thumbnail_object = card.compact_object = card.placeholder_object = None
             links.forget_page(card)
             stages = processing.queue(session, card)
+        elif card.content != before[0] and card.type in ("text", "quote"):
+            stages = processing.queue(session, card, ["ai"])  # its summary and tags, anew
         session.flush()
         search.index_card(session, card)
         tag_counts.apply(
@@ -254,9 +257,10 @@ def refresh(session: Session, *, account_id: str, card_id: str) -> Edited:
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     ensure_not_in_trash(card)
     tags_before = tag_counts.card_tally(card)
-    if card.ai_summary is not None or card.ai_transcript is not None or card.ai_tags:
-        card.ai_summary = card.ai_transcript = None
-        _set_tags(card, "ai", [])
+    written = (card.ai_summary, card.ai_transcript, card.ai_engine, card.transcript_source)
+    if card.ai_tags or any(value is not None for value in written):
+        card.ai_summary = card.ai_transcript = card.ai_engine = card.transcript_source = None
+        replace_tags(card, "ai", [])
         card.updated_at = max(now_ms(), card.updated_at)
         session.flush()
         search.index_card(session, card)
@@ -272,7 +276,7 @@ def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequen
     lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before, names = tag_counts.card_tally(card), card.ai_tags
-    _set_tags(card, "ai", clean)
+    replace_tags(card, "ai", clean)
     if card.ai_tags != names:
         card.updated_at = max(now_ms(), card.updated_at)
     session.flush()

@@ -29,7 +29,7 @@ _QUOTE_PAIRS = {
     "〈": "〉",
 }
 
-_HEX_COLOUR = re.compile(r"#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
+HEX_COLOUR = re.compile(r"#(?:[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
 CSS_COLOUR_NAMES = frozenset(
     [
         "aliceblue",
@@ -182,7 +182,7 @@ CSS_COLOUR_NAMES = frozenset(
         "yellowgreen",
     ]
 )
-_COLOUR_SEPARATORS = re.compile(r"[\s,;]+")
+COLOUR_SEPARATORS = re.compile(r"[\s,;]+")
 
 
 def url_in(content: str) -> str | None:
@@ -214,12 +214,12 @@ def is_quote(content: str) -> bool:
 
 def is_colour(token: str) -> bool:
     """Say whether a token is a hex colour or a CSS named colour."""
-    return _HEX_COLOUR.fullmatch(token) is not None or token.lower() in CSS_COLOUR_NAMES
+    return HEX_COLOUR.fullmatch(token) is not None or token.lower() in CSS_COLOUR_NAMES
 
 
 def is_palette(content: str) -> bool:
     """Say whether the content is made only of colours."""
-    tokens = [t for t in _COLOUR_SEPARATORS.split(content) if t]
+    tokens = [t for t in COLOUR_SEPARATORS.split(content) if t]
     return bool(tokens) and all(is_colour(t) for t in tokens)
 
 

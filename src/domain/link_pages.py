@@ -116,6 +116,7 @@ _SITES = {
 MAX_TEXT = 2000  # characters kept of a title, description, name
 HEAD_CHARS = 512 * 1024  # the part of a page its head is looked for in
 TEXT_CHARS = 256 * 1024  # the part of a page trafilatura reads
+TEXT_KEEP = 20_000  # of its main text, the part kept (the AI stage's input)
 PAGE_CHARS = 2 * 1024 * 1024  # the part of a page its schema.org items are read from
 HEAD_BLOCKS = 1000  # block elements a head is read past
 _HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.I)
@@ -153,6 +154,7 @@ class Page:
     facts: tuple[tuple[str, str], ...] = ()
     price: tuple[Decimal, str] | None = None
     media: tuple[dict[str, Any], ...] = ()
+    text: str | None = None  # the page's main text (at most TEXT_KEEP characters)
 
     def stored(self) -> dict[str, Any]:
         """The card's ``link_meta`` document (the title and description go to their columns)."""
@@ -274,6 +276,7 @@ def _read_html(html: str, *, url: str, content_type: str) -> Page:
         facts=tuple(_facts(items))[:MAX_FACTS],
         price=_price(items, og),
         media=tuple(_media(og, url))[:MAX_MEDIA],
+        text=(extracted.get("text") or "").strip()[:TEXT_KEEP] or None,
     )
 
 
@@ -404,7 +407,8 @@ def _flatten(values: Iterable[Any], *, depth: int) -> Iterator[dict[str, Any]]:
 
 def _trafilatura(html: Any, url: str) -> dict[str, Any]:
     """What trafilatura reads of the page's metadata (title, author, date, description, image),
-    the last source of each: from the page's first TEXT_CHARS (its cost grows with the text)."""
+    the last source of each, and its main text: from the page's first TEXT_CHARS (its cost
+    grows with the text)."""
     import trafilatura
 
     try:
@@ -421,7 +425,8 @@ def _trafilatura(html: Any, url: str) -> dict[str, Any]:
     if document is None:
         return {}
     return {
-        name: getattr(document, name, None) for name in ("title", "author", "date", "description", "image")
+        name: getattr(document, name, None)
+        for name in ("title", "author", "date", "description", "image", "text")
     }
 
 

@@ -68,6 +68,7 @@ def apply_page(session: Session, card: Card, page: Page) -> None:
     card.metadata_title = page.title
     card.metadata_description = page.description
     card.link_meta = page.stored()
+    card.source_text = page.text
     session.flush()
     search.index_card(session, card)
 
@@ -75,7 +76,7 @@ def apply_page(session: Session, card: Card, page: Page) -> None:
 def forget_page(card: Card) -> None:
     """Drop what the card's old page said (its URL changed): the stages read the new one. The
     caller indexes the card again."""
-    card.metadata_title = card.metadata_description = None
+    card.metadata_title = card.metadata_description = card.source_text = None
     card.link_meta = None
 
 

@@ -107,6 +107,17 @@ class Card(Base):
     link_meta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     ai_summary: Mapped[str | None] = mapped_column(Text)
     ai_transcript: Mapped[str | None] = mapped_column(Text)
+    transcript_source: Mapped[str | None] = mapped_column(String(16))  # subtitles, captions, speech
+    # Which engine wrote the AI summary and tags: {"kind", "model", "language"}.
+    ai_engine: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The text of a link's page or of a document, the AI stage's input (read with the card only).
+    source_text: Mapped[str | None] = mapped_column(Text, deferred=True)
+    colors: Mapped[list[str] | None] = mapped_column(JSON)  # an image's main colours, "#rrggbb"
+    duration_ms: Mapped[int | None] = mapped_column(BigInteger)  # an audio or video file's
+    waveform: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # {"detail": [...], "grid": [...]}
+    # A video's scrub strip: {"frameWidth", "frameHeight", "frames", "columns"}, and its sprite.
+    scrub: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    scrub_object: Mapped[str | None] = mapped_column(Text)
     is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)

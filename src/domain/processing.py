@@ -10,9 +10,12 @@ server error) up to MAX_ATTEMPTS times, waiting longer each time, and then fails
 the last reason. A stage can also be ``skipped``: nothing to do for this card (a link page with
 no image), with the reason as its error code.
 
-Stages by card type, in the order they run (a stage named in AFTER waits for that one):
-- ``link``: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image);
-- ``image`` with a file: ``renditions``."""
+Stages by card type, in the order they run (a stage named in AFTER waits for that one to
+settle, whatever its outcome, except that ``linkPreview`` is skipped when its page was not read):
+- ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
+- ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
+  ``ai`` (of the page's text);
+- ``image`` with a file: ``renditions`` (and the main colours)."""
 
 from __future__ import annotations
 
@@ -28,10 +31,16 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, CardStage
 
 MAX_ATTEMPTS = 5
-STAGES = {"image": ("renditions",), "link": ("linkMetadata", "linkPreview")}
-AFTER = {"linkPreview": "linkMetadata"}  # a stage, and the stage it waits for
+STAGES = {
+    "text": ("ai",),
+    "quote": ("ai",),
+    "link": ("linkMetadata", "linkPreview", "ai"),
+    "image": ("renditions",),
+}
+# By card type: a stage, and the stage it waits for.
+AFTER = {"link": {"linkPreview": "linkMetadata", "ai": "linkMetadata"}}
 SKIPPED_AFTER_FAILURE = {"linkPreview": "NO_PAGE"}  # its code when the stage it waits for did not complete
-ORDER = ("linkMetadata", "linkPreview", "renditions", "media", "transcript", "summary", "tags")
+ORDER = ("linkMetadata", "linkPreview", "renditions", "media", "transcript", "ai")
 STATES = ("pending", "running", "completed", "failed", "skipped")
 
 
@@ -58,6 +67,8 @@ class Settled:
     """``start`` settled the stage without running it (its attempts ran out, or the stage it
     waits for did not complete): the stages that wait for it are to be sent."""
 
+    card_type: str
+
 
 @dataclasses.dataclass(frozen=True)
 class Taken:
@@ -69,11 +80,18 @@ class Taken:
 
 
 def stages_for(card: Card) -> tuple[str, ...]:
-    """The stages a card runs: a link card with a URL its link stages, a card with a file its
-    file's (none for a card without either)."""
+    """The stages a card runs: a text or quote card's, a link card's with a URL, a file card's
+    with its file (none for a palette, a link without a URL or a card without its file)."""
+    if card.type in ("text", "quote"):
+        return STAGES[card.type]
     if card.type == "link":
         return STAGES["link"] if card.url else ()
     return STAGES.get(card.type, ()) if card.file_object is not None else ()
+
+
+def waits_for(card_type: str, stage: str) -> str | None:
+    """The stage this one waits for on a card of this type, if any."""
+    return AFTER.get(card_type, {}).get(stage)
 
 
 def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -98,7 +116,7 @@ def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> t
         row.state, row.attempts, row.updated_at, row.lease = "pending", 0, now, None
         row.error_code = row.started_at = row.completed_at = None
         session.add(row)
-    return tuple(name for name in names if AFTER.get(name) not in names)
+    return tuple(name for name in names if waits_for(card.type, name) not in names)
 
 
 def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> Taken | Settled | None:
@@ -114,21 +132,22 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> T
         return None
     if row.state == "running" and row.updated_at >= stale_before:
         return None
+    card = session.get(Card, card_pk)
+    if card is None:
+        return None
     now = now_ms()
-    before = AFTER.get(stage)
+    before = waits_for(card.type, stage)
     if before is not None:
         first = session.get(CardStage, (card_pk, before))
         if first is not None and first.state in ("pending", "running"):
             return None  # the stage it follows sends it when it is done
-        if first is not None and first.state in ("failed", "skipped"):
-            _settle(row, "skipped", SKIPPED_AFTER_FAILURE.get(stage), now)
-            return Settled()
+        skipped_code = SKIPPED_AFTER_FAILURE.get(stage)
+        if first is not None and first.state in ("failed", "skipped") and skipped_code:
+            _settle(row, "skipped", skipped_code, now)
+            return Settled(card.type)
     if row.attempts >= MAX_ATTEMPTS:
         _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
-        return Settled()
-    card = session.get(Card, card_pk)
-    if card is None:
-        return None
+        return Settled(card.type)
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
     row.lease = secrets.token_hex(16)
     return Taken(card=card, lease=row.lease, attempts=row.attempts)
@@ -169,9 +188,9 @@ def release(session: Session, *, card_pk: int, stage: str, lease: str, error_cod
     )
 
 
-def followers(stage: str) -> tuple[str, ...]:
-    """The stages that wait for this one (sent when it settles)."""
-    return tuple(name for name, before in AFTER.items() if before == stage)
+def followers(card_type: str, stage: str) -> tuple[str, ...]:
+    """The stages that wait for this one on a card of this type (sent when it settles)."""
+    return tuple(name for name, before in AFTER.get(card_type, {}).items() if before == stage)
 
 
 def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:

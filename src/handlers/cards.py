@@ -8,7 +8,17 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import card_views, cards, filetypes, links, processing, thumbnails, trash, uploads
+from cardvault.domain import (
+    card_views,
+    cards,
+    colors,
+    filetypes,
+    links,
+    processing,
+    thumbnails,
+    trash,
+    uploads,
+)
 from cardvault.domain.card_views import CardView
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
@@ -120,12 +130,12 @@ def list_item_json(
     return item
 
 
-def _extended(session: Session, card: Card | CardView) -> dict[str, Any]:
+def _extended(session: Session, card: Card) -> dict[str, Any]:
     """The extended card, with its processing stages read in the same session."""
     return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
 
 
-def _extended_card_json(card: Card | CardView, stages: Sequence[CardStage]) -> dict[str, Any]:
+def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, Any]:
     return {
         **_card_json(card),
         "aiTranscript": card.ai_transcript,
@@ -139,7 +149,8 @@ def _extended_card_json(card: Card | CardView, stages: Sequence[CardStage]) -> d
         "fileHeight": card.file_height,
         "audioWaveform": None,
         "videoScrub": None,
-        "colors": [],
+        "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
+        "aiEngine": card.ai_engine,
         "thumbnailOverridden": card.thumbnail_overridden,
     }
 
@@ -257,8 +268,7 @@ def get_card(card_id: str, user: str) -> dict[str, Any]:
 
 def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
-        card = card_views.get_card_view(session, account_id=user, card_id=card_id)
-        return _extended(session, card)
+        return _extended(session, cards.get_card(session, account_id=user, card_id=card_id))
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:

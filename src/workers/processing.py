@@ -21,11 +21,13 @@ from pathlib import Path
 import dramatiq
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import ai
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.images import Decoder, ImageRefused, Renditions
+from cardvault.domain import ai as ai_rules
 from cardvault.domain import links, processing, uploads
 from cardvault.domain.clock import now_ms
-from cardvault.domain.db import after_commit
+from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.link_pages import Page
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
@@ -76,7 +78,7 @@ def _store_renditions(card: Card, made: Renditions, lease: str, *, large: bool) 
 
 
 def _renditions(card: Card, lease: str) -> dict[str, object]:
-    """An image card's 256 px and 48 px WebP, its size and its preview."""
+    """An image card's 256 px and 48 px WebP, its size, its preview and its main colours."""
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / "original"
         assert card.file_object is not None
@@ -87,6 +89,7 @@ def _renditions(card: Card, lease: str) -> dict[str, object]:
         "file_width": made.width,
         "file_height": made.height,
         "file_preview": {"kind": "image", "excerpt": None, "pageCount": None, "animated": made.animated},
+        "colors": list(made.colors),
     }
 
 
@@ -115,16 +118,39 @@ def _link_preview(card: Card, lease: str) -> dict[str, object]:
     return _store_renditions(card, made, lease, large=True)
 
 
+def _ai(card: Card, _lease: str) -> dict[str, object]:
+    """A summary, tags and the language of the card's text, by the offline engine or the
+    configured provider."""
+    config = settings()
+    if not config.ai:
+        raise StageSkipped("AI_OFF")
+    with database().transaction(write=False) as session:
+        text = ai_rules.text_of(card, ai_rules.source_text(session, card.pk))
+        existing = ai_rules.account_tags(session, card.account_id) if config.ai_provider else []
+    if not text:
+        raise StageSkipped("NO_TEXT")
+    try:
+        if config.ai_provider is not None:
+            described = ai.describe_with_provider(config.ai_provider, text, existing_tags=existing)
+        else:
+            described = ai.describe_offline(text)
+    except ai.AiRefused as refused:
+        raise StageFailed(refused.code, str(refused), transient=refused.transient) from None
+    return {"described": described}
+
+
 @dataclasses.dataclass(frozen=True)
 class Stage:
     run: Callable[[Card, str], dict[str, object]]  # the card and the attempt's lease
-    basis: str  # the card field the result derives from
+    basis: tuple[str, ...]  # the card fields the result derives from
+    writes_tags: bool = False  # its result changes the card's tags (the tag lock comes first)
 
 
 STAGES = {
-    "renditions": Stage(_renditions, "file_object"),
-    "linkMetadata": Stage(_link_metadata, "url"),
-    "linkPreview": Stage(_link_preview, "url"),
+    "renditions": Stage(_renditions, ("file_object",)),
+    "linkMetadata": Stage(_link_metadata, ("url",)),
+    "linkPreview": Stage(_link_preview, ("url",)),
+    "ai": Stage(_ai, ("content", "url", "file_object", "ai_transcript", "metadata_title"), writes_tags=True),
 }
 
 
@@ -151,7 +177,7 @@ def run_stage(card_pk: int, stage: str) -> None:
     with database().transaction() as session:
         taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
         if isinstance(taken, processing.Settled):
-            _send_followers(session, card_pk, stage)
+            _send_followers(session, card_pk, taken.card_type, stage)
         if not isinstance(taken, processing.Taken):
             return
         session.expunge(taken.card)
@@ -159,7 +185,7 @@ def run_stage(card_pk: int, stage: str) -> None:
     try:
         fields = step.run(card, lease)
     except StageSkipped as skipped:
-        _settle(card_pk, stage, lease, "skipped", skipped.code)
+        _settle(card, stage, lease, "skipped", skipped.code)
         return
     except StageFailed as failed:
         if failed.transient and taken.attempts < processing.MAX_ATTEMPTS:
@@ -168,7 +194,7 @@ def run_stage(card_pk: int, stage: str) -> None:
                 processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=failed.code)
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
-        _settle(card_pk, stage, lease, "failed", failed.code)
+        _settle(card, stage, lease, "failed", failed.code)
         return
     except Exception:  # the store out of reach, or the like: Dramatiq retries with backoff
         with database().transaction() as session:
@@ -181,8 +207,10 @@ def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, o
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored."""
     with database().transaction() as session:
+        if step.writes_tags:
+            lock_tags(session, account_id=card.account_id)  # before the card (cardvault.domain.db)
         kept = session.get(Card, card.pk, with_for_update=True)
-        current = kept is not None and getattr(kept, step.basis) == getattr(card, step.basis)
+        current = kept is not None and all(getattr(kept, f) == getattr(card, f) for f in step.basis)
         replaced = kept is not None and stage == "linkPreview" and kept.thumbnail_overridden
         current = current and processing.finish(
             session,
@@ -196,10 +224,19 @@ def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, o
             page = fields.pop("page", None)
             if isinstance(page, Page):
                 links.apply_page(session, kept, page)
+            described = fields.pop("described", None)
+            if isinstance(described, ai.Described):
+                ai_rules.apply(
+                    session,
+                    kept,
+                    summary=described.summary,
+                    keywords=described.tags,
+                    engine={"kind": described.kind, "model": described.model, "language": described.language},
+                )
             if not replaced:  # an image replaced meanwhile stays
                 for name, value in fields.items():
                     setattr(kept, name, value)
-            _send_followers(session, card.pk, stage)
+            _send_followers(session, card.pk, card.type, stage)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
             str(value)
@@ -210,16 +247,16 @@ def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, o
             uploads.doom(session, made)
 
 
-def _settle(card_pk: int, stage: str, lease: str, state: str, error_code: str) -> None:
+def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> None:
     with database().transaction() as session:
         if processing.finish(
-            session, card_pk=card_pk, stage=stage, lease=lease, state=state, error_code=error_code
+            session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
-            _send_followers(session, card_pk, stage)
+            _send_followers(session, card.pk, card.type, stage)
 
 
-def _send_followers(session: Session, card_pk: int, stage: str) -> None:
-    for follower in processing.followers(stage):
+def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) -> None:
+    for follower in processing.followers(card_type, stage):
         after_commit(session, functools.partial(run_stage.send, card_pk, follower))
 
 

@@ -125,6 +125,7 @@ def server_env(tmp_path: Path, database_url: str = "") -> dict[str, str]:
         "CARDVAULT_DATA_DIR": str(tmp_path),
         "CARDVAULT_VALIDATE_RESPONSES": "true",
         "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet
+        "CARDVAULT_AI": "false",  # the AI tests turn it on
         "CARDVAULT_DATABASE_URL": database_url,
         # Room for the fuzzer's many tag operations; markCardDone keeps its default (60 a
         # minute), so stateful runs meet 429 too.
@@ -227,6 +228,7 @@ class PageServer:
         self.routes: dict[str, Answer | list[Answer] | Callable[[], Answer]] = {}
         self.hits: dict[str, int] = {}
         self.seen: list[dict[str, str]] = []
+        self.posted: list[bytes] = []  # the bodies of POST requests, in order
         self.port = 0
         self._lock = threading.Lock()
 
@@ -257,6 +259,12 @@ def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
+
+        def do_POST(self) -> None:  # (the AI provider's stub): the body is kept, then as GET
+            length = int(self.headers.get("Content-Length") or 0)
+            with pages._lock:
+                pages.posted.append(self.rfile.read(length))
+            self.do_GET()
 
         def log_message(self, *_args: object) -> None:
             pass

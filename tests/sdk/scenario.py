@@ -72,7 +72,9 @@ from cardvault_client.models import (
     FolderUpdate,
     Health,
     HealthStatus,
+    ProcessingStageName,
     ProcessingState,
+    ProcessingStatus,
     RefreshQueued,
     RefreshQueuedStatus,
     TagDelete,
@@ -243,7 +245,9 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     assert walk(lambda cursor: list_cards.sync(client=client, favorited=True, cursor=cursor)) == [card.id]
     extended = ok(get_extended_card.sync(card.id, client=client))
     assert isinstance(extended, ExtendedCard) and extended.is_favorited and not extended.is_archived
-    assert extended.processing_status is None and extended.link_facts == []
+    assert isinstance(extended.processing_status, ProcessingStatus) and extended.link_facts == []
+    assert [stage.name for stage in extended.processing_status.stages] == [ProcessingStageName.AI]
+    assert extended.colors == [] and extended.ai_engine is None
     done = ok(mark_card_done.sync(made["link"].id, client=client))
     assert isinstance(done, DoneCard) and isinstance(done.completed_at, int) and done.is_hidden is False
     assert done.done_as in DoneAs  # the tests' servers read no page: "done", with no category

@@ -42,6 +42,9 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_RATE_LIMIT_FOLDERS", "10/second;100/minute"),
         ("CARDVAULT_S3_ENDPOINT_URL", "s3.example.com"),
         ("CARDVAULT_S3_ACCESS_KEY_ID", "only-the-id"),
+        ("CARDVAULT_AI", "maybe"),
+        ("CARDVAULT_AI_BASE_URL", "api.example.com/v1"),
+        ("CARDVAULT_AI_BASE_URL", "https://api.example.com/v1"),  # without a model
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
@@ -100,3 +103,23 @@ def test_fetches_use_the_default_ports_and_never_loopback_unless_told(tmp_path: 
     for bad in ("80,http", "0", "70000", "80,,443"):
         with pytest.raises(SettingsError, match="CARDVAULT_FETCH_PORTS"):
             Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_FETCH_PORTS": bad})
+
+
+def test_the_ai_is_offline_unless_a_provider_is_named(tmp_path: Path) -> None:
+    offline = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert (offline.ai, offline.ai_provider) == (True, None)
+    provider = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_AI_BASE_URL": "https://api.example.com/v1/",
+            "CARDVAULT_AI_MODEL": "small-1",
+            "CARDVAULT_AI_API_KEY": "sk-secret",
+        }
+    )
+    assert provider.ai_provider is not None
+    assert (provider.ai_provider.base_url, provider.ai_provider.model) == (
+        "https://api.example.com/v1",
+        "small-1",
+    )
+    assert "sk-secret" not in repr(provider)
+    assert Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_AI": "false"}).ai is False

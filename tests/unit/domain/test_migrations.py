@@ -1,4 +1,4 @@
-"""Migrations that carry data forward: link cards saved before the link pipeline get its stages."""
+"""Migrations that carry data forward: cards saved before a stage existed get it."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ from sqlalchemy import text
 from cardvault.domain.db import Database
 
 
-def test_link_cards_saved_before_the_pipeline_get_their_stages(tmp_path: Path) -> None:
+def saved_before(
+    tmp_path: Path, revision: str, cards: list[tuple[int, str, str | None, int | None]]
+) -> Database:
+    """A database at ``revision`` holding these cards (pk, type, url, deleted_at)."""
     db = Database.from_url(f"sqlite:///{tmp_path / 'old.db'}")
-    db.migrate("0007")
+    db.migrate(revision)
     with db.transaction() as session:
         session.execute(
             text("INSERT INTO accounts (id, name, name_key, created_at) VALUES ('acc_1', 'a', 'a', 1)")
         )
-        for pk, kind, url, deleted in (
-            (1, "link", "https://example.com/a", None),
-            (2, "link", "https://example.com/b", 5),  # in Trash
-            (3, "text", None, None),
-        ):
+        for pk, kind, url, deleted in cards:
             session.execute(
                 text(
                     "INSERT INTO cards (pk, id, account_id, type, content, url, is_favorited, "
@@ -29,8 +28,44 @@ def test_link_cards_saved_before_the_pipeline_get_their_stages(tmp_path: Path) -
                 ),
                 {"pk": pk, "id": f"crd_{pk}", "kind": kind, "url": url, "deleted": deleted},
             )
-    db.migrate()
+    return db
+
+
+def test_link_cards_saved_before_the_pipeline_get_their_stages(tmp_path: Path) -> None:
+    db = saved_before(
+        tmp_path,
+        "0007",
+        [
+            (1, "link", "https://example.com/a", None),
+            (2, "link", "https://example.com/b", 5),
+            (3, "text", None, None),
+        ],
+    )
+    db.migrate("0008")
     with db.transaction(write=False) as session:
         rows = session.execute(text("SELECT card_pk, stage, state, attempts, updated_at FROM card_stages"))
         assert sorted(rows) == [(1, "linkMetadata", "pending", 0, 0), (1, "linkPreview", "pending", 0, 0)]
+    db.dispose()
+
+
+def test_cards_saved_before_the_ai_stage_get_it(tmp_path: Path) -> None:
+    db = saved_before(
+        tmp_path,
+        "0008",
+        [
+            (1, "link", "https://example.com/a", None),
+            (2, "link", None, None),  # no page to describe
+            (3, "text", None, None),
+            (4, "quote", None, None),
+            (5, "text", None, 5),  # in Trash
+            (6, "palette", None, None),
+            (7, "image", None, None),
+        ],
+    )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        rows = session.execute(
+            text("SELECT card_pk, state, attempts, updated_at FROM card_stages WHERE stage = 'ai'")
+        )
+        assert sorted(rows) == [(pk, "pending", 0, 0) for pk in (1, 3, 4)]
     db.dispose()

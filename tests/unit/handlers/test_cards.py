@@ -123,6 +123,20 @@ class TestGetCard:
     def test_returns_404_for_a_missing_card(self, api: Api) -> None:
         assert_error(api.get("/v1/cards/crd_missing"), 404, "NOT_FOUND")
 
+    def test_a_palettes_extended_card_names_its_colours_as_written(self, api: Api) -> None:
+        created = api.create(content="#F00, navy; #0a78c8 #ff0000 #abcd")
+        assert created["type"] == "palette"
+        extended = api.get(f"/v1/cards/{created['id']}/extended").json()
+        assert extended["colors"] == [
+            {"hex": "#ff0000", "name": "red"},
+            {"hex": "#000080", "name": "navy"},
+            {"hex": "#0a78c8", "name": "cornflowerblue"},  # the nearest CSS colour
+            {"hex": "#aabbcc", "name": "lightsteelblue"},
+        ]
+        assert extended["aiEngine"] is None
+        text = api.create(content="#F00 is red")
+        assert api.get(f"/v1/cards/{text['id']}/extended").json()["colors"] == []
+
     def test_returns_400_for_a_malformed_id(self, api: Api) -> None:
         assert_error(api.get("/v1/cards/bad%20id"), 400, "INVALID_INPUT")
 
@@ -256,12 +270,8 @@ class TestListCards:
         plain = api.get("/v1/cards").json()["items"][0]
         assert "content" not in plain and "metadataTitle" not in plain and "processingStatus" not in plain
         full = api.get("/v1/cards", params={"include": "content,metadata,processing"}).json()["items"][0]
-        assert (full["content"], full["notes"], full["metadataTitle"], full["processingStatus"]) == (
-            "body",
-            "n",
-            None,
-            None,
-        )
+        assert (full["content"], full["notes"], full["metadataTitle"]) == ("body", "n", None)
+        assert [stage["name"] for stage in full["processingStatus"]["stages"]] == ["ai"]
 
     def test_filters_combine(self, api: Api) -> None:
         link = api.create(url="https://example.com/jazz", tags=["Music"])

@@ -96,7 +96,11 @@ class TestThePipeline:
         card_id = saved(links_api, pages.url("/tides?utm_source=x"))
         card = settled(links_api, card_id)
         assert card["metadataStatus"] == "completed"
-        assert stage_states(card) == [("linkMetadata", "completed", None), ("linkPreview", "completed", None)]
+        assert stage_states(card) == [
+            ("linkMetadata", "completed", None),
+            ("linkPreview", "completed", None),
+            ("ai", "skipped", "AI_OFF"),  # (these tests turn the AI off)
+        ]
         assert (card["metadataTitle"], card["linkPreviewTitle"], card["linkAuthor"]) == (
             "Tide tables",
             "Tide tables",
@@ -126,6 +130,7 @@ class TestThePipeline:
         assert stage_states(failed) == [
             ("linkMetadata", "failed", "SOURCE_NOT_FOUND"),
             ("linkPreview", "skipped", "NO_PAGE"),
+            ("ai", "skipped", "AI_OFF"),
         ]
         assert failed["processingStatus"]["state"] == "failed"
         fine = settled(links_api, good)
@@ -139,8 +144,7 @@ class TestThePipeline:
 
         assert listed("failed") == [bad]
         assert listed("completed") == [good]
-        assert listed("pending") == [] and listed("skipped") == []
-        assert text not in listed("completed")
+        assert listed("pending") == [] and listed("skipped") == [text]  # its one stage, ai
         assert links_api.get("/v1/cards", params={"processingState": "broken"}).status_code == 400
 
     def test_a_new_url_reads_the_new_page(self, links_api: Api, pages: PageServer) -> None:
@@ -230,7 +234,7 @@ class TestRefresh:
         assert (card["aiSummary"], card["aiTags"], card["aiTranscript"]) == (None, [], None)
         assert links_api.get("/v1/cards", params={"tag": "sea"}).json()["items"] == []
         assert card["metadataTitle"] == "Tide tables, revised"
-        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1]
+        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1, 1]
         assert pages.hits["/tides"] == 2
 
     def test_a_card_refreshes_once_a_minute_and_an_account_six_cards(

@@ -488,6 +488,9 @@ class TestRenditions:
         assert (card["fileWidth"], card["fileHeight"]) == (400, 600)  # as displayed
         assert card["filePreview"] == {"kind": "image", "excerpt": None, "pageCount": None, "animated": False}
         assert card["thumbnailUrl"] == card["compactUrl"]
+        (main,) = card["colors"]  # one colour, near the picture's (10, 120, 200) after JPEG
+        assert all(abs(int(main["hex"][i : i + 2], 16) - v) <= 8 for i, v in ((1, 10), (3, 120), (5, 200)))
+        assert main["name"] in ("cornflowerblue", "steelblue", "dodgerblue")
         for url, side in ((card["compactUrl"], 256), (card["placeholderUrl"], 48)):
             got = _get(files_api, url)
             assert got.status_code == 200 and got.headers["Content-Type"] == "image/webp"

@@ -190,6 +190,7 @@ def test_with_fetching_off_the_link_stages_are_skipped(
     assert stages(database, pk) == {
         "linkMetadata": ("skipped", 1, "FETCHING_OFF"),
         "linkPreview": ("skipped", 0, "NO_PAGE"),
+        "ai": ("pending", 0, None),  # sent after the page's stage, to describe what there is
     }
     assert pages.hits == {}
 
@@ -234,6 +235,7 @@ def test_a_broken_image_fails_the_preview_and_keeps_the_page(
     assert stages(bound, pk) == {
         "linkMetadata": ("completed", 1, None),
         "linkPreview": ("failed", 1, "IMAGE_UNREADABLE"),
+        "ai": ("pending", 0, None),
     }
     assert card(bound, pk).metadata_title == "Reading tide tables"
 
