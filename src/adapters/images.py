@@ -6,10 +6,13 @@ the caller gets a clear error code and a fresh child for the next image.
 (fits 256 x 256) and ``placeholder`` (fits 48 x 48), and with ``large`` a third that fits
 1200 x 1200 (a link's replaced image); EXIF orientation applied, metadata stripped (nothing but
 the pixels is written), from the first frame of an animation; and its main colours.
+``media(path, ...)`` runs cardvault.adapters.media in the same child: audio, video and
+documents.
 
 Limits: 100,000,000 pixels (Pillow's decompression-bomb check, turned into an error) and 10,000
 pixels a side, both read from the header before anything is decoded; the child has 2 GiB of
-address space and 60 s of CPU for each image, and the caller waits at most ``TIMEOUT_SECONDS``."""
+address space and 60 s of CPU for each image (90 s for another file), and the caller waits at
+most ``TIMEOUT_SECONDS`` (``MEDIA_TIMEOUT_SECONDS``)."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "AVIF")
 TIMEOUT_SECONDS = 30.0
 CHILD_MEMORY_BYTES = 2 * 1024**3
 CHILD_CPU_SECONDS = 60
+MEDIA_TIMEOUT_SECONDS = 90.0  # an audio, video or document file (cardvault.adapters.media)
+MEDIA_CPU_SECONDS = 90
 COMPACT, PLACEHOLDER, LARGE = 256, 48, 1200
 MAIN_COLOURS, MAIN_SHARE = 5, 0.05
 
@@ -63,14 +68,14 @@ def _limit_child() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
 
 
-def _cpu_budget() -> None:
-    """Allow the next image CHILD_CPU_SECONDS of CPU (the limit counts the child's whole life,
-    so it moves on before each image)."""
+def _cpu_budget(seconds: int) -> None:
+    """Allow the next file this many seconds of CPU (the limit counts the child's whole life,
+    so it moves on before each file)."""
     import resource
 
     used = resource.getrusage(resource.RUSAGE_SELF)
     spent = int(used.ru_utime + used.ru_stime) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (spent + CHILD_CPU_SECONDS, resource.RLIM_INFINITY))
+    resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
 
 
 def webp(image: Any, size: int, quality: int) -> tuple[Any, bytes]:
@@ -147,35 +152,59 @@ def main_colours(image: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _image_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    made = make(request["path"], request["large"])
+    head = {
+        "width": made.width,
+        "height": made.height,
+        "animated": made.animated,
+        "colors": list(made.colors),
+    }
+    parts = [made.compact, made.placeholder, *([made.large] if made.large is not None else [])]
+    return head, parts
+
+
+def _media_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    from cardvault.adapters import media  # in the child only: PyAV and PDFium load here
+
+    try:
+        if request.get("subtitles"):
+            return media.subtitles(request["path"], request["mime_type"]), []
+        return media.analyse(request["path"], file_kind=request["file_kind"], mime_type=request["mime_type"])
+    except media.MediaRefused as refused:
+        raise ImageRefused(refused.code, str(refused)) from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # a file that breaks a library in a way it does not foresee
+        code = "MEDIA_UNREADABLE" if request["file_kind"] in ("audio", "video") else "DOCUMENT_UNREADABLE"
+        raise ImageRefused(code, f"The file cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+_JOBS = {"image": _image_job, "media": _media_job}
+
+
 def _serve(connection: Connection) -> None:
-    """The child's loop: one path in; out, a JSON head and the renditions' bytes. Only bytes
-    and JSON cross the pipe (the parent never unpickles what a child that read a hostile file
-    sends)."""
+    """The child's loop: one JSON request in; out, a JSON head (the facts, and how many byte
+    parts follow) and the parts. Only bytes and JSON cross the pipe (the parent never
+    unpickles what a child that read a hostile file sends)."""
     _limit_child()
     while True:
         try:
             request = json.loads(connection.recv_bytes())
         except EOFError:
             return
-        _cpu_budget()
+        _cpu_budget(int(request.get("cpu", CHILD_CPU_SECONDS)))
         try:
-            made = make(request["path"], request["large"])
+            head, parts = _JOBS[request["job"]](request)
         except ImageRefused as refused:
             connection.send_bytes(json.dumps({"refused": [refused.code, str(refused)]}).encode())
             continue
         except MemoryError:
-            failed = ["DECODE_FAILED", "Decoding the image ran out of memory."]
+            failed = ["DECODE_FAILED", "Decoding the file ran out of memory."]
             connection.send_bytes(json.dumps({"refused": failed}).encode())
             continue
-        head = {
-            "width": made.width,
-            "height": made.height,
-            "animated": made.animated,
-            "large": made.large is not None,
-            "colors": list(made.colors),
-        }
-        connection.send_bytes(json.dumps(head).encode())
-        for part in (made.compact, made.placeholder, *([made.large] if made.large is not None else [])):
+        connection.send_bytes(json.dumps({**head, "parts": len(parts)}, allow_nan=False).encode())
+        for part in parts:
             connection.send_bytes(part)
 
 
@@ -195,44 +224,66 @@ class Decoder:
 
     def renditions(self, path: Path, *, large: bool = False) -> Renditions:
         """Renditions of the image at ``path``; ImageRefused with DECODE_BUSY when other
-        images held the decoder longer than ``wait``."""
-        if not self._lock.acquire(timeout=-1 if self.wait is None else self.wait):
-            raise ImageRefused("DECODE_BUSY", "Other images are being decoded; try again in a moment.")
-        try:
-            return self._exchange(path, large)
-        finally:
-            self._lock.release()
-
-    def _exchange(self, path: Path, large: bool) -> Renditions:
-        connection = self._ensure()
-        try:
-            connection.send_bytes(json.dumps({"path": str(path), "large": large}).encode())
-            if not connection.poll(self.timeout):
-                self._stop()
-                raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {self.timeout:.0f} s.")
-            head = json.loads(connection.recv_bytes())
-            if "refused" in head:
-                code, message = head["refused"]
-                raise ImageRefused(str(code), str(message))
-            compact, placeholder = connection.recv_bytes(), connection.recv_bytes()
-            big = connection.recv_bytes() if head["large"] else None
-        except ImageRefused:
-            raise
-        except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
-            self._stop()
-            raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the image.") from None
-        except BaseException:  # interrupted mid-exchange: what is left in the pipe is no one's
-            self._stop()
-            raise
+        files held the decoder longer than ``wait``."""
+        head, parts = self.call({"job": "image", "path": str(path), "large": large})
         return Renditions(
             int(head["width"]),
             int(head["height"]),
             bool(head["animated"]),
-            compact,
-            placeholder,
-            big,
+            parts[0],
+            parts[1],
+            parts[2] if large else None,
             tuple(str(c) for c in head.get("colors", ())),
         )
+
+    def media(
+        self, path: Path, *, file_kind: str, mime_type: str, subtitles: bool = False
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """The facts and pictures of an audio, video or document file
+        (cardvault.adapters.media), or with ``subtitles`` the text of its subtitle track;
+        ImageRefused with the file's code when it cannot be read."""
+        request = {
+            "job": "media",
+            "path": str(path),
+            "file_kind": file_kind,
+            "mime_type": mime_type,
+            "subtitles": subtitles,
+            "cpu": MEDIA_CPU_SECONDS,
+        }
+        return self.call(request, timeout=MEDIA_TIMEOUT_SECONDS)
+
+    def call(
+        self, request: dict[str, Any], timeout: float | None = None
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """Send one request to the child and answer its head and parts."""
+        if not self._lock.acquire(timeout=-1 if self.wait is None else self.wait):
+            raise ImageRefused("DECODE_BUSY", "Other files are being decoded; try again in a moment.")
+        try:
+            return self._exchange(request, self.timeout if timeout is None else timeout)
+        finally:
+            self._lock.release()
+
+    def _exchange(self, request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+        connection = self._ensure()
+        try:
+            connection.send_bytes(json.dumps(request).encode())
+            if not connection.poll(timeout):
+                self._stop()
+                raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {timeout:.0f} s.")
+            head = json.loads(connection.recv_bytes())
+            if "refused" in head:
+                code, message = head["refused"]
+                raise ImageRefused(str(code), str(message))
+            parts = [connection.recv_bytes() for _ in range(int(head.pop("parts")))]
+        except ImageRefused:
+            raise
+        except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
+            self._stop()
+            raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the file.") from None
+        except BaseException:  # interrupted mid-exchange: what is left in the pipe is no one's
+            self._stop()
+            raise
+        return head, parts
 
     def _ensure(self) -> Connection:
         if self._child is None or not self._child.is_alive():

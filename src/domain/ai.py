@@ -2,7 +2,8 @@
 the card's AI tags, and how the result is kept.
 
 The text: a text or quote card's content; a link's title, description and page text; a
-document's name and text; an audio or video card's name and transcript. Keywords are snapped
+document's name and text; an audio or video card's name and transcript (none without a text or
+transcript: a file's name alone says too little). Keywords are snapped
 onto the account's existing tags where they mean the same: the same words ignoring case, with
 spaces, hyphens, underscores or nothing between them, and the last word singular or plural
 (``Machine-Learning`` for ``machine learning``, ``recipes`` for ``recipe``); the tag keeps the
@@ -19,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain import cards, search, tag_counts
 from cardvault.domain.clock import now_ms
+from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
-from cardvault.domain.tags import tag_key
+from cardvault.domain.tags import clean_tag, tag_key
 
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
 
@@ -31,10 +33,10 @@ def text_of(card: Card, source_text: str | None) -> str:
         parts: Iterable[str | None] = (card.content,)
     elif card.type == "link":
         parts = (card.metadata_title, card.metadata_description, source_text)
-    elif card.type in ("audio", "video"):
-        parts = (card.file_name, card.ai_transcript)
+    elif card.type in ("audio", "video"):  # a name alone (IMG_2024...) says nothing
+        parts = (card.file_name, card.ai_transcript) if (card.ai_transcript or "").strip() else ()
     else:
-        parts = (card.file_name, source_text)
+        parts = (card.file_name, source_text) if (source_text or "").strip() else ()
     return "\n\n".join(part.strip() for part in parts if part and part.strip())
 
 
@@ -82,7 +84,9 @@ def variants(tag: str) -> list[str]:
 def snap(session: Session, card: Card, keywords: Sequence[str]) -> list[str]:
     """The keywords as the card's AI tags: each snapped onto an existing tag of the account
     that means the same, the card's own tags left out, each tag once."""
-    wanted = {keyword: variants(keyword) for keyword in keywords}
+    wanted = {
+        keyword: variants(keyword) for keyword in keywords if _is_tag(keyword)
+    }  # (a provider may say anything)
     existing = set(
         session.scalars(
             select(TagCounter.name_key).where(
@@ -101,6 +105,13 @@ def snap(session: Session, card: Card, keywords: Sequence[str]) -> list[str]:
         if key not in own and key not in chosen:
             chosen[key] = name
     return list(chosen.values())
+
+
+def _is_tag(name: str) -> bool:
+    try:
+        return clean_tag(name) == name
+    except InvalidTag:
+        return False
 
 
 def _spellings(session: Session, account_id: str, keys: Iterable[str]) -> dict[str, str]:

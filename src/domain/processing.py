@@ -11,11 +11,15 @@ the last reason. A stage can also be ``skipped``: nothing to do for this card (a
 no image), with the reason as its error code.
 
 Stages by card type, in the order they run (a stage named in AFTER waits for that one to
-settle, whatever its outcome, except that ``linkPreview`` is skipped when its page was not read):
+settle, whatever its outcome, except that ``linkPreview`` is skipped when its page was not read
+and ``transcript`` when its file could not be read):
 - ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
 - ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
   ``ai`` (of the page's text);
-- ``image`` with a file: ``renditions`` (and the main colours)."""
+- ``image`` with a file: ``renditions`` (and the main colours);
+- ``audio`` and ``video`` with a file: ``media`` (duration, waveform, poster, scrub strip), then
+  ``transcript``, then ``ai`` (of the transcript);
+- ``document`` with a file: ``media`` (preview, facts and text), then ``ai``."""
 
 from __future__ import annotations
 
@@ -31,15 +35,26 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, CardStage
 
 MAX_ATTEMPTS = 5
+_MEDIA = ("media", "transcript", "ai")
 STAGES = {
     "text": ("ai",),
     "quote": ("ai",),
     "link": ("linkMetadata", "linkPreview", "ai"),
     "image": ("renditions",),
+    "audio": _MEDIA,
+    "video": _MEDIA,
+    "document": ("media", "ai"),
 }
+_AFTER_MEDIA = {"transcript": "media", "ai": "transcript"}
 # By card type: a stage, and the stage it waits for.
-AFTER = {"link": {"linkPreview": "linkMetadata", "ai": "linkMetadata"}}
-SKIPPED_AFTER_FAILURE = {"linkPreview": "NO_PAGE"}  # its code when the stage it waits for did not complete
+AFTER = {
+    "link": {"linkPreview": "linkMetadata", "ai": "linkMetadata"},
+    "audio": _AFTER_MEDIA,
+    "video": _AFTER_MEDIA,
+    "document": {"ai": "media"},
+}
+# A stage skipped when the one it waits for did not complete, and its code.
+SKIPPED_AFTER_FAILURE = {"linkPreview": "NO_PAGE", "transcript": "NO_MEDIA"}
 ORDER = ("linkMetadata", "linkPreview", "renditions", "media", "transcript", "ai")
 STATES = ("pending", "running", "completed", "failed", "skipped")
 
@@ -140,6 +155,7 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> T
     if before is not None:
         first = session.get(CardStage, (card_pk, before))
         if first is not None and first.state in ("pending", "running"):
+            row.updated_at = now  # the sweeper's oldest-first window goes to others
             return None  # the stage it follows sends it when it is done
         skipped_code = SKIPPED_AFTER_FAILURE.get(stage)
         if first is not None and first.state in ("failed", "skipped") and skipped_code:

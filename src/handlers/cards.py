@@ -60,10 +60,33 @@ def _rendition_url(key: str | None, name: str) -> str | None:
     return file_url(key, name, "image/webp")
 
 
+# FilePreview's fields, each always present (null where the kind of file has none).
+_PREVIEW_FIELDS = (
+    "kind",
+    "excerpt",
+    "pageCount",
+    "animated",
+    "lineCount",
+    "wordCount",
+    "slideCount",
+    "sheetCount",
+    "entryCount",
+    "fileCount",
+    "directoryCount",
+    "uncompressedBytes",
+)
+
+
+def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if stored is None else {field: stored.get(field) for field in _PREVIEW_FIELDS}
+
+
 def _base_json(card: Card | CardView) -> dict[str, Any]:
     """The fields every card representation carries."""
     compact = _rendition_url(card.compact_object, "compact.webp")
     large = _rendition_url(card.thumbnail_object, "image.webp")
+    # A video's poster and a PDF's first page stand for the card at their large size.
+    shown = large if card.type in ("video", "document") and large else compact
     return {
         "id": card.id,
         "type": card.type,
@@ -84,9 +107,9 @@ def _base_json(card: Card | CardView) -> dict[str, Any]:
         "fileLanguage": card.file_language,
         "compactUrl": compact,
         "placeholderUrl": _rendition_url(card.placeholder_object, "placeholder.webp"),
-        "thumbnailUrl": compact,
+        "thumbnailUrl": shown,
         **_NO_FILE,
-        "linkPreviewImageUrl": large,
+        "linkPreviewImageUrl": large if card.type == "link" else None,
     }
 
 
@@ -98,7 +121,7 @@ def _card_json(card: Card | CardView) -> dict[str, Any]:
         "aiSummary": card.ai_summary,
         "metadataTitle": card.metadata_title,
         "metadataDescription": card.metadata_description,
-        "filePreview": card.file_preview,
+        "filePreview": _file_preview_json(card.file_preview),
     }
 
 
@@ -123,7 +146,7 @@ def list_item_json(
             metadataTitle=card.metadata_title,
             metadataDescription=card.metadata_description,
             linkPreviewImageUrl=large,
-            filePreview=card.file_preview,
+            filePreview=_file_preview_json(card.file_preview),
         )
     if "processing" in include:
         item["processingStatus"] = processing.status_json(stages or [])
@@ -147,8 +170,12 @@ def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, An
         **links.link_json(card.link_meta),
         "fileWidth": card.file_width,
         "fileHeight": card.file_height,
-        "audioWaveform": None,
-        "videoScrub": None,
+        "fileDuration": None if card.duration_ms is None else card.duration_ms / 1000,
+        "audioWaveform": card.waveform,
+        "videoScrub": None
+        if card.scrub is None
+        else {**card.scrub, "url": _rendition_url(card.scrub_object, "scrub.webp")},
+        "aiTranscriptSource": card.transcript_source,
         "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
         "aiEngine": card.ai_engine,
         "thumbnailOverridden": card.thumbnail_overridden,

@@ -17,6 +17,7 @@ import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dramatiq
 from sqlalchemy.orm import Session
@@ -25,16 +26,20 @@ from cardvault.adapters import ai
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.images import Decoder, ImageRefused, Renditions
 from cardvault.domain import ai as ai_rules
-from cardvault.domain import links, processing, uploads
+from cardvault.domain import links, processing, search, uploads
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.link_pages import Page
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import blob_store, database, settings
+from cardvault.workers.files import delete_doomed_objects
 
 log = logging.getLogger("cardvault.processing")
-_decoder = Decoder()
+# A stage waits at most DECODER_WAIT for the decoder (then DECODE_BUSY, retried), well inside
+# its time limit: Dramatiq's limit must never interrupt a thread holding or taking the lock.
+DECODER_WAIT = 30.0
+_decoder = Decoder(wait=DECODER_WAIT)
 
 
 class TryAgain(Exception):
@@ -58,23 +63,32 @@ def _decode(path: Path, *, large: bool) -> Renditions:
         raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None
 
 
-def _store_renditions(card: Card, made: Renditions, lease: str, *, large: bool) -> dict[str, object]:
-    """Store the renditions under names of this attempt's own (its lease): a new image never
-    meets an old rendition's cache, and what an outrun attempt stored (and dooms) is never what
-    a later one recorded. A 256 px and a 48 px WebP, and with ``large`` the 1200 px one."""
-    store = blob_store()
+_PICTURES = {  # a card's picture column, and its stored name's end
+    "compact_object": "256.webp",
+    "placeholder_object": "48.webp",
+    "thumbnail_object": "1200.webp",
+    "scrub_object": "scrub.webp",
+}
+
+
+def _store_pictures(card: Card, lease: str, pictures: dict[str, bytes | None]) -> dict[str, object]:
+    """Store WebP pictures under names of this attempt's own (its lease): a new file never
+    meets an old picture's cache, and what an outrun attempt stored (and dooms) is never what
+    a later one recorded. Answers the card's columns for them."""
     base = f"accounts/{card.account_id}/renditions/{card.id}/{lease}"
-    fields: dict[str, object] = {
-        "compact_object": f"{base}-256.webp",
-        "placeholder_object": f"{base}-48.webp",
-    }
-    store.put(f"{base}-256.webp", made.compact, content_type="image/webp")
-    store.put(f"{base}-48.webp", made.placeholder, content_type="image/webp")
-    if large:
-        assert made.large is not None
-        store.put(f"{base}-1200.webp", made.large, content_type="image/webp")
-        fields["thumbnail_object"] = f"{base}-1200.webp"
+    fields: dict[str, object] = {}
+    for column, data in pictures.items():
+        if data is not None:
+            key = f"{base}-{_PICTURES[column]}"
+            blob_store().put(key, data, content_type="image/webp")
+            fields[column] = key
     return fields
+
+
+def _store_renditions(card: Card, made: Renditions, lease: str, *, large: bool) -> dict[str, object]:
+    """A 256 px and a 48 px WebP, and with ``large`` the 1200 px one."""
+    pictures = {"compact_object": made.compact, "placeholder_object": made.placeholder}
+    return _store_pictures(card, lease, {**pictures, **({"thumbnail_object": made.large} if large else {})})
 
 
 def _renditions(card: Card, lease: str) -> dict[str, object]:
@@ -91,6 +105,65 @@ def _renditions(card: Card, lease: str) -> dict[str, object]:
         "file_preview": {"kind": "image", "excerpt": None, "pageCount": None, "animated": made.animated},
         "colors": list(made.colors),
     }
+
+
+def _analyse(card: Card, *, subtitles: bool = False) -> tuple[dict[str, Any], list[bytes]]:
+    """What the decoder's child reads of the card's file."""
+    assert card.file_object is not None and card.file_kind is not None
+    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+        original = Path(workdir) / "original"
+        blob_store().download(card.file_object, original)
+        try:
+            return _decoder.media(
+                original, file_kind=card.file_kind, mime_type=card.mime_type or "", subtitles=subtitles
+            )
+        except ImageRefused as refused:
+            transient = refused.code == "DECODE_BUSY"
+            raise StageFailed(refused.code, str(refused), transient=transient) from None
+
+
+def _media(card: Card, lease: str) -> dict[str, object]:
+    """An audio file's duration and waveform; a video's duration, size, poster and scrub
+    strip; a document's preview, facts and text."""
+    facts, parts = _analyse(card)
+    kind = card.file_kind
+    if kind == "audio":
+        return {
+            "duration_ms": facts["durationMs"],
+            "waveform": facts["waveform"],
+            "file_preview": {"kind": "audio"},
+        }
+    if kind == "video":
+        large, compact, placeholder, sprite = parts
+        pictures = {"thumbnail_object": large, "compact_object": compact, "placeholder_object": placeholder}
+        return {
+            **_store_pictures(card, lease, {**pictures, "scrub_object": sprite}),
+            "duration_ms": facts["durationMs"],
+            "file_width": facts["width"],
+            "file_height": facts["height"],
+            "scrub": facts["scrub"],
+            "file_preview": {"kind": "video"},
+        }
+    fields: dict[str, object] = {
+        "file_preview": {
+            **facts["preview"],
+            "kind": "source" if kind == "source" else facts["preview"]["kind"],
+        },
+        "source_text": facts["text"],
+    }
+    if parts:  # a PDF's first page
+        large, compact, placeholder = parts
+        pictures = {"thumbnail_object": large, "compact_object": compact, "placeholder_object": placeholder}
+        fields.update(_store_pictures(card, lease, pictures))
+    return fields
+
+
+def _transcript(card: Card, _lease: str) -> dict[str, object]:
+    """An audio or video file's transcript: from its subtitle track."""
+    facts, _ = _analyse(card, subtitles=True)
+    if facts["text"] is None:
+        raise StageSkipped("NO_TRANSCRIBER")
+    return {"ai_transcript": facts["text"], "transcript_source": "subtitles"}
 
 
 def _link_metadata(card: Card, _lease: str) -> dict[str, object]:
@@ -150,14 +223,17 @@ STAGES = {
     "renditions": Stage(_renditions, ("file_object",)),
     "linkMetadata": Stage(_link_metadata, ("url",)),
     "linkPreview": Stage(_link_preview, ("url",)),
+    "media": Stage(_media, ("file_object",)),
+    "transcript": Stage(_transcript, ("file_object",)),
     "ai": Stage(_ai, ("content", "url", "file_object", "ai_transcript", "metadata_title"), writes_tags=True),
 }
 
 
-# A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a decode 30 s);
-# Dramatiq stops one that runs longer, and another worker takes over a running stage only
-# when it has run longer than that (its worker died).
-STAGE_SECONDS = 120
+# A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
+# decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
+# one that runs longer, and another worker takes over a running stage only when it has run
+# longer than that (its worker died).
+STAGE_SECONDS = 240
 TAKE_OVER_SECONDS = STAGE_SECONDS + 30
 
 
@@ -236,6 +312,9 @@ def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, o
             if not replaced:  # an image replaced meanwhile stays
                 for name, value in fields.items():
                     setattr(kept, name, value)
+            if "ai_transcript" in fields:  # transcripts are searched
+                session.flush()
+                search.index_card(session, kept)
             _send_followers(session, card.pk, card.type, stage)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
@@ -245,6 +324,8 @@ def _record(card: Card, stage: str, lease: str, step: Stage, fields: dict[str, o
         ]
         if made:
             uploads.doom(session, made)
+        if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
+            after_commit(session, delete_doomed_objects.send)
 
 
 def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> None:

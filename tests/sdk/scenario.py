@@ -248,6 +248,7 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     assert isinstance(extended.processing_status, ProcessingStatus) and extended.link_facts == []
     assert [stage.name for stage in extended.processing_status.stages] == [ProcessingStageName.AI]
     assert extended.colors == [] and extended.ai_engine is None
+    assert extended.file_duration is None and extended.video_scrub is None
     done = ok(mark_card_done.sync(made["link"].id, client=client))
     assert isinstance(done, DoneCard) and isinstance(done.completed_at, int) and done.is_hidden is False
     assert done.done_as in DoneAs  # the tests' servers read no page: "done", with no category

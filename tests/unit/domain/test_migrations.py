@@ -69,3 +69,31 @@ def test_cards_saved_before_the_ai_stage_get_it(tmp_path: Path) -> None:
         )
         assert sorted(rows) == [(pk, "pending", 0, 0) for pk in (1, 3, 4)]
     db.dispose()
+
+
+def test_file_cards_saved_before_the_media_stages_get_them(tmp_path: Path) -> None:
+    db = saved_before(
+        tmp_path,
+        "0009",
+        [
+            (1, "video", None, None),
+            (2, "audio", None, None),
+            (3, "document", None, None),
+            (4, "video", None, 5),
+        ],
+    )
+    with db.transaction() as session:
+        session.execute(text("UPDATE cards SET file_object = 'accounts/acc_1/files/f' || pk"))
+    db.migrate()
+    with db.transaction(write=False) as session:
+        rows = session.execute(text("SELECT card_pk, stage FROM card_stages WHERE state = 'pending'"))
+        assert sorted(rows) == [
+            (1, "ai"), (1, "media"), (1, "transcript"),
+            (2, "ai"), (2, "media"), (2, "transcript"),
+            (3, "ai"), (3, "media"),
+        ]  # fmt: skip
+        session.execute(text("UPDATE cards SET scrub_object = 'accounts/acc_1/renditions/1/a' WHERE pk = 1"))
+        session.execute(text("UPDATE cards SET scrub_object = 'accounts/acc_1/renditions/1/b' WHERE pk = 1"))
+        doomed = session.execute(text("SELECT key FROM doomed_objects")).scalars().all()
+        assert doomed == ["accounts/acc_1/renditions/1/a"]  # a replaced scrub strip is doomed
+    db.dispose()

@@ -72,11 +72,12 @@ def links_api(new_api: Callable[[], Api]) -> Api:
 
 
 def settled(api: Api, card_id: str) -> dict[str, Any]:
-    """The extended card once its pipeline has settled."""
+    """The extended card once every stage of its pipeline has settled (the sum is failed as
+    soon as one stage fails, while others may still wait)."""
     deadline = time.monotonic() + 30
     while True:
         card = api.get(f"/v1/cards/{card_id}/extended").json()
-        if card["processingStatus"]["state"] not in ("pending", "running"):
+        if all(s["state"] not in ("pending", "running") for s in card["processingStatus"]["stages"]):
             return card  # type: ignore[no-any-return]
         assert time.monotonic() < deadline, card["processingStatus"]
         time.sleep(0.05)

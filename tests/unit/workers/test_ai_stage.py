@@ -229,7 +229,7 @@ def test_a_providers_answer_is_kept_with_its_model(
     pages.routes["/v1/chat/completions"] = answering(
         {
             "summary": " On leavening with wild yeast. ",
-            "tags": ["Sourdough", "baking", "sourdough"],
+            "tags": ["Sourdough", "baking", "sourdough", "\u202eevil", "nul\u0000"],  # (tags it may not give)
             "language": "en",
         }
     )

@@ -113,8 +113,14 @@ def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
 def test_the_preview_waits_for_the_page(bound: Database, account_id: str, pages: PageServer) -> None:
     pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
     pk = link(bound, account_id, pages.url("/tides"))
+    with bound.transaction() as session:  # as a migration leaves it: the sweeper's oldest
+        session.execute(text("UPDATE card_stages SET updated_at = 0 WHERE card_pk = :pk"), {"pk": pk})
     run_stage(pk, "linkPreview")  # early (the sweeper re-sent it): nothing happens
     assert stages(bound, pk)["linkPreview"] == ("pending", 0, None)
+    with bound.transaction(write=False) as session:  # but it goes to the back of the sweeper's line
+        waiting = session.get(CardStage, (pk, "linkPreview"))
+        first = session.get(CardStage, (pk, "linkMetadata"))
+        assert waiting is not None and first is not None and waiting.updated_at > first.updated_at == 0
 
 
 def test_a_server_error_is_retried_with_its_reason_kept_then_fails_for_good(
