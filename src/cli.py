@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from cardvault.adapters import speech
 from cardvault.domain import accounts
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
@@ -92,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"cardvault: {exc}", file=sys.stderr)
         return 2
+    if args.command in ("serve", "worker") and settings.speech and speech.installed():
+        try:
+            speech.check()  # the model files are the pinned ones, or nothing starts
+        except speech.WeightsChanged as exc:
+            print(f"cardvault: {exc}", file=sys.stderr)
+            return 2
     if args.command == "serve":
         if "CARDVAULT_PUBLIC_URL" not in os.environ:
             # Cards' appUrl names the address served, in this process and the server's workers.
@@ -123,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             "trash",
             "housekeeping",
             "files",
+            "transcripts",
         ]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).

@@ -50,6 +50,7 @@ RATE_LIMITS = {
     "tag-operations": "30/minute",
     "uploads": "600/minute",
     "image-changes": "20/minute",
+    "caption-changes": "20/minute",
     "refresh": "6/minute",  # cards an account refreshes
     "refresh-card": "1/minute",  # refreshes of one card
 }
@@ -174,6 +175,9 @@ class Settings:
     fetch_allow_loopback: bool = False
     ai: bool = True  # write AI summaries and tags (off: the ai stage is skipped, AI_OFF)
     ai_provider: AiProviderSettings | None = None  # None: the offline engine
+    # Transcribe speech where the asr extra is installed (off, or without it: a file with no
+    # subtitles or caption file has its transcript stage skipped, NO_TRANSCRIBER).
+    speech: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -214,6 +218,7 @@ class Settings:
             fetch_allow_loopback=_bool(env, "CARDVAULT_TEST_FETCH_LOOPBACK", False),
             ai=_bool(env, "CARDVAULT_AI", True),
             ai_provider=AiProviderSettings.from_env(env),
+            speech=_bool(env, "CARDVAULT_SPEECH", True),
         )
 
     @staticmethod

@@ -83,6 +83,7 @@ def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
         "CARDVAULT_VALIDATE_RESPONSES": "true",
         "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet (the link tests serve pages)
         "CARDVAULT_AI": "false",  # cards keep the AI fields they are given (the AI tests turn it on)
+        "CARDVAULT_SPEECH": "false",  # no speech recognition (the speech tests turn it on)
     }
 
 
@@ -119,6 +120,9 @@ class Api:
 
     def patch(self, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
         return self.request("PATCH", path, **kwargs)
+
+    def put(self, path: str, **kwargs: object):  # type: ignore[no-untyped-def]
+        return self.request("PUT", path, **kwargs)
 
     def create(self, **body: object) -> dict:  # type: ignore[type-arg]
         response = self.post("/v1/cards", json=body)

@@ -7,7 +7,9 @@ the caller gets a clear error code and a fresh child for the next image.
 1200 x 1200 (a link's replaced image); EXIF orientation applied, metadata stripped (nothing but
 the pixels is written), from the first frame of an animation; and its main colours.
 ``media(path, ...)`` runs cardvault.adapters.media in the same child: audio, video and
-documents.
+documents; ``captions(path, ...)`` reads a caption file's cues. ``speech(path, ...)`` runs
+speech recognition (cardvault.adapters.speech), in a Decoder of its own: a child that keeps
+the model, with 15 minutes of wall time and 30 of CPU (two threads) for each file.
 
 Limits: 100,000,000 pixels (Pillow's decompression-bomb check, turned into an error) and 10,000
 pixels a side, both read from the header before anything is decoded; the child has 2 GiB of
@@ -34,6 +36,8 @@ CHILD_MEMORY_BYTES = 2 * 1024**3
 CHILD_CPU_SECONDS = 60
 MEDIA_TIMEOUT_SECONDS = 90.0  # an audio, video or document file (cardvault.adapters.media)
 MEDIA_CPU_SECONDS = 90
+SPEECH_TIMEOUT_SECONDS = 900.0  # 30 minutes of sound take about 5 on two cores
+SPEECH_CPU_SECONDS = 1800
 COMPACT, PLACEHOLDER, LARGE = 256, 48, 1200
 MAIN_COLOURS, MAIN_SHARE = 5, 0.05
 
@@ -180,7 +184,42 @@ def _media_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         raise ImageRefused(code, f"The file cannot be read: {type(exc).__name__}: {exc}") from None
 
 
-_JOBS = {"image": _image_job, "media": _media_job}
+def _captions_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    from cardvault.adapters import media
+
+    try:
+        return media.captions(request["path"], request["format"]), []
+    except media.MediaRefused as refused:
+        raise ImageRefused(refused.code, str(refused)) from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # as _media_job
+        raise ImageRefused(
+            "CAPTIONS_UNREADABLE", f"Its cues cannot be read: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _speech_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    from cardvault.adapters import media, speech
+
+    try:
+        samples = media.speech_samples(
+            request["path"], request["mime_type"], seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE
+        )
+        return speech.transcribe(samples, limit=media.TRANSCRIPT_CHARS), []
+    except media.MediaRefused as refused:
+        raise ImageRefused(refused.code, str(refused)) from None
+    except speech.WeightsChanged as changed:
+        raise ImageRefused("SPEECH_MODEL_CHANGED", str(changed)) from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # as _media_job
+        raise ImageRefused(
+            "MEDIA_UNREADABLE", f"The sound cannot be read: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+_JOBS = {"image": _image_job, "media": _media_job, "captions": _captions_job, "speech": _speech_job}
 
 
 def _serve(connection: Connection) -> None:
@@ -251,6 +290,20 @@ class Decoder:
             "cpu": MEDIA_CPU_SECONDS,
         }
         return self.call(request, timeout=MEDIA_TIMEOUT_SECONDS)
+
+    def captions(self, path: Path, *, caption_format: str) -> dict[str, Any]:
+        """The text of a WebVTT (``vtt``) or SubRip (``srt``) caption file and how many cues
+        have text (cardvault.adapters.media.captions); ImageRefused with CAPTIONS_UNREADABLE
+        when it cannot be read."""
+        head, _ = self.call({"job": "captions", "path": str(path), "format": caption_format})
+        return head
+
+    def speech(self, path: Path, *, mime_type: str) -> dict[str, Any]:
+        """The words heard in an audio or video file (cardvault.adapters.speech.transcribe);
+        ImageRefused with the file's code when it cannot be read."""
+        request = {"job": "speech", "path": str(path), "mime_type": mime_type, "cpu": SPEECH_CPU_SECONDS}
+        head, _ = self.call(request, timeout=SPEECH_TIMEOUT_SECONDS)
+        return head
 
     def call(
         self, request: dict[str, Any], timeout: float | None = None

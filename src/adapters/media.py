@@ -520,8 +520,6 @@ _ASS_OVERRIDE = re.compile(r"\{[^{}]{0,500}\}")
 def subtitles(path: str, mime_type: str) -> dict[str, Any]:
     """The text of the file's subtitle track (English first, else the first text track), one
     cue a line, a cue repeated at once kept once; ``text`` None when it has none."""
-    import av
-
     with _open(path, mime_type) as container:
         tracks = [
             t
@@ -531,21 +529,79 @@ def subtitles(path: str, mime_type: str) -> dict[str, Any]:
         if not tracks:
             return {"text": None, "language": None}
         track = next((t for t in tracks if _language(t) in ("eng", "en")), tracks[0])
-        lines: list[str] = []
-        size = 0
+        text, _ = _track_text(container, track)
+    return {"text": text, "language": _language(track)}
+
+
+def speech_samples(path: str, mime_type: str, *, seconds: float, rate: int) -> Any:
+    """The file's first sound track from its start, at most ``seconds``, as mono float32 at
+    ``rate`` (for speech recognition); empty when it has no sound."""
+    import av
+    import numpy as np
+
+    limit = int(seconds * rate)
+    chunks: list[Any] = []
+    total = 0
+    with _open(path, mime_type) as container:
+        if not container.streams.audio:
+            return np.zeros(0, dtype=np.float32)
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
         try:
-            for packet in container.demux(track):
-                for cue in packet.decode():
-                    line = _cue_text(cue)
-                    if line and (not lines or lines[-1] != line):
-                        lines.append(line)
-                        size += len(line) + 1
-                if size >= TRANSCRIPT_CHARS:
+            for frame in container.decode(container.streams.audio[0]):
+                for out in resampler.resample(frame):
+                    chunk = out.to_ndarray().reshape(-1)
+                    chunks.append(chunk)
+                    total += chunk.size
+                if total >= limit:
                     break
         except av.FFmpegError as exc:
-            raise MediaRefused("MEDIA_UNREADABLE", f"The subtitles cannot be read: {exc}") from None
-    text = "\n".join(lines)[:TRANSCRIPT_CHARS].strip()
-    return {"text": text or None, "language": _language(track)}
+            raise MediaRefused("MEDIA_UNREADABLE", f"The sound cannot be read: {exc}") from None
+    samples = np.concatenate(chunks)[:limit] if chunks else np.zeros(0, dtype=np.float32)
+    return np.nan_to_num(samples, nan=0.0, posinf=1.0, neginf=-1.0).astype(np.float32, copy=False)
+
+
+CAPTION_FORMATS = {"vtt": "webvtt", "srt": "srt"}  # a caption file's format, and its demuxer
+
+
+def captions(path: str, caption_format: str) -> dict[str, Any]:
+    """A caption file's text as ``subtitles`` gives a track's, and how many cues have text."""
+    import av
+
+    try:
+        container = av.open(path, format=CAPTION_FORMATS[caption_format], options=_OPTIONS)
+    except (av.FFmpegError, KeyError, ValueError) as exc:
+        raise MediaRefused("CAPTIONS_UNREADABLE", f"The caption file cannot be read: {exc}") from None
+    with container:
+        if not container.streams.subtitles:
+            raise MediaRefused("CAPTIONS_UNREADABLE", "The caption file has no cues.")
+        text, cues = _track_text(
+            container, container.streams.subtitles[0], code="CAPTIONS_UNREADABLE", what="Its cues"
+        )
+    return {"text": text, "cues": cues}
+
+
+def _track_text(
+    container: Any, track: Any, code: str = "MEDIA_UNREADABLE", what: str = "The subtitles"
+) -> tuple[str | None, int]:
+    """A text track's cues, one a line (a cue repeated at once kept once), to TRANSCRIPT_CHARS;
+    and how many cues have text."""
+    import av
+
+    lines: list[str] = []
+    size = cues = 0
+    try:
+        for packet in container.demux(track):
+            for cue in packet.decode():
+                line = _cue_text(cue)
+                cues += bool(line)
+                if line and (not lines or lines[-1] != line):
+                    lines.append(line)
+                    size += len(line) + 1
+            if size >= TRANSCRIPT_CHARS:
+                break
+    except av.FFmpegError as exc:
+        raise MediaRefused(code, f"{what} cannot be read: {exc}") from None
+    return "\n".join(lines)[:TRANSCRIPT_CHARS].strip() or None, cues
 
 
 _BITMAP_SUBTITLES = ("dvd_subtitle", "hdmv_pgs_subtitle", "dvb_subtitle", "xsub")

@@ -256,18 +256,25 @@ def refresh(session: Session, *, account_id: str, card_id: str) -> Edited:
     lock_tags(session, account_id=account_id)  # before the card: its AI tags go
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     ensure_not_in_trash(card)
-    tags_before = tag_counts.card_tally(card)
-    written = (card.ai_summary, card.ai_transcript, card.ai_engine, card.transcript_source)
-    if card.ai_tags or any(value is not None for value in written):
-        card.ai_summary = card.ai_transcript = card.ai_engine = card.transcript_source = None
-        replace_tags(card, "ai", [])
-        card.updated_at = max(now_ms(), card.updated_at)
-        session.flush()
-        search.index_card(session, card)
-        tag_counts.apply(
-            session, account_id=account_id, before=tags_before, after=tag_counts.card_tally(card)
-        )
+    forget_ai(session, card)
     return Edited(card, processing.queue(session, card))
+
+
+def forget_ai(session: Session, card: Card) -> None:
+    """Clear what the pipeline wrote from the card's text: its AI summary, AI tags, engine and
+    transcript (the caller holds the account's tag lock and the card's row)."""
+    written = (card.ai_summary, card.ai_transcript, card.ai_engine, card.transcript_source)
+    if not card.ai_tags and all(value is None for value in written):
+        return
+    tags_before = tag_counts.card_tally(card)
+    card.ai_summary = card.ai_transcript = card.ai_engine = card.transcript_source = None
+    replace_tags(card, "ai", [])
+    card.updated_at = max(now_ms(), card.updated_at)
+    session.flush()
+    search.index_card(session, card)
+    tag_counts.apply(
+        session, account_id=card.account_id, before=tags_before, after=tag_counts.card_tally(card)
+    )
 
 
 def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequence[str]) -> Card:

@@ -118,6 +118,11 @@ class Card(Base):
     # A video's scrub strip: {"frameWidth", "frameHeight", "frames", "columns"}, and its sprite.
     scrub: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     scrub_object: Mapped[str | None] = mapped_column(Text)
+    # An audio or video card's caption file (cardvault.domain.captions): its object, what it is
+    # ({"fileName", "format", "size", "cueCount"}) and its cues' text (read with the card only).
+    captions_object: Mapped[str | None] = mapped_column(Text)
+    captions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    captions_text: Mapped[str | None] = mapped_column(Text, deferred=True)
     is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
@@ -282,7 +287,7 @@ class Upload(Base):
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the fileKey clients see
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    purpose: Mapped[str] = mapped_column(String(16))  # "card", or "thumbnail" of card_id
+    purpose: Mapped[str] = mapped_column(String(16))  # "card", or "thumbnail" or "captions" of card_id
     card_id: Mapped[str | None] = mapped_column(String(64))
     object_key: Mapped[str] = mapped_column(Text)
     file_name: Mapped[str] = mapped_column(String(255))

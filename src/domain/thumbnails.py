@@ -64,22 +64,17 @@ def issue_upload(
     mime_type: str,
 ) -> uploads.Issued:
     """An upload URL for the card's new image."""
-    card = _link_card(session, account_id=account_id, card_id=card_id)
-    if mime_type.lower() not in IMAGE_TYPES:
-        raise UnsupportedType(
-            f"{mime_type} is not an accepted image type: JPEG, PNG, WebP, GIF or AVIF.",
-            detected=uploads.REFUSED_TYPES.get(mime_type.lower()),
-        )
-    return uploads.issue(
+    return uploads.issue_for_card(
         session,
         store,
-        account_id=account_id,
+        card=_link_card(session, account_id=account_id, card_id=card_id),
+        purpose="thumbnail",
+        accepted=IMAGE_TYPES,
+        refusal=f"{mime_type} is not an accepted image type: JPEG, PNG, WebP, GIF or AVIF.",
+        max_file_size=MAX_BYTES,
         file_name=file_name,
         file_size=file_size,
         mime_type=mime_type,
-        purpose="thumbnail",
-        card_id=card.id,
-        max_file_size=MAX_BYTES,
     )
 
 

@@ -31,7 +31,7 @@ from cardvault.domain.errors import (
 )
 from cardvault.domain.filetypes import FileType
 from cardvault.domain.ids import is_well_formed, new_id
-from cardvault.domain.models import DoomedObject, Upload
+from cardvault.domain.models import Card, DoomedObject, Upload
 
 URL_SECONDS = 15 * 60  # how long an upload URL takes a PUT
 KEEP_MS = 24 * 3600 * 1000  # how long an upload waits for a card to take it
@@ -121,6 +121,36 @@ def issue(
     return Issued(upload=upload, target=target, max_file_size=limit)
 
 
+def issue_for_card(
+    session: Session,
+    store: BlobStore,
+    *,
+    card: Card,
+    purpose: str,
+    accepted: tuple[str, ...],
+    refusal: str,
+    max_file_size: int,
+    file_name: str,
+    file_size: int,
+    mime_type: str,
+) -> Issued:
+    """An upload that belongs to one card (its replaced image, its caption file), of one of
+    the ``accepted`` declared types (UnsupportedType with ``refusal`` otherwise)."""
+    if mime_type.lower() not in accepted:
+        raise UnsupportedType(refusal, detected=REFUSED_TYPES.get(mime_type.lower()))
+    return issue(
+        session,
+        store,
+        account_id=card.account_id,
+        file_name=file_name,
+        file_size=file_size,
+        mime_type=mime_type,
+        purpose=purpose,
+        card_id=card.id,
+        max_file_size=max_file_size,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckedUpload:
     """An upload whose stored file passed the checks, not yet taken."""
@@ -128,6 +158,7 @@ class CheckedUpload:
     upload: Upload
     stored: StoredObject
     file_type: FileType
+    head: bytes  # its first SNIFF_BYTES
 
 
 def check(
@@ -173,7 +204,7 @@ def check(
         raise UnsupportedType(str(refused), detected=refused.detected) from None
     if stored.size > file_type.max_bytes:
         raise FileTooLarge(limit=file_type.max_bytes, actual=stored.size, kind=file_type.file_kind)
-    return CheckedUpload(upload=upload, stored=stored, file_type=file_type)
+    return CheckedUpload(upload=upload, stored=stored, file_type=file_type, head=head)
 
 
 def copy_for_card(store: BlobStore, checked: CheckedUpload) -> TakenFile:
@@ -217,6 +248,11 @@ def replacement_keys(*, account_id: str, card_id: str, upload_id: str) -> tuple[
     and 48 px WebP."""
     base = f"accounts/{account_id}/renditions/{card_id}/{upload_id}"
     return f"{base}-1200.webp", f"{base}-256.webp", f"{base}-48.webp"
+
+
+def captions_key(*, account_id: str, card_id: str, upload_id: str) -> str:
+    """The object an audio or video card's caption file made from this upload is kept as."""
+    return f"accounts/{account_id}/captions/{card_id}/{upload_id}"
 
 
 def _object_name(file_name: str) -> str:
@@ -286,10 +322,12 @@ def _keys_of(uploads: list[Upload]) -> Iterator[str]:
         yield upload.object_key
         if upload.attached_at is None and upload.purpose == "card":
             yield f"accounts/{upload.account_id}/files/{upload.id}/{_object_name(upload.file_name)}"
-        elif upload.attached_at is None and upload.card_id is not None:
+        elif upload.attached_at is None and upload.card_id is not None and upload.purpose == "thumbnail":
             yield from replacement_keys(
                 account_id=upload.account_id, card_id=upload.card_id, upload_id=upload.id
             )
+        elif upload.attached_at is None and upload.card_id is not None and upload.purpose == "captions":
+            yield captions_key(account_id=upload.account_id, card_id=upload.card_id, upload_id=upload.id)
 
 
 def doomed(session: Session, *, batch_size: int) -> list[str]:

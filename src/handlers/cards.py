@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.domain import (
+    captions,
     card_views,
     cards,
     colors,
@@ -27,7 +28,7 @@ from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.processing import run_stage
+from cardvault.workers.processing import send_stage
 
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
 _NO_FILE = {
@@ -176,9 +177,20 @@ def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, An
         if card.scrub is None
         else {**card.scrub, "url": _rendition_url(card.scrub_object, "scrub.webp")},
         "aiTranscriptSource": card.transcript_source,
+        "captionsFile": _captions_json(card),
         "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
         "aiEngine": card.ai_engine,
         "thumbnailOverridden": card.thumbnail_overridden,
+    }
+
+
+def _captions_json(card: Card) -> dict[str, Any] | None:
+    if card.captions is None:
+        return None
+    name, caption_format = card.captions["fileName"], card.captions["format"]
+    return {
+        **card.captions,
+        "url": file_url(card.captions_object, name, captions.CONTENT_TYPES[caption_format]),
     }
 
 
@@ -235,7 +247,7 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
 def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
     """Send the queued stages to the workers once the transaction commits."""
     for stage in stages:
-        after_commit(session, functools.partial(run_stage.send, card_pk, stage))
+        after_commit(session, functools.partial(send_stage, card_pk, stage))
 
 
 def list_cards(
@@ -396,6 +408,49 @@ def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dic
         card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
         after_commit(session, delete_doomed_objects.send)  # the image it replaces
         return _extended(session, card)
+
+
+def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    rt = runtime.current()
+    with rt.db.transaction() as session:
+        issued = captions.issue_upload(
+            session,
+            rt.store,
+            account_id=user,
+            card_id=card_id,
+            file_name=body["fileName"],
+            file_size=body["fileSize"],
+            mime_type=body["mimeType"],
+        )
+    return upload_json(issued)
+
+
+def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    """Check, then read the cues and keep the file outside any transaction, then apply."""
+    rt = runtime.current()
+    with rt.db.transaction(write=False) as session:
+        checked = captions.check(
+            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
+        )
+        if isinstance(checked, Card):  # a repeated PUT: this file is the card's already
+            return _extended(session, checked)
+    # A copy kept for nothing (this request then fails) is deleted with its upload after 24
+    # hours; a retry with the same upload makes and uses the same one.
+    attached = captions.read(rt.store, rt.decoder, *checked, card_id=card_id)
+    with rt.db.transaction() as session:
+        edited = captions.apply(session, account_id=user, card_id=card_id, attached=attached)
+        after_commit(session, delete_doomed_objects.send)  # the file it replaces
+        _send_stages(session, edited.card.pk, edited.stages)
+        return _extended(session, edited.card)
+
+
+def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
+    with runtime.current().db.transaction() as session:
+        edited = captions.remove(session, account_id=user, card_id=card_id)
+        if edited.stages:
+            after_commit(session, delete_doomed_objects.send)
+        _send_stages(session, edited.card.pk, edited.stages)
+        return _extended(session, edited.card)
 
 
 def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:

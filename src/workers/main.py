@@ -2,6 +2,7 @@
 
 Reads the settings, binds the database and declares every actor on the Redis broker."""
 
+from cardvault.adapters import speech
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 from cardvault.workers import broker as _broker
@@ -9,5 +10,7 @@ from cardvault.workers import files, idempotency, processing, tags, trash  # noq
 from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()
+if _settings.speech and speech.installed():
+    speech.check()  # the model files are the pinned ones, or the worker does not start
 _broker.bind(_settings, Database.from_url(_settings.database_url))
 _broker.broker.add_middleware(Sweeper())

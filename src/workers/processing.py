@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import dramatiq
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.adapters import ai
+from cardvault.adapters import ai, speech
 from cardvault.adapters.fetcher import Fetcher
-from cardvault.adapters.images import Decoder, ImageRefused, Renditions
+from cardvault.adapters.images import SPEECH_TIMEOUT_SECONDS, Decoder, ImageRefused, Renditions
 from cardvault.domain import ai as ai_rules
 from cardvault.domain import links, processing, search, uploads
 from cardvault.domain.clock import now_ms
@@ -40,6 +41,10 @@ log = logging.getLogger("cardvault.processing")
 # its time limit: Dramatiq's limit must never interrupt a thread holding or taking the lock.
 DECODER_WAIT = 30.0
 _decoder = Decoder(wait=DECODER_WAIT)
+# Speech recognition has a child of its own (it keeps the model loaded): one file at a time per
+# worker process, the others waiting at most SPEECH_WAIT (then DECODE_BUSY, retried).
+SPEECH_WAIT = 900.0
+_speech = Decoder(wait=SPEECH_WAIT)
 
 
 class TryAgain(Exception):
@@ -159,11 +164,28 @@ def _media(card: Card, lease: str) -> dict[str, object]:
 
 
 def _transcript(card: Card, _lease: str) -> dict[str, object]:
-    """An audio or video file's transcript: from its subtitle track."""
+    """An audio or video file's transcript: its subtitle track, else its caption file, else
+    the speech heard in it (where speech recognition is installed and on)."""
     facts, _ = _analyse(card, subtitles=True)
-    if facts["text"] is None:
+    if facts["text"] is not None:
+        return {"ai_transcript": facts["text"], "transcript_source": "subtitles"}
+    if card.captions_object is not None:
+        with database().transaction(write=False) as session:
+            text = session.scalar(select(Card.captions_text).where(Card.pk == card.pk))
+        if text:
+            return {"ai_transcript": text, "transcript_source": "captions"}
+    if not (settings().speech and speech.installed()):
         raise StageSkipped("NO_TRANSCRIBER")
-    return {"ai_transcript": facts["text"], "transcript_source": "subtitles"}
+    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+        original = Path(workdir) / "original"
+        blob_store().download(card.file_object or "", original)
+        try:
+            heard = _speech.speech(original, mime_type=card.mime_type or "")
+        except ImageRefused as refused:
+            raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None
+    if heard["text"] is None:
+        raise StageSkipped("NO_SPEECH")
+    return {"ai_transcript": heard["text"], "transcript_source": "speech"}
 
 
 def _link_metadata(card: Card, _lease: str) -> dict[str, object]:
@@ -224,7 +246,7 @@ STAGES = {
     "linkMetadata": Stage(_link_metadata, ("url",)),
     "linkPreview": Stage(_link_preview, ("url",)),
     "media": Stage(_media, ("file_object",)),
-    "transcript": Stage(_transcript, ("file_object",)),
+    "transcript": Stage(_transcript, ("file_object", "captions_object")),
     "ai": Stage(_ai, ("content", "url", "file_object", "ai_transcript", "metadata_title"), writes_tags=True),
 }
 
@@ -232,8 +254,11 @@ STAGES = {
 # A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
 # decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
 # one that runs longer, and another worker takes over a running stage only when it has run
-# longer than that (its worker died).
+# longer than that (its worker died). The transcript stage, which may wait for speech
+# recognition and run it, has a queue and bounds of its own.
 STAGE_SECONDS = 240
+TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
+_TAKE_OVER = {"transcript": TRANSCRIPT_SECONDS + 30}
 TAKE_OVER_SECONDS = STAGE_SECONDS + 30
 
 
@@ -246,10 +271,32 @@ TAKE_OVER_SECONDS = STAGE_SECONDS + 30
 )
 def run_stage(card_pk: int, stage: str) -> None:
     """Run one stage of one card, if it is still to be run."""
+    _run(card_pk, stage)
+
+
+@dramatiq.actor(
+    actor_name="run_transcript_stage",
+    queue_name="transcripts",
+    max_retries=5,
+    min_backoff=2_000,
+    time_limit=TRANSCRIPT_SECONDS * 1000,
+)
+def run_transcript_stage(card_pk: int, stage: str) -> None:
+    """Run a card's transcript stage, if it is still to be run."""
+    _run(card_pk, stage)
+
+
+def send_stage(card_pk: int, stage: str) -> None:
+    """Send one stage of one card to the actor that runs it."""
+    (run_transcript_stage if stage == "transcript" else run_stage).send(card_pk, stage)
+
+
+def _run(card_pk: int, stage: str) -> None:
     step = STAGES.get(stage)
     if step is None:
         return
-    stale_before = now_ms() - int(max(settings().stale_seconds, TAKE_OVER_SECONDS) * 1000)
+    take_over = max(settings().stale_seconds, _TAKE_OVER.get(stage, TAKE_OVER_SECONDS))
+    stale_before = now_ms() - int(take_over * 1000)
     with database().transaction() as session:
         taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
         if isinstance(taken, processing.Settled):
@@ -338,7 +385,7 @@ def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> 
 
 def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) -> None:
     for follower in processing.followers(card_type, stage):
-        after_commit(session, functools.partial(run_stage.send, card_pk, follower))
+        after_commit(session, functools.partial(send_stage, card_pk, follower))
 
 
 def resend_unsettled(older_than_ms: int) -> int:
@@ -347,5 +394,5 @@ def resend_unsettled(older_than_ms: int) -> int:
     with database().transaction(write=False) as session:
         found = processing.unsettled(session, older_than=now_ms() - older_than_ms)
     for card_pk, stage in found:
-        run_stage.send(card_pk, stage)
+        send_stage(card_pk, stage)
     return len(found)

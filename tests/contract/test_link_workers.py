@@ -1,6 +1,7 @@
-"""The link pipeline in both shapes of the service: on the embedded default (actors on threads
+"""The pipeline in both shapes of the service: on the embedded default (actors on threads
 inside `cardvault serve`) and in production's (PostgreSQL, Redis, a separate `cardvault worker`
-process), a saved link's page is read from a local web server and its image stored."""
+process), a saved link's page is read from a local web server and its image stored, and a
+recording's words are heard (the transcript stage has a queue of its own)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from PIL import Image
 
 from tests.conftest import fresh_postgres_database
 from tests.contract.servers import PageServer, page_server, redis_server, running_server, server_env
+from tests.speech_extra import FOX, require_speech
 
 PAGE = b"""<!doctype html><html><head><title>Tide tables</title>
 <meta property="og:title" content="Reading tide tables"><meta property="og:image" content="/cover.jpg">
@@ -34,6 +36,7 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
             "CARDVAULT_FETCH_LINKS": "true",
             "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
             "CARDVAULT_FETCH_PORTS": str(pages.port),
+            "CARDVAULT_SPEECH": "true",
         }
         if request.param == "embedded":
             with running_server({**server_env(tmp_path), **fetching}, tmp_path) as (base, key):
@@ -46,19 +49,23 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
                 yield base, key, pages
 
 
+def settled(base: str, headers: dict[str, str], card_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while True:
+        card: dict[str, Any] = httpx.get(f"{base}/cards/{card_id}/extended", headers=headers).json()
+        if card["processingStatus"]["state"] not in ("pending", "running"):
+            return card
+        assert time.monotonic() < deadline, card["processingStatus"]
+        time.sleep(0.1)
+
+
 def test_a_saved_link_is_read_by_the_workers(served: tuple[str, str, PageServer]) -> None:
     base, key, pages = served
     headers = {"Authorization": f"Bearer {key}"}
     created = httpx.post(f"{base}/cards", json={"content": pages.url("/tides")}, headers=headers)
     assert created.status_code == 200, created.text
-    card_id = created.json()["cardId"]
-    deadline = time.monotonic() + 60
-    while True:
-        card: dict[str, Any] = httpx.get(f"{base}/cards/{card_id}/extended", headers=headers).json()
-        if card["processingStatus"]["state"] not in ("pending", "running"):
-            break
-        assert time.monotonic() < deadline, card["processingStatus"]
-        time.sleep(0.1)
+    card = settled(base, headers, created.json()["cardId"])
+    card_id = card["id"]
     assert card["processingStatus"]["state"] == "completed", card["processingStatus"]
     assert (card["metadataStatus"], card["metadataTitle"]) == ("completed", "Reading tide tables")
     assert card["linkFacts"] == [{"label": "Servings", "value": "4"}]
@@ -67,3 +74,26 @@ def test_a_saved_link_is_read_by_the_workers(served: tuple[str, str, PageServer]
     done = httpx.post(f"{base}/cards/{card_id}/done", headers=headers).json()
     assert (done["linkCategory"], done["doneAs"]) == ("recipe", "cooked")
     assert pages.hits == {"/tides": 1, "/cover.jpg": 1}
+
+
+def test_a_recordings_words_are_heard_by_the_workers(served: tuple[str, str, PageServer]) -> None:
+    require_speech()
+    base, key, _ = served
+    headers = {"Authorization": f"Bearer {key}"}
+    data = FOX.read_bytes()
+    upload = httpx.post(
+        f"{base}/uploads",
+        json={"fileName": "fox.ogg", "fileSize": len(data), "mimeType": "audio/ogg"},
+        headers=headers,
+    ).json()
+    stored = httpx.put(upload["uploadUrl"], content=data, headers=upload["headers"])
+    assert stored.status_code == 200, stored.text
+    created = httpx.post(
+        f"{base}/cards",
+        json={"fileKey": upload["fileKey"], "fileEtag": stored.headers["ETag"]},
+        headers=headers,
+    )
+    assert created.status_code == 200, created.text
+    card = settled(base, headers, created.json()["cardId"])
+    assert card["aiTranscriptSource"] == "speech", card["processingStatus"]
+    assert "quick brown fox" in card["aiTranscript"].lower()

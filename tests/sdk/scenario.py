@@ -19,13 +19,16 @@ from cardvault_client import AuthenticatedClient, Client
 from cardvault_client.api.cards import (
     archive_card,
     create_card,
+    create_card_captions_upload,
     create_card_thumbnail_upload,
     delete_card,
+    delete_card_captions,
     get_card,
     get_extended_card,
     list_cards,
     mark_card_done,
     refresh_card,
+    replace_card_captions,
     replace_card_thumbnail,
     reset_card_thumbnail,
     restore_card,
@@ -50,6 +53,8 @@ from cardvault_client.api.uploads import create_upload
 from cardvault_client.models import (
     ApiError,
     ArchivedFilter,
+    CaptionsFormat,
+    CaptionsReplace,
     Card,
     CardCreate,
     CardCreated,
@@ -169,6 +174,28 @@ def replaced_image(client: AuthenticatedClient, link: Card) -> None:
     assert isinstance(card.link_preview_image_url, str) and isinstance(card.compact_url, str)
     reset = ok(reset_card_thumbnail.sync(link.id, client=client))
     assert reset.thumbnail_overridden is False and reset.link_preview_image_url is None
+
+
+def captioned(client: AuthenticatedClient, audio: Card) -> None:
+    """A caption file attached to an audio card, then removed."""
+    data = b"WEBVTT\n\n00:00.000 --> 00:01.000\nHello there.\n"
+    ticket = ok(
+        create_card_captions_upload.sync(
+            audio.id,
+            client=client,
+            body=UploadCreate(file_name="song.vtt", file_size=len(data), mime_type="text/vtt"),
+        )
+    )
+    assert isinstance(ticket, UploadTicket)
+    assert httpx.put(ticket.upload_url, content=data, headers=ticket.headers.to_dict()).status_code == 200
+    card = ok(
+        replace_card_captions.sync(audio.id, client=client, body=CaptionsReplace(file_key=ticket.file_key))
+    )
+    assert isinstance(card, ExtendedCard) and card.captions_file is not None
+    assert card.captions_file.format_ == CaptionsFormat.VTT and card.captions_file.cue_count == 1
+    assert httpx.get(card.captions_file.url).content == data
+    removed = ok(delete_card_captions.sync(audio.id, client=client))
+    assert removed.captions_file is None
 
 
 def finished(client: AuthenticatedClient, operation: TagOperation) -> TagOperation:
@@ -349,6 +376,7 @@ def main(base_url: str, key: str) -> None:
     with AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True) as client:
         made = cards_and_lists(client)
         replaced_image(client, made["link"])
+        captioned(client, made["audio"])
         tags(client, made)
         folders(client, made)
         trash_and_archive(client, made)

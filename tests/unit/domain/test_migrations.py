@@ -97,3 +97,19 @@ def test_file_cards_saved_before_the_media_stages_get_them(tmp_path: Path) -> No
         doomed = session.execute(text("SELECT key FROM doomed_objects")).scalars().all()
         assert doomed == ["accounts/acc_1/renditions/1/a"]  # a replaced scrub strip is doomed
     db.dispose()
+
+
+def test_a_caption_file_is_doomed_when_replaced_or_deleted_with_its_card(tmp_path: Path) -> None:
+    db = saved_before(tmp_path, "0010", [(1, "audio", None, None), (2, "video", None, None)])
+    db.migrate()
+    with db.transaction() as session:
+        session.execute(
+            text("UPDATE cards SET captions_object = 'accounts/acc_1/captions/crd_' || pk || '/a'")
+        )
+        session.execute(
+            text("UPDATE cards SET captions_object = 'accounts/acc_1/captions/crd_1/b' WHERE pk = 1")
+        )
+        session.execute(text("DELETE FROM cards WHERE pk = 2"))
+        doomed = session.execute(text("SELECT key FROM doomed_objects ORDER BY key")).scalars().all()
+        assert doomed == ["accounts/acc_1/captions/crd_1/a", "accounts/acc_1/captions/crd_2/a"]
+    db.dispose()

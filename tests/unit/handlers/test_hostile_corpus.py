@@ -47,6 +47,8 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "createUpload": {"fileName": "a.png", "fileSize": 10, "mimeType": "image/png"},
     "createCardThumbnailUpload": {"fileName": "a.png", "fileSize": 10, "mimeType": "image/png"},
     "replaceCardThumbnail": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
+    "createCardCaptionsUpload": {"fileName": "a.vtt", "fileSize": 10, "mimeType": "text/vtt"},
+    "replaceCardCaptions": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
     "updateCard": {"content": "changed"},
     "setCardFavorite": {"isFavorited": True},
     "renameTag": {"from": "alpha", "to": "omega"},
@@ -703,6 +705,18 @@ def domain_cases(b: Builder) -> None:
             ("not-a-link", (400, "TYPE_MISMATCH"), {}),
             ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
         ],
+        "createCardCaptionsUpload": [
+            ("not-audio", (400, "TYPE_MISMATCH"), {"body": dump(VALID_BODIES["createCardCaptionsUpload"])}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
+        ],
+        "replaceCardCaptions": [
+            ("not-audio", (400, "TYPE_MISMATCH"), {"body": dump(VALID_BODIES["replaceCardCaptions"])}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
+        ],
+        "deleteCardCaptions": [
+            ("not-audio", (400, "TYPE_MISMATCH"), {}),
+            ("in-trash", (409, "CARD_IN_TRASH"), {"path": card_path}),
+        ],
         "updateCard": [
             ("bad-tag-among-good", BAD_TAG, {"body": dump({"tags": ["ok", " "]})}),
             ("content-too-large", TOO_LARGE, {"body": dump({"content": "y" * 524_289, "notes": "n"})}),
@@ -957,7 +971,11 @@ def problems(case: Case, response: Any) -> list[str]:
 def settings(tmp_path: Path, database: Database) -> Settings:
     """The corpus sends refreshCard hundreds of refusals, each counted against its limits (six
     cards a minute by default): here they are off."""
-    env = {"CARDVAULT_RATE_LIMIT_REFRESH": "off", "CARDVAULT_RATE_LIMIT_REFRESH_CARD": "off"}
+    env = {
+        "CARDVAULT_RATE_LIMIT_REFRESH": "off",
+        "CARDVAULT_RATE_LIMIT_REFRESH_CARD": "off",
+        "CARDVAULT_RATE_LIMIT_CAPTION_CHANGES": "off",
+    }
     return Settings.from_env({**app_env(tmp_path, database), **env})
 
 

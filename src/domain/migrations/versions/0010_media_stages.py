@@ -10,6 +10,8 @@ Revises: 0009
 import sqlalchemy as sa
 from alembic import op
 
+from cardvault.domain.migrations.doomed import doom_objects_of
+
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
@@ -27,7 +29,7 @@ _OBJECT_COLUMNS = ("file_object", "compact_object", "placeholder_object", "thumb
 
 
 def upgrade() -> None:
-    _doom_objects_of(_OBJECT_COLUMNS, new_column="scrub_object")
+    doom_objects_of(_OBJECT_COLUMNS, new_column="scrub_object")
     for stage, which in _NEW_STAGES.items():
         op.execute(
             sa.text(
@@ -38,47 +40,8 @@ def upgrade() -> None:
         )
 
 
-def _doom_objects_of(columns: tuple[str, ...], new_column: str | None) -> None:
-    """(Re)create the triggers that doom the objects of ``columns`` (on SQLite, only the new
-    column's: each column has its own)."""
-    dialect = op.get_bind().dialect.name
-    if dialect == "sqlite":
-        if new_column is None:
-            for name in ("deleted", "replaced"):
-                op.execute(f"DROP TRIGGER cards_scrub_object_{name}")
-            return
-        now = "CAST(strftime('%s','now') AS INTEGER) * 1000"
-        doom = f"INSERT OR IGNORE INTO doomed_objects (key, doomed_at) VALUES (OLD.{new_column}, {now});"
-        op.execute(
-            f"CREATE TRIGGER cards_{new_column}_deleted AFTER DELETE ON cards "
-            f"WHEN OLD.{new_column} IS NOT NULL BEGIN {doom} END"
-        )
-        op.execute(
-            f"CREATE TRIGGER cards_{new_column}_replaced AFTER UPDATE OF {new_column} ON cards "
-            f"WHEN OLD.{new_column} IS NOT NULL AND OLD.{new_column} IS NOT NEW.{new_column} BEGIN {doom} END"
-        )
-        return
-    now = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
-    inserts = "\n".join(
-        f"  IF OLD.{c} IS NOT NULL AND (TG_OP = 'DELETE' OR OLD.{c} IS DISTINCT FROM NEW.{c}) THEN\n"
-        f"    INSERT INTO doomed_objects (key, doomed_at) VALUES (OLD.{c}, {now})\n"
-        "      ON CONFLICT (key) DO NOTHING;\n"
-        "  END IF;"
-        for c in columns
-    )
-    op.execute("DROP TRIGGER cards_doom_objects ON cards")
-    op.execute(
-        "CREATE OR REPLACE FUNCTION cards_doom_objects() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n"
-        f"{inserts}\n  RETURN NULL;\nEND\n$$"
-    )
-    op.execute(
-        f"CREATE TRIGGER cards_doom_objects AFTER DELETE OR UPDATE OF {', '.join(columns)} ON cards "
-        "FOR EACH ROW EXECUTE FUNCTION cards_doom_objects()"
-    )
-
-
 def downgrade() -> None:
-    _doom_objects_of(_OBJECT_COLUMNS[:-1], new_column=None)
+    doom_objects_of(_OBJECT_COLUMNS[:-1], new_column=None, dropped="scrub_object")
     op.execute(
         sa.text(
             "DELETE FROM card_stages WHERE stage IN ('media', 'transcript', 'ai') "

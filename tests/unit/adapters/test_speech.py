@@ -1,0 +1,62 @@
+"""Speech recognition (the asr extra): its pinned model files, the sound it is given, and what
+it hears in a real recording."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from cardvault.adapters import media, speech
+from tests import media_files
+from tests.speech_extra import FOX, require_speech
+
+
+@pytest.fixture(autouse=True)
+def _installed() -> None:
+    require_speech()
+
+
+def test_the_installed_model_files_are_the_pinned_ones() -> None:
+    speech.check()  # raises on a change
+
+
+def test_a_changed_missing_or_added_file_is_refused() -> None:
+    files = {name: b"" for name in speech.WEIGHTS}
+    with pytest.raises(speech.WeightsChanged, match=r"model\.bin has sha256 e3b0c442"):
+        speech.verify(files)
+    config = speech.model_parts()["config.json"][0]
+    pinned = {
+        name: b"".join(part.read_bytes() for part in parts) for name, parts in speech.model_parts().items()
+    }
+    speech.verify(pinned)
+    changed = bytearray(pinned["config.json"])
+    changed[-2] ^= 1
+    with pytest.raises(speech.WeightsChanged, match=r"config\.json"):
+        speech.verify({**pinned, "config.json": bytes(changed)})
+    with pytest.raises(speech.WeightsChanged):
+        speech.verify({k: v for k, v in pinned.items() if k != "tokenizer.json"})
+    with pytest.raises(speech.WeightsChanged):
+        speech.verify({**pinned, "preprocessor_config.json": b"{}"})
+    assert hashlib.sha256(config.read_bytes()).hexdigest() == speech.WEIGHTS["config.json"]
+
+
+def test_sound_is_read_mono_at_16_khz_up_to_its_limit(tmp_path: Path) -> None:
+    tone = media_files.audio(tmp_path / "tone.mp3", seconds=3)
+    whole = media.speech_samples(str(tone), "audio/mpeg", seconds=60, rate=16_000)
+    assert whole.ndim == 1 and str(whole.dtype) == "float32" and 2.9 * 16_000 < whole.size < 3.2 * 16_000
+    cut = media.speech_samples(str(tone), "audio/mpeg", seconds=1, rate=16_000)
+    assert cut.size == 16_000
+    silent = media_files.video(tmp_path / "mute.mp4", sound=False)
+    assert media.speech_samples(str(silent), "video/mp4", seconds=60, rate=16_000).size == 0
+
+
+def test_the_words_of_a_recording_are_heard() -> None:
+    samples = media.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
+    heard = speech.transcribe(samples, limit=10_000)
+    text = heard["text"].lower()
+    assert "quick brown fox" in text and "lazy dog" in text and "starter" in text
+    assert heard["language"] == "en"
+    assert speech.transcribe(samples, limit=20)["text"] == heard["text"][:20].strip()
+    assert speech.transcribe(samples[:1000], limit=10_000) == {"text": None, "language": None}
