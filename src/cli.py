@@ -93,10 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"cardvault: {exc}", file=sys.stderr)
         return 2
-    if args.command in ("serve", "worker") and settings.speech and speech.installed():
+    # Whatever transcribes checks its model first (serve does with no Redis: its workers run
+    # inside it), and does not start on a change.
+    transcribes = args.command == "worker" or (args.command == "serve" and settings.redis_url is None)
+    if transcribes and settings.speech and speech.installed():
         try:
-            speech.check()  # the model files are the pinned ones, or nothing starts
-        except speech.WeightsChanged as exc:
+            speech.check()
+        except speech.SpeechUnavailable as exc:
             print(f"cardvault: {exc}", file=sys.stderr)
             return 2
     if args.command == "serve":

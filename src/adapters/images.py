@@ -211,6 +211,8 @@ def _speech_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         raise ImageRefused(refused.code, str(refused)) from None
     except speech.WeightsChanged as changed:
         raise ImageRefused("SPEECH_MODEL_CHANGED", str(changed)) from None
+    except (ImportError, OSError) as exc:  # the libraries or model files of the asr extra
+        raise ImageRefused("SPEECH_UNAVAILABLE", f"Speech recognition cannot run: {exc}") from None
     except MemoryError:
         raise
     except Exception as exc:  # as _media_job

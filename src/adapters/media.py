@@ -515,6 +515,8 @@ def _kept(text: str | None) -> str | None:
 
 TRANSCRIPT_CHARS = 100_000  # of a transcript, the most kept
 _ASS_OVERRIDE = re.compile(r"\{[^{}]{0,500}\}")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_OVERRIDE_TAIL = re.compile(r"\\[a-z]{1,8}\d{0,4}\}")  # what is left of "{\an8}" in a WebVTT cue
 
 
 def subtitles(path: str, mime_type: str) -> dict[str, Any]:
@@ -575,16 +577,25 @@ def captions(path: str, caption_format: str) -> dict[str, Any]:
         if not container.streams.subtitles:
             raise MediaRefused("CAPTIONS_UNREADABLE", "The caption file has no cues.")
         text, cues = _track_text(
-            container, container.streams.subtitles[0], code="CAPTIONS_UNREADABLE", what="Its cues"
+            container,
+            container.streams.subtitles[0],
+            code="CAPTIONS_UNREADABLE",
+            what="Its cues",
+            count_all=True,
         )
     return {"text": text, "cues": cues}
 
 
 def _track_text(
-    container: Any, track: Any, code: str = "MEDIA_UNREADABLE", what: str = "The subtitles"
+    container: Any,
+    track: Any,
+    code: str = "MEDIA_UNREADABLE",
+    what: str = "The subtitles",
+    count_all: bool = False,
 ) -> tuple[str | None, int]:
     """A text track's cues, one a line (a cue repeated at once kept once), to TRANSCRIPT_CHARS;
-    and how many cues have text."""
+    and how many cues have text (with ``count_all``, in the whole track, else in what was
+    read)."""
     import av
 
     lines: list[str] = []
@@ -594,10 +605,10 @@ def _track_text(
             for cue in packet.decode():
                 line = _cue_text(cue)
                 cues += bool(line)
-                if line and (not lines or lines[-1] != line):
+                if line and size < TRANSCRIPT_CHARS and (not lines or lines[-1] != line):
                     lines.append(line)
                     size += len(line) + 1
-            if size >= TRANSCRIPT_CHARS:
+            if size >= TRANSCRIPT_CHARS and not count_all:
                 break
     except av.FFmpegError as exc:
         raise MediaRefused(code, f"{what} cannot be read: {exc}") from None
@@ -615,5 +626,8 @@ def _language(track: Any) -> str | None:
 def _cue_text(cue: Any) -> str:
     raw = getattr(cue, "dialogue", None) or getattr(cue, "text", None) or b""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
-    text = _ASS_OVERRIDE.sub("", text).replace("\\N", " ").replace("\\n", " ")
+    # FFmpeg writes a WebVTT cue's backslash as an ASS escape with a word joiner after it.
+    text = _CONTROLS.sub("", text.replace("\u2060", "")).replace("\\\\", "\\")
+    text = _OVERRIDE_TAIL.sub("", _ASS_OVERRIDE.sub("", text))
+    text = text.replace("\\N", " ").replace("\\n", " ").replace("\\h", " ")
     return " ".join(text.split())

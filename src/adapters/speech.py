@@ -39,9 +39,15 @@ VAD_AFTER_SECONDS = 120  # longer sound skips what has no voice (it costs more o
 SAMPLE_RATE = 16_000
 THREADS = 2
 MIN_SAMPLES = SAMPLE_RATE // 4  # under a quarter second there is nothing to hear
+CHUNK_SECONDS = 300  # of sound given to the model at once
 
 
-class WeightsChanged(Exception):
+class SpeechUnavailable(Exception):
+    """Speech recognition is installed but cannot run: a library that does not load, or a
+    model file missing or changed."""
+
+
+class WeightsChanged(SpeechUnavailable):
     """A model file is not the pinned one."""
 
 
@@ -67,13 +73,22 @@ def _chunks(parts: list[Any]) -> Iterator[bytes]:
 
 
 def check() -> None:
-    """Read every model file through its hash (never whole into memory); WeightsChanged when
-    one is not the pinned one."""
-    for name, parts in model_parts().items():
-        digest = hashlib.sha256()
-        for chunk in _chunks(parts):
-            digest.update(chunk)
-        _compare(name, digest.hexdigest())
+    """Load the libraries and read every model file through its hash (never whole into
+    memory); SpeechUnavailable when a library does not load or a file is missing, and
+    WeightsChanged when one is not the pinned one."""
+    try:
+        import faster_whisper  # noqa: F401  (CTranslate2, ONNX Runtime and the tokenizer load with it)
+
+        for name, parts in model_parts().items():
+            digest = hashlib.sha256()
+            for chunk in _chunks(parts):
+                digest.update(chunk)
+            _compare(name, digest.hexdigest())
+    except (ImportError, OSError) as exc:
+        raise SpeechUnavailable(
+            f"Speech recognition cannot start: {type(exc).__name__}: {exc}. Reinstall the asr extra "
+            "(pip install 'cardvault[asr]'), or turn speech recognition off with CARDVAULT_SPEECH=false."
+        ) from None
 
 
 def verify(files: Mapping[str, bytes]) -> None:
@@ -109,27 +124,36 @@ def _load() -> Any:
     return _model
 
 
-def transcribe(samples: Any, *, limit: int) -> dict[str, Any]:
+def transcribe(samples: Any, *, limit: int, chunk_seconds: int = CHUNK_SECONDS) -> dict[str, Any]:
     """The words heard in ``samples`` (16 kHz mono float32), one segment a line, a segment
     repeated at once kept once, at most ``limit`` characters; ``text`` None when none was
-    heard, with the language heard (ISO 639-1)."""
-    if samples.size < MIN_SAMPLES:
-        return {"text": None, "language": None}
-    segments, info = _load().transcribe(
-        samples,
-        beam_size=1,
-        temperature=0.0,
-        condition_on_previous_text=False,
-        vad_filter=samples.size > VAD_AFTER_SECONDS * SAMPLE_RATE,
-    )
+    heard, with the language heard in the first stretch (ISO 639-1). The sound is given to
+    the model ``chunk_seconds`` at a time, in the first stretch's language: faster-whisper
+    makes the features of all it is given at once, and 30 minutes of them outgrow the child's
+    2 GiB (a word cut at a stretch's end may be misheard)."""
     lines: list[str] = []
     size = 0
-    for segment in segments:
-        line = " ".join(segment.text.split())
-        if line and (not lines or lines[-1] != line):
-            lines.append(line)
-            size += len(line) + 1
-        if size >= limit:
+    language: str | None = None
+    chunk = chunk_seconds * SAMPLE_RATE
+    for start in range(0, samples.size, chunk):
+        part = samples[start : start + chunk]
+        if part.size < MIN_SAMPLES or size >= limit:
             break
+        segments, info = _load().transcribe(
+            part,
+            language=language,
+            beam_size=1,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            vad_filter=samples.size > VAD_AFTER_SECONDS * SAMPLE_RATE,
+        )
+        language = language or info.language
+        for segment in segments:
+            line = " ".join(segment.text.split())
+            if line and (not lines or lines[-1] != line):
+                lines.append(line)
+                size += len(line) + 1
+            if size >= limit:
+                break
     text = "\n".join(lines)[:limit].strip()
-    return {"text": text or None, "language": info.language if text else None}
+    return {"text": text or None, "language": language if text else None}

@@ -121,12 +121,13 @@ def check(
         file_etag=None,
         purpose="captions",
         card_id=card.id,
+        max_file_size=MAX_BYTES,
     )
     found = caption_format(checked.head)
     if found is None:
         raise UnsupportedType(
             "The file is not WebVTT or SubRip captions, judged by its bytes.",
-            detected=checked.file_type.file_kind,
+            detected=checked.file_type.card_type,
         )
     return checked, found
 
@@ -136,9 +137,14 @@ def read(
 ) -> Attached:
     """Read the file's cues in the decoder's child and keep the file where the card holds it."""
     upload = checked.upload
+    key = uploads.captions_key(account_id=upload.account_id, card_id=card_id, upload_id=upload.id)
+    try:  # the copy the ETag names is what is read and kept (a second PUT cannot part them)
+        store.copy(upload.object_key, key, etag=checked.stored.etag)
+    except ObjectChanged:
+        raise UploadChanged("The stored file changed while it was read; try again.") from None
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / f"captions.{found}"
-        store.download(upload.object_key, original)
+        store.download(key, original)
         try:
             facts = decoder.captions(original, caption_format=found)
         except ImageRefused as refused:
@@ -151,11 +157,6 @@ def read(
         raise InvalidInput(
             "The caption file cannot be used: it has no cue with text.", details={"reason": "CAPTIONS_EMPTY"}
         )
-    key = uploads.captions_key(account_id=upload.account_id, card_id=card_id, upload_id=upload.id)
-    try:
-        store.copy(upload.object_key, key, etag=checked.stored.etag)
-    except ObjectChanged:
-        raise UploadChanged("The stored file changed while it was read; try again.") from None
     return Attached(
         upload_id=upload.id,
         object_key=key,

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, exists, literal_column, select, update
+from sqlalchemy import ColumnElement, and_, case, exists, literal, literal_column, or_, select, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
@@ -158,6 +158,8 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> T
             row.updated_at = now  # the sweeper's oldest-first window goes to others
             return None  # the stage it follows sends it when it is done
         skipped_code = SKIPPED_AFTER_FAILURE.get(stage)
+        if stage == "transcript" and card.captions_object is not None:
+            skipped_code = None  # a caption file needs nothing the file's reading made
         if first is not None and first.state in ("failed", "skipped") and skipped_code:
             _settle(row, "skipped", skipped_code, now)
             return Settled(card.type)
@@ -194,13 +196,24 @@ def finish(
     return bool(done.rowcount)
 
 
-def release(session: Session, *, card_pk: int, stage: str, lease: str, error_code: str | None) -> None:
+def release(
+    session: Session, *, card_pk: int, stage: str, lease: str, error_code: str | None, counted: bool = True
+) -> None:
     """Put the attempt's stage back to pending (it failed for a reason that may pass; the retry
-    that follows takes it again), keeping the reason."""
+    that follows takes it again), keeping the reason; an attempt not ``counted`` (it waited
+    for a shared resource and did nothing) gives its attempt back."""
+    values: dict[str, object] = {
+        "state": "pending",
+        "error_code": error_code,
+        "updated_at": now_ms(),
+        "lease": None,
+    }
+    if not counted:
+        values["attempts"] = CardStage.attempts - 1
     session.execute(
         update(CardStage)
         .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
-        .values(state="pending", error_code=error_code, updated_at=now_ms(), lease=None)
+        .values(**values)
     )
 
 
@@ -209,11 +222,31 @@ def followers(card_type: str, stage: str) -> tuple[str, ...]:
     return tuple(name for name, before in AFTER.get(card_type, {}).items() if before == stage)
 
 
-def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:
-    """Stages pending or running with no sign of life since ``older_than`` (for the sweeper)."""
+def unsettled(
+    session: Session,
+    *,
+    older_than: int,
+    taken_over_before: int,
+    long_stages: Mapping[str, int] | None = None,
+    limit: int = 500,
+) -> list[tuple[int, str]]:
+    """Stages for the sweeper to send again: pending with no sign of life since ``older_than``
+    (their message was lost), or running since before a worker may take them over
+    (``taken_over_before``, or a long stage's own time in ``long_stages``: their worker died).
+    A running stage within its time is left alone: sending it would do nothing."""
+    running_before: ColumnElement[int] = (
+        case(dict(long_stages), value=CardStage.stage, else_=taken_over_before)
+        if long_stages
+        else literal(taken_over_before)
+    )
     rows = session.execute(
         select(CardStage.card_pk, CardStage.stage)
-        .where(CardStage.state.in_(("pending", "running")), CardStage.updated_at < older_than)
+        .where(
+            or_(
+                and_(CardStage.state == "pending", CardStage.updated_at < older_than),
+                and_(CardStage.state == "running", CardStage.updated_at < running_before),
+            )
+        )
         .order_by(CardStage.updated_at)
         .limit(limit)
     )

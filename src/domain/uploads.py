@@ -170,10 +170,12 @@ def check(
     file_etag: str | None,
     purpose: str = "card",
     card_id: str | None = None,
+    max_file_size: int | None = None,
 ) -> CheckedUpload:
     """Check an upload and its stored file, in order: the upload is this account's, for this
     purpose, not too old and not taken; the file is stored, with this ETag and the declared
-    size; its bytes are an accepted type, within its kind's limit."""
+    size; its bytes are an accepted type, within its kind's limit (or ``max_file_size``, the
+    limit of what the upload is for)."""
     upload = _find(session, account_id=account_id, file_key=file_key, purpose=purpose, card_id=card_id)
     if upload.attached_at is not None:
         raise UploadUsed("A card took this upload already; upload the file again for another card.")
@@ -202,8 +204,9 @@ def check(
         file_type = filetypes.sniff(head, file_name=upload.file_name, complete=stored.size <= len(head))
     except filetypes.Refused as refused:
         raise UnsupportedType(str(refused), detected=refused.detected) from None
-    if stored.size > file_type.max_bytes:
-        raise FileTooLarge(limit=file_type.max_bytes, actual=stored.size, kind=file_type.file_kind)
+    limit = file_type.max_bytes if max_file_size is None else max_file_size
+    if stored.size > limit:
+        raise FileTooLarge(limit=limit, actual=stored.size, kind=file_type.file_kind)
     return CheckedUpload(upload=upload, stored=stored, file_type=file_type, head=head)
 
 

@@ -11,6 +11,9 @@ from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()
 if _settings.speech and speech.installed():
-    speech.check()  # the model files are the pinned ones, or the worker does not start
+    try:
+        speech.check()  # the model files are the pinned ones, or the worker does not start
+    except speech.SpeechUnavailable as exc:
+        raise SystemExit(f"cardvault: {exc}") from None
 _broker.bind(_settings, Database.from_url(_settings.database_url))
 _broker.broker.add_middleware(Sweeper())

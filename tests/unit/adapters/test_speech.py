@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cardvault.adapters import media, speech
@@ -60,3 +61,10 @@ def test_the_words_of_a_recording_are_heard() -> None:
     assert heard["language"] == "en"
     assert speech.transcribe(samples, limit=20)["text"] == heard["text"][:20].strip()
     assert speech.transcribe(samples[:1000], limit=10_000) == {"text": None, "language": None}
+
+
+def test_long_sound_is_heard_a_stretch_at_a_time_in_the_first_stretchs_language() -> None:
+    samples = media.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
+    padded = np.concatenate([samples, np.zeros(9 * speech.SAMPLE_RATE - samples.size, dtype=np.float32)])
+    heard = speech.transcribe(np.concatenate([padded, padded]), limit=10_000, chunk_seconds=9)
+    assert heard["text"].lower().count("quick brown fox") == 2 and heard["language"] == "en"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import text
 
-from cardvault.domain.db import Database
+from cardvault.domain.db import MIGRATIONS, Database
 
 
 def saved_before(
@@ -112,4 +114,25 @@ def test_a_caption_file_is_doomed_when_replaced_or_deleted_with_its_card(tmp_pat
         session.execute(text("DELETE FROM cards WHERE pk = 2"))
         doomed = session.execute(text("SELECT key FROM doomed_objects ORDER BY key")).scalars().all()
         assert doomed == ["accounts/acc_1/captions/crd_1/a", "accounts/acc_1/captions/crd_2/a"]
+    db.dispose()
+
+
+def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -> None:
+    db = Database.from_url(f"sqlite:///{tmp_path / 'cycle.db'}")
+    db.migrate()
+
+    def triggers() -> set[str]:
+        with db.transaction(write=False) as session:
+            return set(session.scalars(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")))
+
+    before = triggers()
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0010")
+        connection.commit()
+    assert before - triggers() == {"cards_captions_object_deleted", "cards_captions_object_replaced"}
+    db.migrate()
+    assert triggers() == before
     db.dispose()

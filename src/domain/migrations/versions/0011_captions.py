@@ -36,6 +36,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     doom_objects_of(_OBJECT_COLUMNS[:-1], new_column=None, dropped="captions_object")
-    with op.batch_alter_table("cards") as batch:
-        for name, _ in reversed(_COLUMNS):
-            batch.drop_column(name)
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite 3.35 and newer have it): a batch would rebuild
+    # the table on SQLite, and the table's other triggers would go with the old one.
+    for name, _ in reversed(_COLUMNS):
+        op.drop_column("cards", name)
