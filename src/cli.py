@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             "housekeeping",
             "files",
             "transcripts",
+            "exports",
         ]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).

@@ -53,6 +53,7 @@ RATE_LIMITS = {
     "caption-changes": "20/minute",
     "refresh": "6/minute",  # cards an account refreshes
     "refresh-card": "1/minute",  # refreshes of one card
+    "export-starts": "10/day",  # beside the rule of one export that became ready a week
 }
 
 

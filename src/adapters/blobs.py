@@ -29,6 +29,8 @@ from cardvault.settings import Settings
 _UPLOAD_SALT = "cardvault.upload"
 _DOWNLOAD_SALT = "cardvault.download"
 IMMUTABLE = "private, max-age=31536000, immutable"
+CHUNK = 1024 * 1024  # bytes read at a time
+PART = 16 * 1024 * 1024  # bytes of each part of an S3 multipart upload (S3 takes 5 MiB to 5 GiB)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,22 @@ class BlobStore(Protocol):
 
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         """Store ``data`` at ``key``, replacing what was there."""
+        ...
+
+    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+        """The object's bytes from ``start`` on, a chunk of at most CHUNK bytes at a time
+        (FileNotFoundError when it is missing)."""
+        ...
+
+    def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
+        """Store the bytes ``chunks`` yields at ``key`` as they come, in constant memory; the
+        object appears whole once they end, or not at all (an error from ``chunks`` or the
+        store leaves nothing behind but what ``forget_partial_writes`` removes)."""
+        ...
+
+    def forget_partial_writes(self, older_than_seconds: float) -> int:
+        """Remove what writes that never ended (their process died) left, started more than
+        this long ago; return how many."""
         ...
 
     def copy(self, source: str, target: str, *, etag: str) -> None:
@@ -260,6 +278,40 @@ class LocalDiskStore:
             tmp.unlink(missing_ok=True)
         return StoredObject(key=key, size=len(data), etag=etag, content_type=content_type)
 
+    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+        with self._path("objects", key).open("rb") as f:
+            f.seek(start)
+            while chunk := f.read(CHUNK):
+                yield chunk
+
+    def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
+        tmp = self.root / "tmp" / f"{uuid.uuid4().hex}.part"
+        digest, size = hashlib.md5(usedforsecurity=False), 0
+        try:
+            with tmp.open("wb") as out:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())  # on disk before the name says it is whole
+            etag = f'"{digest.hexdigest()}"'
+            self._commit(tmp, key, etag, content_type)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return StoredObject(key=key, size=size, etag=etag, content_type=content_type)
+
+    def forget_partial_writes(self, older_than_seconds: float) -> int:
+        cutoff, removed = time.time() - older_than_seconds, 0
+        for path in (self.root / "tmp").glob("*.part"):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass  # its write ended meanwhile
+        return removed
+
     def copy(self, source: str, target: str, *, etag: str) -> None:
         found = self.stat(source)
         if found is None or found.etag != etag:
@@ -397,6 +449,63 @@ class S3Store:
             if code in ("PreconditionFailed", "412", "NoSuchKey", "404"):
                 raise ObjectChanged(source) from exc
             raise
+
+    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+        from botocore.exceptions import ClientError
+
+        extra = {"Range": f"bytes={start}-"} if start else {}
+        try:
+            answer = self._client.get_object(Bucket=self.bucket, Key=key, **extra)
+        except ClientError as exc:
+            if self._missing(exc):
+                raise FileNotFoundError(key) from exc
+            raise
+        body = answer["Body"]
+        try:
+            yield from body.iter_chunks(CHUNK)
+        finally:
+            body.close()
+
+    def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
+        # Parts of PART bytes as they fill (boto3's upload_fileobj over a stream buffered
+        # far more); on any error the upload is aborted, so no part is kept.
+        upload = self._client.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType=content_type)
+        upload_id, parts, size = upload["UploadId"], [], 0
+        buffer = bytearray()
+        try:
+            for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                while len(buffer) >= PART:
+                    parts.append(self._part(key, upload_id, len(parts) + 1, bytes(buffer[:PART])))
+                    del buffer[:PART]
+            if buffer or not parts:
+                parts.append(self._part(key, upload_id, len(parts) + 1, bytes(buffer)))
+            answer = self._client.complete_multipart_upload(
+                Bucket=self.bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        except BaseException:
+            self._client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            raise
+        return StoredObject(key=key, size=size, etag=answer["ETag"], content_type=content_type)
+
+    def _part(self, key: str, upload_id: str, number: int, data: bytes) -> dict[str, Any]:
+        answer = self._client.upload_part(
+            Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data
+        )
+        return {"PartNumber": number, "ETag": answer["ETag"]}
+
+    def forget_partial_writes(self, older_than_seconds: float) -> int:
+        cutoff, removed = time.time() - older_than_seconds, 0
+        pages = self._client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket)
+        for page in pages:
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"].timestamp() < cutoff:
+                    self._client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                    removed += 1
+        return removed
 
     def delete(self, keys: Iterable[str]) -> None:
         batch: list[str] = []

@@ -20,9 +20,12 @@ CardVaultError
 │   ├── UploadIncomplete     the upload's file has not been stored (yet)
 │   ├── UploadChanged        the stored file is not the one the client uploaded
 │   ├── UploadUsed           a card took this upload already
+│   ├── ExportRunning        an export of the account is pending or running
+│   ├── ExportFinished       the export ended already: nothing to cancel
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── RateLimited              the account used up a rate limit; retry at retry_at
+│   └── ExportQuotaUsed      an export became ready less than a week ago
 └── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
@@ -140,6 +143,20 @@ class UploadUsed(Conflict):
     """A card has taken this upload already."""
 
 
+class ExportRunning(Conflict):
+    """An export of the account is pending or running; ``job`` is it."""
+
+    def __init__(self, job: Any) -> None:
+        super().__init__(
+            "An export of this account is running; wait for it, or cancel it.", details={"exportId": job.id}
+        )
+        self.job = job
+
+
+class ExportFinished(Conflict):
+    """The export is ready, expired or failed: there is nothing to cancel."""
+
+
 class IdempotencyKeyInUse(Conflict):
     """A request with the same Idempotency-Key is still running."""
 
@@ -167,6 +184,18 @@ class RateLimited(CardVaultError):
         super().__init__(
             f"Rate limit {policy!r} reached: at most {limit} requests in any {window_seconds} s.",
             details={"policy": policy},
+            retry_at=retry_at,
+        )
+
+
+class ExportQuotaUsed(RateLimited):
+    """One export a week: the last became ready less than 7 days before ``retry_at``."""
+
+    def __init__(self, export_id: str, *, retry_at: int) -> None:
+        CardVaultError.__init__(
+            self,
+            "One export a week: the last became ready less than 7 days ago.",
+            details={"policy": "export-quota", "exportId": export_id},
             retry_at=retry_at,
         )
 

@@ -45,6 +45,8 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.FolderExists: (409, "FOLDER_EXISTS"),
     domain.CardInTrash: (409, "CARD_IN_TRASH"),
     domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
+    domain.ExportRunning: (409, "EXPORT_RUNNING"),
+    domain.ExportFinished: (409, "EXPORT_FINISHED"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
     domain.RateLimited: (429, "RATE_LIMITED"),

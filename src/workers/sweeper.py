@@ -1,6 +1,7 @@
-"""The sweeper: re-sends operations whose heartbeat went stale, so a lost message or a killed
-worker never leaves an operation behind, and every ten minutes starts the Trash purge and the
-deletion of expired Idempotency-Keys. Runs in every worker (and in the embedded worker)."""
+"""The sweeper: re-sends operations and exports whose heartbeat went stale, so a lost message
+or a killed worker never leaves one behind, and every ten minutes starts the Trash purge, the
+deletion of expired Idempotency-Keys and of expired export archives. Runs in every worker
+(and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import dramatiq
 
-from cardvault.workers import files, idempotency, processing, tags, trash
+from cardvault.workers import exports, files, idempotency, processing, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -44,6 +45,9 @@ class Sweeper(dramatiq.Middleware):
                 resumed = tags.resume_stale(older_than)
                 if resumed:
                     log.info("re-sent %d stale tag operations", resumed)
+                resumed = exports.resume_stale(older_than)
+                if resumed:
+                    log.info("re-sent %d stale exports", resumed)
                 resent = processing.resend_unsettled(int(older_than * 1000))
                 if resent:
                     log.info("re-sent %d processing stages", resent)
@@ -53,6 +57,7 @@ class Sweeper(dramatiq.Middleware):
                     idempotency.forget_idempotency_keys.send()
                     files.forget_old_uploads.send()
                     files.delete_doomed_objects.send()
+                    exports.expire_exports.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")

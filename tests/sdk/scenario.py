@@ -9,7 +9,10 @@ bodies. Type-checked with mypy by the tier, so a weaker generated type fails the
 from __future__ import annotations
 
 import base64
+import io
+import json
 import sys
+import zipfile
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,6 +50,7 @@ from cardvault_client.api.folders import (
     update_folder,
 )
 from cardvault_client.api.system import get_health
+from cardvault_client.api.exports import cancel_export, get_export, get_latest_export, start_export
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
 from cardvault_client.api.uploads import create_upload
@@ -67,6 +71,8 @@ from cardvault_client.models import (
     DoneAs,
     DoneCard,
     EmptyTrashResult,
+    ExportJob,
+    ExportStatus,
     ExtendedCard,
     FavoriteUpdate,
     Folder,
@@ -76,6 +82,7 @@ from cardvault_client.models import (
     FolderPage,
     FolderUpdate,
     Health,
+    LatestExport,
     HealthStatus,
     ProcessingStageName,
     ProcessingState,
@@ -207,6 +214,29 @@ def finished(client: AuthenticatedClient, operation: TagOperation) -> TagOperati
         operation = ok(get_tag_operation.sync(operation.id, client=client))
     assert operation.status == TagOperationStatus.COMPLETED, operation.error
     return operation
+
+
+def exported(client: AuthenticatedClient) -> None:
+    """An export of the account, polled until ready, downloaded and checked; then the weekly rule."""
+    latest = ok(get_latest_export.sync(client=client))
+    assert isinstance(latest, LatestExport) and latest.can_start is True and latest.job is None
+    job = ok(start_export.sync(client=client)).job
+    deadline = time.monotonic() + 60
+    while job.status in (ExportStatus.PENDING, ExportStatus.RUNNING):
+        assert time.monotonic() < deadline, "the export did not finish"
+        time.sleep(0.1)
+        polled = ok(get_latest_export.sync(client=client)).job
+        assert isinstance(polled, ExportJob)
+        job = polled
+    assert job.status == ExportStatus.READY and isinstance(job.download_url, str)
+    assert ok(get_export.sync(job.id, client=client)).job.card_count == job.card_count
+    archive = zipfile.ZipFile(io.BytesIO(httpx.get(job.download_url).content))
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["counts"]["cards"] == job.card_count and archive.testzip() is None
+    refused(cancel_export.sync_detailed(job.id, client=client), 409, "EXPORT_FINISHED")
+    again = start_export.sync_detailed(client=client)
+    assert again.status_code == 429 and isinstance(again.parsed, ApiError)
+    assert again.parsed.code == "RATE_LIMITED" and again.parsed.retry_at == job.expires_at
 
 
 def walk(page_after: Callable[[str | Unset], CardPage | ApiError | None]) -> list[str]:
@@ -380,6 +410,7 @@ def main(base_url: str, key: str) -> None:
         tags(client, made)
         folders(client, made)
         trash_and_archive(client, made)
+        exported(client)
         errors(client, base_url, made)
     print("scenario passed")
 

@@ -79,6 +79,7 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "caption-changes": "20/minute",
         "refresh": "6/minute",
         "refresh-card": "1/minute",
+        "export-starts": "10/day",
     }
     chosen = Settings.from_env(
         {

@@ -38,7 +38,7 @@ NOT_FOUND = 404, "NOT_FOUND"
 UNSUPPORTED = 415, "UNSUPPORTED_MEDIA_TYPE"
 TOO_LARGE = 413, "CONTENT_TOO_LARGE"
 # Path placeholders of the spec, and the world's ids filled in when a case is sent.
-ID_KINDS = {"cardId": "Card", "folderId": "Folder", "operationId": "Operation"}
+ID_KINDS = {"cardId": "Card", "folderId": "Folder", "operationId": "Operation", "exportId": "Export"}
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
 # carry it, so a fault that slipped through would change data and fail the snapshot too.
@@ -345,8 +345,13 @@ def path_cases(b: Builder) -> None:
     segments = op.path.split("/")
     b.add("path:upper-case", NOT_FOUND, path="/".join([*segments[:2], segments[2].upper(), *segments[3:]]))
     if not op.path.endswith("}"):
-        b.add("path:suffix", NOT_FOUND, path=op.path + ".json")
-        b.add("path:matrix", NOT_FOUND, path=op.path + ";x=1")
+        # Beside a templated sibling (/exports/latest, /exports/{exportId}) the near-miss is
+        # that operation's malformed id.
+        parent = op.path.removeprefix("/v1").rsplit("/", 1)[0]
+        sibling = any(p.startswith(parent + "/{") for p in SPEC["paths"])
+        near_miss = BAD if sibling else NOT_FOUND
+        b.add("path:suffix", near_miss, path=op.path + ".json")
+        b.add("path:matrix", near_miss, path=op.path + ";x=1")
     for query in b.share(UNKNOWN_QUERIES, "unknown-query", 3):
         b.add(f"query:unknown:{query[:40]}", BAD, query=query)
     if op.id in PRIMARY_OPERATIONS:  # Connexion reads n distinct names in O(n^2): kept small here
@@ -844,6 +849,14 @@ def wait_for_tag_operation(api: Api, operation_id: str) -> None:
     raise AssertionError(f"tag operation {operation_id} did not finish")
 
 
+def wait_for_export(api: Api, export_id: str) -> str:
+    for _ in range(1000):
+        if api.get(f"/v1/exports/{export_id}").json()["job"]["status"] == "ready":
+            return export_id
+        time.sleep(0.01)
+    raise AssertionError(f"export {export_id} did not finish")
+
+
 def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
     """One account with a real card, folder and finished tag operation; another account with
     the same, to prove isolation; the values the cases' placeholders stand for."""
@@ -863,6 +876,8 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
     foreign_operation = other.post("/v1/tags/rename", json={"from": "foreign", "to": "abroad"}).json()["id"]
     wait_for_tag_operation(api, operation)
     wait_for_tag_operation(other, foreign_operation)
+    export = wait_for_export(api, api.post("/v1/exports").json()["job"]["id"])
+    foreign_export = wait_for_export(other, other.post("/v1/exports").json()["job"]["id"])
     key = api.key
     world = {
         "cardId": card,
@@ -873,6 +888,10 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
         "foreignCard": foreign_card,
         "foreignFolder": foreign_folder,
         "foreignOperation": foreign_operation,
+        "exportId": export,
+        "foreignExport": foreign_export,
+        "exportUnderscores": "_" * len(export),
+        "exportUpper": export.upper(),
         "cardUnderscores": "_" * len(card),
         "folderUnderscores": "_" * len(folder),
         "operationUnderscores": "_" * len(operation),

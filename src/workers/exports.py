@@ -1,0 +1,338 @@
+"""Actors that run ZIP exports: snapshot the account's cards, then stream the archive (files,
+``cards.json``, ``folders.json``, ``manifest.json``) through zipstream-ng straight into the
+blob store, in constant memory, with a heartbeat every few seconds that also notices a
+cancel or a lost lease. The layout is cardvault.domain.archive's."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import zipfile
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import dramatiq
+import zipstream
+
+from cardvault.adapters.blobs import BlobStore
+from cardvault.domain import archive, exports
+from cardvault.domain.db import Database
+from cardvault.domain.models import ExportItem, ExportJob
+from cardvault.workers.broker import blob_store, database, settings
+
+log = logging.getLogger("cardvault.exports")
+
+EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper takes it over
+HEARTBEAT_SECONDS = 5.0
+RETRY_DELAY_MS = 30_000
+READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
+PAGE = 200  # items read from the database at a time
+FOLDER_PAGE = 500
+CONTENT_TYPE = "application/zip"
+
+
+class Stopped(Exception):
+    """The job was canceled, or another worker took it over: stop, keep nothing."""
+
+
+class _Beat:
+    """Archiving's heartbeat: records progress every HEARTBEAT_SECONDS under the lease."""
+
+    def __init__(self, db: Database, job_id: str, lease: str) -> None:
+        self.db, self.job_id, self.lease = db, job_id, lease
+        self.progress = exports.Progress()
+        self._next = time.monotonic() + HEARTBEAT_SECONDS
+
+    def tick(self, *, force: bool = False) -> None:
+        if not force and time.monotonic() < self._next:
+            return
+        with self.db.transaction() as session:
+            alive = exports.heartbeat(session, job_id=self.job_id, lease=self.lease, progress=self.progress)
+        self.progress = exports.Progress()
+        self._next = time.monotonic() + HEARTBEAT_SECONDS
+        if not alive:
+            raise Stopped
+
+
+@dramatiq.actor(
+    actor_name="run_export",
+    queue_name="exports",
+    max_retries=0,  # attempts are counted on the job (exports.claim), which also sees crashes
+    time_limit=EXPORT_SECONDS * 1000,
+)
+def run_export(job_id: str) -> None:
+    """Run the export from where its row says it is."""
+    db = database()
+    with db.transaction() as session:
+        lease = exports.claim(session, job_id=job_id, stale_ms=int(settings().stale_seconds * 1000))
+    if lease is None:
+        return
+    try:
+        if _snapshot(db, job_id, lease):
+            _archive(db, blob_store(), job_id, lease)
+    except Stopped:
+        log.info("export %s stopped: canceled or taken over", job_id)
+    except Exception as exc:
+        storage = isinstance(exc, OSError) or type(exc).__module__.startswith(("botocore", "boto3"))
+        log.exception("export %s failed; it will be tried again", job_id)
+        _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error")
+
+
+def _give_back(db: Database, job_id: str, lease: str, failure_class: str) -> None:
+    """After an error: fail the job if it ran out of attempts, else free it and send it again."""
+    with db.transaction() as session:
+        job = session.get(ExportJob, job_id)
+        last = job is not None and job.attempts >= exports.MAX_ATTEMPTS
+        if last:
+            exports.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
+        else:
+            exports.release(session, job_id=job_id, lease=lease)
+    if not last:
+        run_export.send_with_options(args=(job_id,), delay=RETRY_DELAY_MS)
+
+
+def _snapshot(db: Database, job_id: str, lease: str) -> bool:
+    """Read the cards into the export a batch per transaction; False when the lease is lost."""
+    while True:
+        with db.transaction() as session:
+            more = exports.snapshot_batch(session, job_id=job_id, lease=lease)
+        if more is None:
+            return False
+        if not more:
+            return True
+
+
+def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
+    """Write the archive to its own key, then mark the job ready (or delete it, when the
+    job was canceled or taken over meanwhile)."""
+    with db.transaction(write=False) as session:
+        job = session.get(ExportJob, job_id)
+        if job is None:
+            return
+        account_id, created_at = job.account_id, job.created_at
+    key = exports.object_key(account_id, job_id, lease)
+    beat = _Beat(db, job_id, lease)
+    chunks = _zip(db, store, beat, job_id=job_id, account_id=account_id, created_at=created_at)
+    stored = store.write(key, chunks, content_type=CONTENT_TYPE)
+    with db.transaction() as session:
+        ready = exports.finish(session, job_id=job_id, lease=lease, object_key=key, size=stored.size)
+    if not ready:
+        store.delete([key])
+
+
+def _zip(
+    db: Database, store: BlobStore, beat: _Beat, *, job_id: str, account_id: str, created_at: int
+) -> Iterator[bytes]:
+    """The archive's bytes: each file as it is read, then the JSON documents, then the
+    manifest and the central directory."""
+    stream = zipstream.ZipStream(compress_type=zipfile.ZIP_STORED)
+    for item in _items(db, job_id):
+        archived: dict[str, Any] = {}
+        for role, key in (("file", item.file_object), ("captions", item.captions_object)):
+            if key is not None:
+                archived[role] = yield from _add_file(stream, store, beat, item, role, key)
+        beat.progress.archived[item.card_pk] = archived
+        beat.progress.cards += 1
+        beat.tick()
+    beat.tick(force=True)  # what cards.json reads back is recorded
+    documents: list[dict[str, Any]] = []
+    cards = (_with_paths(item) for item in _items(db, job_id))
+    yield from _add_document(stream, "cards.json", archive.json_document("cards", cards), documents)
+    folder_count = [0]
+    folders = _counted(_folders(db, account_id), folder_count)
+    yield from _add_document(stream, "folders.json", archive.json_document("folders", folders), documents)
+    with db.transaction(write=False) as session:
+        job = session.get(ExportJob, job_id)
+        if job is None:
+            raise Stopped
+        counts = dict(exports.counts(job, folder_count[0]))
+    manifest = archive.manifest(
+        export_id=job_id,
+        created_at=created_at,
+        counts=counts,
+        files=_manifest_files(db, job_id, documents),
+        omitted=_omitted(db, job_id),
+    )
+    stream.add(manifest, "manifest.json", compress_type=zipfile.ZIP_DEFLATED)
+    yield from stream.all_files()
+    yield from stream.footer()
+
+
+def _add_file(
+    stream: zipstream.ZipStream, store: BlobStore, beat: _Beat, item: ExportItem, role: str, key: str
+) -> Iterator[bytes]:
+    """Add one stored file under its path and return what the manifest says of it; a file
+    that cannot be opened after READ_TRIES is left out (``{"omitted": reason}``)."""
+    record = item.record
+    name = record["fileName"] if role == "file" else (record.get("captionsFile") or {}).get("fileName")
+    path = archive.file_path(role, record["id"], name)
+    opened = _open(store, key)
+    if isinstance(opened, str):
+        beat.progress.omitted += 1
+        return {"omitted": opened, "fileName": name}
+    size, first = opened
+    digest = hashlib.sha256()
+    stream.add(_read(store, key, size, first, digest, beat), path, size=size)
+    yield from stream.all_files()
+    beat.progress.included += 1
+    return {"path": path, "size": size, "sha256": digest.hexdigest()}
+
+
+def _open(store: BlobStore, key: str) -> tuple[int, bytes] | str:
+    """The object's size and first chunk, or why it cannot be read."""
+    reason = "unreadable"
+    for attempt in range(READ_TRIES):
+        try:
+            found = store.stat(key)
+            if found is None:
+                reason = "missing"
+            else:
+                reading = store.stream(key)
+                try:
+                    return found.size, next(reading, b"")
+                finally:
+                    reading.close()
+        except FileNotFoundError:
+            reason = "missing"
+        except Exception:
+            log.warning("reading %s failed (try %d of %d)", key, attempt + 1, READ_TRIES, exc_info=True)
+            reason = "unreadable"
+        time.sleep(0.2 * (attempt + 1))
+    return reason
+
+
+def _read(store: BlobStore, key: str, size: int, first: bytes, digest: Any, beat: _Beat) -> Iterator[bytes]:
+    """The object's bytes after ``first``, resuming where a read broke, up to READ_TRIES
+    times; hashed as they pass."""
+    digest.update(first)
+    offset, failures = len(first), 0
+    yield first
+    while offset < size:
+        try:
+            for chunk in store.stream(key, start=offset):
+                digest.update(chunk)
+                offset += len(chunk)
+                yield chunk
+                beat.tick()
+            return
+        except Stopped:
+            raise
+        except Exception:
+            failures += 1
+            if failures >= READ_TRIES:
+                raise  # bytes of it are in the archive: this attempt cannot leave it out
+            log.warning("reading %s broke at byte %d; resuming", key, offset, exc_info=True)
+            time.sleep(0.2 * failures)
+
+
+def _add_document(
+    stream: zipstream.ZipStream, path: str, chunks: Iterable[bytes], documents: list[dict[str, Any]]
+) -> Iterator[bytes]:
+    """Add a JSON document, deflated, and note its size and sha256 for the manifest."""
+    digest, size = hashlib.sha256(), 0
+
+    def hashed() -> Iterator[bytes]:
+        nonlocal size
+        for chunk in chunks:
+            digest.update(chunk)
+            size += len(chunk)
+            yield chunk
+
+    stream.add(hashed(), path, compress_type=zipfile.ZIP_DEFLATED)
+    yield from stream.all_files()
+    documents.append({"path": path, "size": size, "sha256": digest.hexdigest()})
+
+
+def _items(db: Database, job_id: str) -> Iterator[ExportItem]:
+    """The export's items in card order, a page per short transaction."""
+    after = 0
+    while True:
+        with db.transaction(write=False) as session:
+            page = exports.items(session, job_id=job_id, after_pk=after, limit=PAGE)
+            session.expunge_all()
+        if not page:
+            return
+        yield from page
+        after = page[-1].card_pk
+
+
+def _counted(records: Iterator[dict[str, Any]], count: list[int]) -> Iterator[dict[str, Any]]:
+    for record in records:
+        count[0] += 1
+        yield record
+
+
+def _with_paths(item: ExportItem) -> dict[str, Any]:
+    archived = item.archived or {}
+    record = dict(item.record)
+    for role in archive.ROLES:
+        entry = archived.get(role)
+        record[role] = entry if entry and "path" in entry else None
+    return record
+
+
+def _folders(db: Database, account_id: str) -> Iterator[dict[str, Any]]:
+    after = ""
+    while True:
+        with db.transaction(write=False) as session:
+            page = [
+                archive.folder_record(f)
+                for f in exports.folders(session, account_id=account_id, after_id=after, limit=FOLDER_PAGE)
+            ]
+        if not page:
+            return
+        yield from page
+        after = page[-1]["id"]
+
+
+def _manifest_files(db: Database, job_id: str, documents: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for item in _items(db, job_id):
+        for role in archive.ROLES:
+            entry = (item.archived or {}).get(role)
+            if entry and "path" in entry:
+                yield {
+                    "path": entry["path"],
+                    "cardId": item.record["id"],
+                    "role": role,
+                    "size": entry["size"],
+                    "sha256": entry["sha256"],
+                }
+    yield from documents
+
+
+def _omitted(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
+    for item in _items(db, job_id):
+        for role in archive.ROLES:
+            entry = (item.archived or {}).get(role)
+            if entry and "omitted" in entry:
+                yield {
+                    "cardId": item.record["id"],
+                    "role": role,
+                    "fileName": entry["fileName"],
+                    "reason": entry["omitted"],
+                }
+
+
+@dramatiq.actor(actor_name="expire_exports", queue_name="housekeeping", max_retries=3)
+def expire_exports() -> None:
+    """Delete archives past their time, and what writes that never ended left behind."""
+    db, store = database(), blob_store()
+    while True:
+        with db.transaction() as session:
+            keys = exports.expire(session)
+        store.delete(keys)
+        with db.transaction() as session:
+            exports.forget_archives(session, keys=keys)
+        if len(keys) < exports.EXPIRE_BATCH:
+            break
+    store.forget_partial_writes(older_than_seconds=2 * EXPORT_SECONDS)
+
+
+def resume_stale(older_than_seconds: float) -> int:
+    """Re-send every pending or running export whose heartbeat is older than this."""
+    with database().transaction(write=False) as session:
+        stale = exports.stale(session, older_than_ms=int(older_than_seconds * 1000))
+    for job_id in stale:
+        run_export.send(job_id)
+    return len(stale)
