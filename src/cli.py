@@ -1,4 +1,5 @@
-"""The ``cardvault`` command: serve the API, apply migrations, create accounts and API keys."""
+"""The ``cardvault`` command: serve the API, run workers, apply migrations, create accounts and
+API keys, and import an export."""
 
 from __future__ import annotations
 
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     key_cmd = commands.add_parser("keys", help="manage API keys")
     key_cmd.add_argument("action", choices=["create"])
     key_cmd.add_argument("account", help="the account's name or id")
+    import_cmd = commands.add_parser("import", help="restore a ZIP export into an account")
+    import_cmd.add_argument("archive", type=Path, help="the export's ZIP file")
+    import_cmd.add_argument("--account", required=True, help="the account's name or id")
     args = parser.parse_args(argv)
 
     try:
@@ -149,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
             elif args.command == "keys":
                 account = accounts.find_account(session, name_or_id=args.account)
                 print(accounts.issue_api_key(session, account_id=account.id))
+            elif args.command == "import":
+                account_id = accounts.find_account(session, name_or_id=args.account).id
+        if args.command == "import":
+            from cardvault import importer
+            from cardvault.adapters.blobs import store_from_settings
+
+            return importer.run(db, store_from_settings(settings), account_id=account_id, path=args.archive)
     except CardVaultError as exc:
         print(f"cardvault: {exc.message}", file=sys.stderr)
         return 1

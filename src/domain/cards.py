@@ -68,9 +68,11 @@ def add_card(
     file_name: str | None = None,
     file_size: int | None = None,
     mime_type: str | None = None,
+    created_at: int | None = None,
 ) -> Card:
     """Create a card; its type is inferred from content and url when not given. A card that
-    takes an uploaded ``file`` (see ``check_file``) marks its upload taken."""
+    takes an uploaded ``file`` (see ``check_file``) marks its upload taken. ``created_at`` is
+    for imports, which keep a card's time."""
     clean = clean_tags(tags)
     taken = file
     if taken is not None:
@@ -88,7 +90,7 @@ def add_card(
         url = url_in(content)
     if clean:
         lock_tags(session, account_id=account_id)  # a running tag batch sees no card gain a tag
-    now = now_ms()
+    now = now_ms() if created_at is None else created_at
     card = Card(
         id=new_id("crd"),
         account_id=account_id,

@@ -12,8 +12,8 @@ import base64
 import io
 import json
 import sys
-import zipfile
 import time
+import zipfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ from cardvault_client.api.cards import (
     unarchive_card,
     update_card,
 )
+from cardvault_client.api.exports import cancel_export, get_export, get_latest_export, start_export
 from cardvault_client.api.folders import (
     add_folder_cards,
     create_folder,
@@ -50,7 +51,6 @@ from cardvault_client.api.folders import (
     update_folder,
 )
 from cardvault_client.api.system import get_health
-from cardvault_client.api.exports import cancel_export, get_export, get_latest_export, start_export
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
 from cardvault_client.api.uploads import create_upload
@@ -82,8 +82,8 @@ from cardvault_client.models import (
     FolderPage,
     FolderUpdate,
     Health,
-    LatestExport,
     HealthStatus,
+    LatestExport,
     ProcessingStageName,
     ProcessingState,
     ProcessingStatus,

@@ -266,3 +266,74 @@ class TestLatestAndGet:
         answer = files_api.post(f"/v1/exports/{job['id']}/cancel")
         assert answer.status_code == 409
         assert answer.json()["code"] == "EXPORT_FINISHED" and answer.json()["details"] == {"status": "ready"}
+
+
+def _comparable(archive: zipfile.ZipFile) -> list[dict[str, Any]]:
+    """The archive's cards without what an import renews: ids, and the paths naming them; each
+    card's folders by name, its files by size and sha256."""
+    folders = {f["id"]: f["name"] for f in json.loads(archive.read("folders.json"))["folders"]}
+    shown = []
+    for card in json.loads(archive.read("cards.json"))["cards"]:
+        card = {k: v for k, v in card.items() if k != "id"}
+        card["folderIds"] = sorted(folders[f] for f in card["folderIds"])
+        for role in ("file", "captions"):
+            if card[role] is not None:
+                card[role] = {k: v for k, v in card[role].items() if k != "path"}
+        shown.append(card)
+    return sorted(shown, key=lambda c: (c["createdAt"], c["content"], c["type"]))
+
+
+class TestImportReadsAnExportBack:
+    def test_every_kind_of_card_comes_back_with_its_files_tags_folders_and_flags(
+        self, files_api: Api, new_api: Any, files_store: BlobStore, database: Database, tmp_path: Any
+    ) -> None:
+        from cardvault import importer
+        from tests import media_files
+        from tests.unit.handlers.test_captions import audio_card
+        from tests.unit.handlers.test_uploads import processed
+
+        api = files_api
+        text = api.create(content="# Plan\n- knead", tags=["Bread", "weekend"], notes="from grandma")
+        api.create(content='"Less is more." - Mies', cardType="quote")
+        api.create(content="#112233 #445566", cardType="palette")
+        link = api.create(url="https://example.com/a", tags=["read"])
+        image = file_card(api, png(), "Crème.png", "image/png")
+        video = file_card(api, media_files.video(tmp_path / "clip.mp4").read_bytes(), "clip.mp4", "video/mp4")
+        audio = audio_card(api, tmp_path)
+        assert attach(api, audio, VTT.encode()).status_code == 200
+        document = file_card(api, PDF, "report.pdf", "application/pdf")
+        for card_id in (image, video, audio, document):
+            processed(api, card_id)
+        folder = api.post("/v1/folders", json={"name": "Kitchen", "color": "green"}).json()["id"]
+        api.post("/v1/folders", json={"name": "Empty"})
+        api.post(f"/v1/folders/{folder}/cards", json={"cardIds": [text["id"], image, audio]})
+        api.patch(f"/v1/cards/{text['id']}/favorite", json={"isFavorited": True})
+        api.post(f"/v1/cards/{link['id']}/done")
+        api.post(f"/v1/cards/{video}/archive")
+        api.post(f"/v1/cards/{document}/trash")
+        started(api)
+        first = download(api, wait_for_export(api))
+        verified(first)
+        path = tmp_path / "export.zip"
+        path.write_bytes(_get(api, wait_for_export(api)["downloadUrl"]).content)
+
+        other = new_api()
+        out = io.StringIO()
+        assert importer.run(database, files_store, account_id=other.account_id, path=path, out=out) == 0
+        assert out.getvalue().splitlines() == [
+            "imported 8/8 cards",
+            "Imported 8 cards, 2 folders and 5 files.",
+        ]
+        started(other)
+        second = download(other, wait_for_export(other))
+        verified(second)
+        for restored, original in zip(_comparable(second), _comparable(first), strict=True):
+            assert {k: v for k, v in restored.items() if v != original[k]} == {}, original["type"]
+        found = other.get("/v1/cards", params={"q": "knead"}).json()["items"]  # content and transcript
+        assert sorted((c["type"], tuple(c["tags"])) for c in found) == [
+            ("audio", ()),
+            ("text", ("Bread", "weekend")),
+        ]
+        assert other.get("/v1/trash").json()["items"][0]["fileName"] == "report.pdf"
+        folders = other.get("/v1/folders").json()["items"]
+        assert {f["name"]: f["cardCount"] for f in folders} == {"Kitchen": 3, "Empty": 0}

@@ -1,0 +1,192 @@
+"""``cardvault import ZIP --account NAME``: restore an export into an account, a card at a time
+(cardvault.domain.imports has the rules), with a progress bar on a terminal and one plain line
+per step otherwise (logs, CI). A card that cannot be restored is reported and skipped; the
+others are kept. The restored cards' processing (renditions, posters, the link stages) runs
+when a worker runs (``cardvault serve`` or ``cardvault worker``): the sweeper sends it."""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.images import Decoder
+from cardvault.domain import captions, cards, imports, uploads
+from cardvault.domain.db import Database
+from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.models import Card
+
+PLAIN_EVERY = 100  # cards between plain progress lines
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What an import did."""
+
+    cards: int = 0
+    folders: int = 0
+    files: int = 0
+    failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (card id in the archive, why)
+
+
+def import_archive(
+    db: Database,
+    store: BlobStore,
+    *,
+    account_id: str,
+    path: Path,
+    on_card: Callable[[int, int], None] = lambda done, total: None,
+) -> Outcome:
+    """Restore the archive at ``path`` into the account; ``on_card(done, total)`` after each card."""
+    archive = imports.open_archive(path)
+    outcome = Outcome()
+    decoder = Decoder()
+    try:
+        with db.transaction() as session:
+            folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
+        outcome.folders = len(folder_ids)
+        for done, record in enumerate(archive.cards, start=1):
+            try:
+                outcome.files += _restore(db, store, decoder, archive, account_id, record, folder_ids)
+                outcome.cards += 1
+            except CardVaultError as exc:
+                outcome.failed.append((str(record.get("id")), exc.message))
+            on_card(done, len(archive.cards))
+    finally:
+        decoder.close()
+        archive.zip.close()
+    return outcome
+
+
+def _restore(
+    db: Database,
+    store: BlobStore,
+    decoder: Decoder,
+    archive: imports.Archive,
+    account_id: str,
+    record: dict[str, Any],
+    folder_ids: dict[str, str],
+) -> int:
+    """Restore one card; return how many of its files were restored."""
+    file, content = None, record.get("content")
+    restored = 0
+    if isinstance(record.get("file"), dict):
+        checked = _stored(db, store, archive, account_id, record["file"], record, purpose="card")
+        card_type = record.get("type")
+        with db.transaction(write=False) as session:
+            found = cards.check_file(
+                session,
+                store,
+                account_id=account_id,
+                file_key=checked[0],
+                file_etag=checked[1],
+                card_type=card_type if isinstance(card_type, str) else None,
+                content=None,
+            )
+        file, restored = uploads.copy_for_card(store, found.checked), 1
+        content = found.content if found.card_type == "text" else content
+    with db.transaction() as session:
+        card = imports.add_card(
+            session,
+            account_id=account_id,
+            record=record,
+            file=file,
+            content=content if isinstance(content, str) else None,
+            folder_ids=folder_ids,
+        )
+        card_id = card.id
+    if isinstance(record.get("captions"), dict):
+        upload_id, _ = _stored(
+            db, store, archive, account_id, record["captions"], record, purpose="captions", card_id=card_id
+        )
+        with db.transaction(write=False) as session:
+            checked_captions = captions.check(
+                session, store, account_id=account_id, card_id=card_id, file_key=upload_id
+            )
+        if not isinstance(checked_captions, Card):  # Card: the file is the card's already
+            attached = captions.read(store, decoder, *checked_captions, card_id=card_id)
+            with db.transaction() as session:
+                captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
+            restored += 1
+    with db.transaction() as session:
+        imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
+    return restored
+
+
+def _stored(
+    db: Database,
+    store: BlobStore,
+    archive: imports.Archive,
+    account_id: str,
+    file: dict[str, Any],
+    record: dict[str, Any],
+    *,
+    purpose: str,
+    card_id: str | None = None,
+) -> tuple[str, str]:
+    """Copy a file out of the archive into a new upload of the account; its fileKey and ETag."""
+    path = file.get("path")
+    entry = archive.files.get(path) if isinstance(path, str) else None
+    if entry is None or not isinstance(entry.get("size"), int):
+        raise InvalidInput(f"The card's {purpose} file {path!r} is not in the manifest.")
+    if purpose == "card":
+        name, mime = record.get("fileName"), record.get("mimeType")
+    else:
+        facts = record.get("captionsFile") if isinstance(record.get("captionsFile"), dict) else {}
+        name = facts.get("fileName")
+        mime = captions.CONTENT_TYPES.get(facts.get("format"), "text/plain")
+    name = name if isinstance(name, str) and name else posixpath.basename(str(path))
+    mime = mime if isinstance(mime, str) and mime else "application/octet-stream"
+    with db.transaction() as session:
+        if purpose == "card":
+            issued = uploads.issue(
+                session, store, account_id=account_id, file_name=name, file_size=entry["size"], mime_type=mime
+            )
+        else:
+            issued = captions.issue_upload(
+                session,
+                store,
+                account_id=account_id,
+                card_id=str(card_id),
+                file_name=name,
+                file_size=entry["size"],
+                mime_type=mime,
+            )
+        upload_id, key = issued.upload.id, issued.upload.object_key
+    stored = store.write(key, archive.read(str(path)), content_type=mime)
+    return upload_id, stored.etag
+
+
+def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: TextIO = sys.stdout) -> int:
+    """The command: import with progress shown on ``out``; the exit status."""
+    console = Console(file=out, no_color=None)
+    live = console.is_terminal
+    columns = (TextColumn("Importing cards"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=not live) as progress:
+        task = progress.add_task("cards", total=None)
+
+        def shown(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+            if not live and (done % PLAIN_EVERY == 0 or done == total):
+                print(f"imported {done}/{total} cards", file=out, flush=True)
+
+        try:
+            outcome = import_archive(db, store, account_id=account_id, path=path, on_card=shown)
+        except CardVaultError as exc:
+            print(f"cardvault: {exc.message}", file=sys.stderr)
+            return 1
+    print(
+        f"Imported {outcome.cards} cards, {outcome.folders} folders and {outcome.files} files.",
+        file=out,
+        flush=True,
+    )
+    for card_id, why in outcome.failed:
+        print(f"cardvault: card {card_id} was not imported: {why}", file=sys.stderr)
+    return 1 if outcome.failed else 0
