@@ -220,15 +220,29 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
     return True
 
 
-def items(session: Session, *, job_id: str, after_pk: int, limit: int) -> Sequence[ExportItem]:
-    """The next items of the export in card order."""
+def items(
+    session: Session, *, job_id: str, after_pk: int, limit: int, with_files: bool = False
+) -> Sequence[ExportItem]:
+    """The next items of the export in card order (only those with a file or caption file)."""
+    query = select(ExportItem).where(ExportItem.job_id == job_id, ExportItem.card_pk > after_pk)
+    if with_files:
+        query = query.where(ExportItem.file_object.is_not(None) | ExportItem.captions_object.is_not(None))
+    return session.scalars(query.order_by(ExportItem.card_pk).limit(limit)).all()
+
+
+def archived(session: Session, *, job_id: str, after_pk: int, limit: int) -> list[tuple[int, dict[str, Any]]]:
+    """What archiving recorded of the items' files (card pk, {role: entry}), in card order."""
     query = (
-        select(ExportItem)
-        .where(ExportItem.job_id == job_id, ExportItem.card_pk > after_pk)
+        select(ExportItem.card_pk, ExportItem.archived)
+        .where(
+            ExportItem.job_id == job_id,
+            ExportItem.card_pk > after_pk,
+            ExportItem.file_object.is_not(None) | ExportItem.captions_object.is_not(None),
+        )
         .order_by(ExportItem.card_pk)
         .limit(limit)
     )
-    return session.scalars(query).all()
+    return [(pk, entries or {}) for pk, entries in session.execute(query)]
 
 
 def folders(session: Session, *, account_id: str, after_id: str, limit: int) -> Sequence[Folder]:
@@ -246,8 +260,7 @@ def folders(session: Session, *, account_id: str, after_id: str, limit: int) -> 
 class Progress:
     """What archiving did since its last heartbeat."""
 
-    archived: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    cards: int = 0
+    archived: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # card pk: {role: entry}
     included: int = 0
     omitted: int = 0
 
@@ -257,17 +270,30 @@ def heartbeat(session: Session, *, job_id: str, lease: str, progress: Progress) 
     job = _held(session, job_id, lease)
     if job is None:
         return False
-    for card_pk, archived in progress.archived.items():
+    if progress.archived:  # one UPDATE by primary key, sent as a batch
         session.execute(
-            update(ExportItem)
-            .where(ExportItem.job_id == job_id, ExportItem.card_pk == card_pk)
-            .values(archived=archived)
+            update(ExportItem),
+            [
+                {"job_id": job_id, "card_pk": pk, "archived": entries}
+                for pk, entries in progress.archived.items()
+            ],
         )
-    job.processed_count += progress.cards
+    job.processed_count = _cards_before(
+        session, job_id, max(progress.archived, default=0), job.processed_count
+    )
     job.files_included = (job.files_included or 0) + progress.included
     job.files_omitted = (job.files_omitted or 0) + progress.omitted
     job.heartbeat_at = job.updated_at = now_ms()
     return True
+
+
+def _cards_before(session: Session, job_id: str, last_pk: int, counted: int) -> int:
+    """Cards archived so far: those up to the last one whose files were written (cards without
+    files take no time of their own)."""
+    if not last_pk:
+        return counted
+    query = select(func.count()).where(ExportItem.job_id == job_id, ExportItem.card_pk <= last_pk)
+    return max(counted, session.scalar(query) or 0)
 
 
 def finish(session: Session, *, job_id: str, lease: str, object_key: str, size: int) -> bool:

@@ -24,7 +24,7 @@ from cardvault.workers.broker import blob_store, database, settings
 log = logging.getLogger("cardvault.exports")
 
 EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper takes it over
-HEARTBEAT_SECONDS = 5.0
+HEARTBEAT_SECONDS = 5.0  # at most; always well inside the sweeper's stale_seconds
 RETRY_DELAY_MS = 30_000
 READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
 PAGE = 200  # items read from the database at a time
@@ -37,12 +37,14 @@ class Stopped(Exception):
 
 
 class _Beat:
-    """Archiving's heartbeat: records progress every HEARTBEAT_SECONDS under the lease."""
+    """Archiving's heartbeat: records progress under the lease every ``every`` seconds, a
+    quarter of the time after which the sweeper would hand the job to another worker."""
 
     def __init__(self, db: Database, job_id: str, lease: str) -> None:
         self.db, self.job_id, self.lease = db, job_id, lease
         self.progress = exports.Progress()
-        self._next = time.monotonic() + HEARTBEAT_SECONDS
+        self.every = min(HEARTBEAT_SECONDS, settings().stale_seconds / 4)
+        self._next = time.monotonic() + self.every
 
     def tick(self, *, force: bool = False) -> None:
         if not force and time.monotonic() < self._next:
@@ -50,7 +52,7 @@ class _Beat:
         with self.db.transaction() as session:
             alive = exports.heartbeat(session, job_id=self.job_id, lease=self.lease, progress=self.progress)
         self.progress = exports.Progress()
-        self._next = time.monotonic() + HEARTBEAT_SECONDS
+        self._next = time.monotonic() + self.every
         if not alive:
             raise Stopped
 
@@ -127,13 +129,12 @@ def _zip(
     """The archive's bytes: each file as it is read, then the JSON documents, then the
     manifest and the central directory."""
     stream = zipstream.ZipStream(compress_type=zipfile.ZIP_STORED)
-    for item in _items(db, job_id):
+    for item in _items(db, job_id, with_files=True):
         archived: dict[str, Any] = {}
         for role, key in (("file", item.file_object), ("captions", item.captions_object)):
             if key is not None:
                 archived[role] = yield from _add_file(stream, store, beat, item, role, key)
         beat.progress.archived[item.card_pk] = archived
-        beat.progress.cards += 1
         beat.tick()
     beat.tick(force=True)  # what cards.json reads back is recorded
     documents: list[dict[str, Any]] = []
@@ -170,13 +171,13 @@ def _add_file(
     opened = _open(store, key)
     if isinstance(opened, str):
         beat.progress.omitted += 1
-        return {"omitted": opened, "fileName": name}
+        return {"cardId": record["id"], "role": role, "fileName": name, "omitted": opened}
     size, first = opened
     digest = hashlib.sha256()
     stream.add(_read(store, key, size, first, digest, beat), path, size=size)
     yield from stream.all_files()
     beat.progress.included += 1
-    return {"path": path, "size": size, "sha256": digest.hexdigest()}
+    return {"path": path, "cardId": record["id"], "role": role, "size": size, "sha256": digest.hexdigest()}
 
 
 def _open(store: BlobStore, key: str) -> tuple[int, bytes] | str:
@@ -244,12 +245,12 @@ def _add_document(
     documents.append({"path": path, "size": size, "sha256": digest.hexdigest()})
 
 
-def _items(db: Database, job_id: str) -> Iterator[ExportItem]:
-    """The export's items in card order, a page per short transaction."""
+def _items(db: Database, job_id: str, *, with_files: bool = False) -> Iterator[ExportItem]:
+    """The export's items (or those with files) in card order, a page per short transaction."""
     after = 0
     while True:
         with db.transaction(write=False) as session:
-            page = exports.items(session, job_id=job_id, after_pk=after, limit=PAGE)
+            page = exports.items(session, job_id=job_id, after_pk=after, limit=PAGE, with_files=with_files)
             session.expunge_all()
         if not page:
             return
@@ -264,11 +265,13 @@ def _counted(records: Iterator[dict[str, Any]], count: list[int]) -> Iterator[di
 
 
 def _with_paths(item: ExportItem) -> dict[str, Any]:
+    """The card as cards.json shows it: with each of its files' path, size and sha256 (null
+    when it has none, or it was left out)."""
     archived = item.archived or {}
     record = dict(item.record)
     for role in archive.ROLES:
-        entry = archived.get(role)
-        record[role] = entry if entry and "path" in entry else None
+        entry = archived.get(role) or {}
+        record[role] = {k: entry[k] for k in ("path", "size", "sha256")} if "path" in entry else None
     return record
 
 
@@ -286,32 +289,35 @@ def _folders(db: Database, account_id: str) -> Iterator[dict[str, Any]]:
         after = page[-1]["id"]
 
 
+def _archived(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
+    """What archiving recorded of each file, in card order."""
+    after = 0
+    while True:
+        with db.transaction(write=False) as session:
+            page = exports.archived(session, job_id=job_id, after_pk=after, limit=PAGE * 10)
+        if not page:
+            return
+        for _, archived in page:
+            yield from (archived.get(role) or {} for role in archive.ROLES)
+        after = page[-1][0]
+
+
 def _manifest_files(db: Database, job_id: str, documents: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for item in _items(db, job_id):
-        for role in archive.ROLES:
-            entry = (item.archived or {}).get(role)
-            if entry and "path" in entry:
-                yield {
-                    "path": entry["path"],
-                    "cardId": item.record["id"],
-                    "role": role,
-                    "size": entry["size"],
-                    "sha256": entry["sha256"],
-                }
+    for entry in _archived(db, job_id):
+        if "path" in entry:
+            yield entry
     yield from documents
 
 
 def _omitted(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
-    for item in _items(db, job_id):
-        for role in archive.ROLES:
-            entry = (item.archived or {}).get(role)
-            if entry and "omitted" in entry:
-                yield {
-                    "cardId": item.record["id"],
-                    "role": role,
-                    "fileName": entry["fileName"],
-                    "reason": entry["omitted"],
-                }
+    for entry in _archived(db, job_id):
+        if "omitted" in entry:
+            yield {
+                "cardId": entry["cardId"],
+                "role": entry["role"],
+                "fileName": entry["fileName"],
+                "reason": entry["omitted"],
+            }
 
 
 @dramatiq.actor(actor_name="expire_exports", queue_name="housekeeping", max_retries=3)

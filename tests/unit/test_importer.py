@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from cardvault.domain import accounts, archive
+from cardvault.domain import archive
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
 from tests.unit.handlers.test_uploads import png

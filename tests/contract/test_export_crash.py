@@ -1,0 +1,194 @@
+"""A ZIP export survives its worker being killed mid-archive, in production's shape (PostgreSQL,
+Redis, SeaweedFS as S3, `cardvault worker` processes): the killed worker's multipart upload is
+never completed, the sweeper hands the job to the next worker, which starts the archive over,
+and the archive marked ready is whole: its central directory reads, and every file matches the
+size and sha256 its manifest gives."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from sqlalchemy import select
+
+from cardvault.domain import exports
+from cardvault.domain.db import Database
+from cardvault.domain.models import ExportJob
+from tests.conftest import fresh_postgres_database
+from tests.contract.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
+
+FILES, FILE_BYTES, NOTES = 48, 8 * 1024 * 1024, 100  # archiving 384 MiB takes seconds
+
+
+@pytest.fixture
+def production(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, str, Database]]:
+    """The environment, base URL and API key of an API process with no worker of its own."""
+    url = fresh_postgres_database("cardvault_export_crash", "the export crash test")
+    with seaweedfs_server(tmp_path) as s3, redis_server(tmp_path) as (redis_url, _):
+        env = {
+            **server_env(tmp_path, url),
+            **s3,
+            "CARDVAULT_REDIS_URL": redis_url,
+            "CARDVAULT_STALE_SECONDS": "3",  # a killed worker's job is taken over soon
+            "CARDVAULT_SWEEP_SECONDS": "0.5",
+        }
+        cli(env, "migrate")
+        cli(env, "accounts", "create", "tester")
+        key = cli(env, "keys", "create", "tester")
+        db = Database.from_url(url)
+        try:
+            with serving(env, tmp_path / "server.log") as base:
+                yield env, base, key, db
+        finally:
+            db.dispose()
+
+
+def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        # A session of its own: Dramatiq's worker processes are children of the command's, and
+        # a machine that dies takes them all.
+        return subprocess.Popen(
+            [str(BIN / "cardvault"), "worker", "--threads", "2"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _kill(worker: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+
+
+def _uploaded_card(base: str, headers: dict[str, str], data: bytes, name: str) -> None:
+    ticket = httpx.post(
+        f"{base}/uploads",
+        headers=headers,
+        json={"fileName": name, "fileSize": len(data), "mimeType": "application/pdf"},
+    ).json()
+    stored = httpx.put(ticket["uploadUrl"], content=data, headers=ticket["headers"], timeout=60)
+    assert stored.status_code == 200, stored.text
+    created = httpx.post(
+        f"{base}/cards",
+        headers=headers,
+        json={"fileKey": ticket["fileKey"], "fileEtag": stored.headers["ETag"]},
+    )
+    assert created.status_code == 200, created.text
+
+
+def _s3(env: dict[str, str]) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=env["CARDVAULT_S3_ENDPOINT_URL"],
+        aws_access_key_id=env["CARDVAULT_S3_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["CARDVAULT_S3_SECRET_ACCESS_KEY"],
+        region_name="us-east-1",
+    )
+
+
+def _multipart_uploads(env: dict[str, str]) -> list[dict[str, Any]]:
+    uploads: list[dict[str, Any]] = (
+        _s3(env).list_multipart_uploads(Bucket=env["CARDVAULT_S3_BUCKET"]).get("Uploads", [])
+    )
+    return [u for u in uploads if u["Key"].startswith("exports/")]
+
+
+def _lease_of(key: str) -> str:
+    return key.rsplit("-", 1)[1].removesuffix(".zip")
+
+
+def _row(db: Database) -> ExportJob:
+    with db.transaction(write=False) as session:
+        job = session.scalars(select(ExportJob)).one()
+        session.expunge(job)
+        return job
+
+
+def _stage(db: Database) -> str | None:
+    return _row(db).stage
+
+
+def _job(base: str, headers: dict[str, str]) -> dict[str, Any]:
+    job: dict[str, Any] = httpx.get(f"{base}/exports/latest", headers=headers).json()["job"]
+    return job
+
+
+def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
+    production: tuple[dict[str, str], str, str, Database], tmp_path: Path
+) -> None:
+    env, base, key, db = production
+    headers = {"Authorization": f"Bearer {key}"}
+    contents = {}
+    for number in range(FILES):
+        data = b"%PDF-1.4\n" + os.urandom(FILE_BYTES)
+        contents[f"paper-{number}.pdf"] = data
+        _uploaded_card(base, headers, data, f"paper-{number}.pdf")
+    for number in range(NOTES):
+        assert (
+            httpx.post(f"{base}/cards", headers=headers, json={"content": f"note {number}"}).status_code
+            == 200
+        )
+    log = tmp_path / "workers.log"
+    first = _worker(env, log)
+    try:
+        assert httpx.post(f"{base}/exports", headers=headers).status_code == 202
+        deadline = time.monotonic() + 120
+        while _stage(db) != "archiving":
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.01)
+        time.sleep(0.5)  # its multipart upload is under way
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        assert _stage(db) == "archiving", "the archive was written before the worker was killed"
+        killed = _row(db)
+    finally:
+        _kill(first)
+    second = _worker(env, log)
+    try:
+        deadline = time.monotonic() + 180
+        while (job := _job(base, headers))["status"] != "ready":
+            assert job["status"] in ("pending", "running"), (job, log.read_text()[-3000:])
+            assert time.monotonic() < deadline, (job, log.read_text()[-3000:])
+            time.sleep(0.2)
+    finally:
+        _kill(second)
+    assert (job["cardCount"], job["filesIncluded"], job["filesOmitted"]) == (FILES + NOTES, FILES, 0)
+    # The killed attempt's upload was never completed: the one archive stored is the next's.
+    listed = _s3(env).list_objects_v2(Bucket=env["CARDVAULT_S3_BUCKET"], Prefix="exports/")
+    stored = [item["Key"] for item in listed.get("Contents", [])]
+    assert killed.lease is not None and _row(db).attempts == 2
+    assert stored == [exports.object_key(killed.account_id, killed.id, _lease_of(stored[0]))]
+    assert stored[0] != exports.object_key(killed.account_id, killed.id, killed.lease)
+    body = httpx.get(job["downloadUrl"], timeout=120).content
+    assert len(body) == job["sizeBytes"]
+    archive = zipfile.ZipFile(io.BytesIO(body))  # reads the central directory
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["counts"] == {
+        "cards": FILES + NOTES,
+        "folders": 0,
+        "filesIncluded": FILES,
+        "filesOmitted": 0,
+    }
+    assert sorted(archive.namelist()) == sorted([e["path"] for e in manifest["files"]] + ["manifest.json"])
+    for entry in manifest["files"]:
+        data = archive.read(entry["path"])  # checks each member's CRC-32 too
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
+    papers = {
+        e["path"].rsplit("/", 1)[1]: e["sha256"] for e in manifest["files"] if e["path"].startswith("files/")
+    }
+    assert papers == {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
