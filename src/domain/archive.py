@@ -42,9 +42,10 @@ def file_path(role: str, card_id: str, name: str | None) -> str:
     return f"{_FOLDERS[role]}/{card_id}/{safe_name(name)}"
 
 
-def card_record(card: Card) -> dict[str, Any]:
-    """The card as ``cards.json`` shows it: every field a client can read, except URLs (which
-    would have expired) and the ``file``/``captions`` paths, set once archiving knows them."""
+def card_record(card: Card | Any) -> dict[str, Any]:
+    """The card (or its values, named as on Card) as ``cards.json`` shows it: every field a
+    client can read, except URLs (which would have expired) and the ``file``/``captions``
+    paths, set once archiving knows them."""
     return {
         "id": card.id,
         "type": card.type,

@@ -75,8 +75,9 @@ def _aggregate(dialect: str, *values: Any) -> Any:
     return func.json_agg(func.json_build_array(*values))
 
 
-@functools.cache
-def _view_query(dialect: str) -> Select[Any]:
+def gathered(dialect: str) -> tuple[Any, Any]:
+    """Columns of a card query that gather each card's tags and folders beside its row
+    (``tag_list`` and ``folder_list``; ``unpack`` reads them)."""
     tags = (
         select(_aggregate(dialect, CardTag.kind, CardTag.position, CardTag.name))
         .where(CardTag.card_pk == Card.pk)
@@ -89,7 +90,24 @@ def _view_query(dialect: str) -> Select[Any]:
         .correlate(Card)
         .scalar_subquery()
     )
-    return select(*_COLUMNS, tags.label("tag_list"), folders.label("folder_list"))
+    return tags.label("tag_list"), folders.label("folder_list")
+
+
+def unpack(tag_list: Any, folder_list: Any) -> tuple[list[str], list[str], list[str]]:
+    """A card's user tags, AI tags (each in order) and folder ids (in the order it was added
+    to them) from what ``gathered`` read."""
+    tags = sorted(_loaded(tag_list))
+    folders = sorted(_loaded(folder_list))
+    return (
+        [name for kind, _, name in tags if kind == "user"],
+        [name for kind, _, name in tags if kind == "ai"],
+        [folder_id for _, folder_id in folders],
+    )
+
+
+@functools.cache
+def _view_query(dialect: str) -> Select[Any]:
+    return select(*_COLUMNS, *gathered(dialect))
 
 
 def _loaded(value: Any) -> list[Any]:
@@ -110,16 +128,7 @@ def _view(row: Any) -> CardView:
     for document in _DOCUMENTS:  # JSON: parsed by psycopg, text from SQLite
         if isinstance(columns[document], str):
             columns[document] = orjson.loads(columns[document])
-    tags = sorted(_loaded(tag_list))
-    folders = sorted(_loaded(folder_list))
-    return CardView._make(
-        (
-            *columns,
-            [name for kind, _, name in tags if kind == "user"],
-            [name for kind, _, name in tags if kind == "ai"],
-            [folder_id for _, folder_id in folders],
-        )
-    )
+    return CardView._make((*columns, *unpack(tag_list, folder_list)))
 
 
 class _Prepared(NamedTuple):

@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import archive
+from cardvault.domain import archive, card_views
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import ExportFinished, ExportQuotaUsed, ExportRunning
 from cardvault.domain.ids import new_id
@@ -185,7 +186,7 @@ def release(session: Session, *, job_id: str, lease: str) -> None:
         job.lease = None
 
 
-def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int = 500) -> bool | None:
+def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int = 2000) -> bool | None:
     """Copy the next batch of the account's cards into the export; True while there are more,
     False when snapshotting is done (the job is archiving), None when the lease is lost."""
     job = _held(session, job_id, lease)
@@ -193,31 +194,47 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
         return None
     if job.stage != "snapshotting":
         return False
-    cards = session.scalars(
-        select(Card)
-        .where(Card.account_id == job.account_id, Card.pk > job.cursor_pk, Card.pk <= job.last_card_pk)
-        .order_by(Card.pk)
-        .limit(batch_size)
-    ).all()
+    cards = _cards(session, job, batch_size)
     now = now_ms()
     job.heartbeat_at = job.updated_at = now
     if not cards:
         job.stage, job.card_count = "archiving", job.processed_count
         job.processed_count, job.files_included, job.files_omitted = 0, 0, 0
         return False
-    session.add_all(
-        ExportItem(
-            job_id=job.id,
-            card_pk=card.pk,
-            record=archive.card_record(card),
-            file_object=card.file_object,
-            captions_object=card.captions_object,
-        )
+    rows = [
+        {
+            "job_id": job.id,
+            "card_pk": card.pk,
+            "record": archive.card_record(card),
+            "file_object": card.file_object,
+            "captions_object": card.captions_object,
+        }
         for card in cards
-    )
+    ]
+    session.execute(insert(ExportItem), rows)  # one batched INSERT, no unit of work
     job.cursor_pk = cards[-1].pk
     job.processed_count += len(cards)
     return True
+
+
+_READ = [c for c in Card.__table__.c if c.name not in ("source_text", "captions_text")]
+
+
+def _cards(session: Session, job: ExportJob, limit: int) -> list[SimpleNamespace]:
+    """The next cards to snapshot, read with their tags and folders in one statement, as plain
+    values (ORM objects took most of the time)."""
+    query = (
+        select(*_READ, *card_views.gathered(session.get_bind().dialect.name))
+        .where(Card.account_id == job.account_id, Card.pk > job.cursor_pk, Card.pk <= job.last_card_pk)
+        .order_by(Card.pk)
+        .limit(limit)
+    )
+    cards = []
+    for row in session.execute(query):
+        values = dict(row._mapping)
+        tags, ai_tags, folder_ids = card_views.unpack(values.pop("tag_list"), values.pop("folder_list"))
+        cards.append(SimpleNamespace(**values, tags=tags, ai_tags=ai_tags, folder_ids=folder_ids))
+    return cards
 
 
 def items(
