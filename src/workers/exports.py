@@ -139,10 +139,12 @@ def _zip(
     beat.tick(force=True)  # what cards.json reads back is recorded
     documents: list[dict[str, Any]] = []
     cards = (_with_paths(item) for item in _items(db, job_id))
-    yield from _add_document(stream, "cards.json", archive.json_document("cards", cards), documents)
+    yield from _add_document(stream, beat, "cards.json", archive.json_document("cards", cards), documents)
     folder_count = [0]
     folders = _counted(_folders(db, account_id), folder_count)
-    yield from _add_document(stream, "folders.json", archive.json_document("folders", folders), documents)
+    yield from _add_document(
+        stream, beat, "folders.json", archive.json_document("folders", folders), documents
+    )
     with db.transaction(write=False) as session:
         job = session.get(ExportJob, job_id)
         if job is None:
@@ -155,8 +157,9 @@ def _zip(
         files=_manifest_files(db, job_id, documents),
         omitted=_omitted(db, job_id),
     )
-    stream.add(manifest, "manifest.json", compress_type=zipfile.ZIP_DEFLATED)
+    stream.add(_ticking(manifest, beat), "manifest.json", compress_type=zipfile.ZIP_DEFLATED)
     yield from stream.all_files()
+    beat.tick(force=True)  # a cancel that came meanwhile stops the archive before it is whole
     yield from stream.footer()
 
 
@@ -227,15 +230,25 @@ def _read(store: BlobStore, key: str, size: int, first: bytes, digest: Any, beat
             time.sleep(0.2 * failures)
 
 
+def _ticking(chunks: Iterable[bytes], beat: _Beat) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+        beat.tick()
+
+
 def _add_document(
-    stream: zipstream.ZipStream, path: str, chunks: Iterable[bytes], documents: list[dict[str, Any]]
+    stream: zipstream.ZipStream,
+    beat: _Beat,
+    path: str,
+    chunks: Iterable[bytes],
+    documents: list[dict[str, Any]],
 ) -> Iterator[bytes]:
     """Add a JSON document, deflated, and note its size and sha256 for the manifest."""
     digest, size = hashlib.sha256(), 0
 
     def hashed() -> Iterator[bytes]:
         nonlocal size
-        for chunk in chunks:
+        for chunk in _ticking(chunks, beat):
             digest.update(chunk)
             size += len(chunk)
             yield chunk

@@ -1,0 +1,191 @@
+"""The export actor: run twice, on a missing row, resumed after a stop, stopped by a cancel or a
+takeover mid-archive (keeping nothing), failing with its class when the store cannot be written,
+and failing as interrupted once it stopped too often."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from cardvault.adapters.blobs import LocalDiskStore, store_from_settings
+from cardvault.domain import cards, exports, folders
+from cardvault.domain.db import Database
+from cardvault.domain.models import ExportJob
+from cardvault.settings import Settings
+from cardvault.workers import broker
+from cardvault.workers import exports as actors
+
+
+@pytest.fixture
+def store(settings: Settings) -> LocalDiskStore:
+    made = store_from_settings(settings)
+    assert isinstance(made, LocalDiskStore)
+    return made
+
+
+@pytest.fixture
+def bound(database: Database, settings: Settings, store: LocalDiskStore) -> Database:
+    broker.bind(settings, database, store)
+    return database
+
+
+def start(db: Database, account: str, *, notes: int = 3) -> str:
+    with db.transaction() as session:
+        folder = folders.create_folder(session, account_id=account, name="Box")
+        for number in range(notes):
+            card = cards.add_card(session, account_id=account, content=f"note {number}", tags=["t"])
+            folders.add_cards(session, account_id=account, folder_id=folder.id, card_ids=[card.id])
+        return exports.start_export(session, account_id=account).id
+
+
+def job(db: Database, job_id: str) -> ExportJob:
+    with db.transaction(write=False) as session:
+        found = session.get(ExportJob, job_id)
+        assert found is not None
+        session.expunge(found)
+        return found
+
+
+def archive_of(store: LocalDiskStore, done: ExportJob) -> zipfile.ZipFile:
+    assert done.object_key is not None
+    return zipfile.ZipFile(io.BytesIO(store.open(done.object_key).read_bytes()))
+
+
+def parts_left(store: LocalDiskStore) -> list[Path]:
+    return list((store.root / "tmp").glob("*.part"))
+
+
+def test_running_the_actor_twice_changes_nothing_the_second_time(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    actors.run_export(job_id)
+    first = job(bound, job_id)
+    assert (first.status, first.card_count, first.attempts) == ("ready", 3, 1)
+    actors.run_export(job_id)
+    assert job(bound, job_id).updated_at == first.updated_at
+    assert list(store.keys("exports/")) == [first.object_key]
+
+
+def test_the_actor_ignores_a_missing_job(bound: Database) -> None:
+    actors.run_export("exp_missing")
+
+
+def test_snapshotting_resumes_where_a_stopped_worker_left_it(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    job_id = start(bound, account_id, notes=5)
+    with bound.transaction() as session:
+        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+    assert lease is not None
+    with bound.transaction() as session:
+        assert exports.snapshot_batch(session, job_id=job_id, lease=lease, batch_size=2) is True
+    # The worker stops here; its heartbeat goes stale, and the next worker takes the job.
+    with bound.transaction() as session:
+        session.execute(update(ExportJob).where(ExportJob.id == job_id).values(heartbeat_at=0))
+    actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.card_count, done.attempts) == ("ready", 5, 2)
+    listed = json.loads(archive_of(store, done).read("cards.json"))["cards"]
+    assert sorted(c["content"] for c in listed) == [f"note {n}" for n in range(5)]
+
+
+def test_a_fresh_heartbeat_keeps_another_worker_out(bound: Database, account_id: str) -> None:
+    job_id = start(bound, account_id)
+    with bound.transaction() as session:
+        assert exports.claim(session, job_id=job_id, stale_ms=60_000) is not None
+    actors.run_export(job_id)  # a second message while the first worker works
+    assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("running", 1)
+
+
+def _archiving(db: Database, account: str) -> tuple[str, str, actors._Beat, Iterator[bytes]]:
+    job_id = start(db, account)
+    with db.transaction() as session:
+        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+    assert lease is not None
+    assert actors._snapshot(db, job_id, lease)
+    beat = actors._Beat(db, job_id, lease)
+    created = job(db, job_id).created_at
+    return (
+        job_id,
+        lease,
+        beat,
+        actors._zip(db, broker.blob_store(), beat, job_id=job_id, account_id=account, created_at=created),
+    )
+
+
+@pytest.mark.parametrize("interruption", ["cancel", "takeover"])
+def test_a_cancel_or_a_takeover_mid_archive_stops_the_write_and_keeps_nothing(
+    bound: Database, store: LocalDiskStore, account_id: str, interruption: str
+) -> None:
+    job_id, lease, beat, chunks = _archiving(bound, account_id)
+
+    def interrupted() -> Iterator[bytes]:
+        yield next(chunks)
+        with bound.transaction() as session:
+            if interruption == "cancel":
+                exports.cancel_export(session, account_id=account_id, export_id=job_id)
+            else:
+                assert exports.claim(session, job_id=job_id, stale_ms=60_000) is None  # a fresh heartbeat
+                session.execute(update(ExportJob).where(ExportJob.id == job_id).values(heartbeat_at=0))
+                assert exports.claim(session, job_id=job_id, stale_ms=60_000) not in (None, lease)
+        beat.every, beat._next = 0.0, 0.0  # the next heartbeat is due
+        yield from chunks
+
+    key = exports.object_key(account_id, job_id, lease)
+    with pytest.raises(actors.Stopped):
+        store.write(key, interrupted(), content_type=actors.CONTENT_TYPE)
+    assert store.stat(key) is None and parts_left(store) == []
+    with bound.transaction() as session:  # the stopped worker's late finish changes nothing
+        assert exports.finish(session, job_id=job_id, lease=lease, object_key=key, size=1) is False
+    expected = "canceled" if interruption == "cancel" else "running"
+    assert job(bound, job_id).status == expected
+
+
+def test_a_store_that_cannot_be_written_fails_the_job_as_storage_unavailable_after_its_attempts(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    shutil.rmtree(store.root / "tmp")
+    (store.root / "tmp").write_text("not a directory")  # every write fails with an OSError
+    for attempt in range(1, exports.MAX_ATTEMPTS + 1):
+        actors.run_export(job_id)  # (the actor sends itself again, 30 s later; here, at once)
+        failed = job(bound, job_id)
+        assert failed.attempts == attempt
+    assert (failed.status, failed.failure_class, failed.active_account_id) == (
+        "failed",
+        "storage_unavailable",
+        None,
+    )
+    assert failed.completed_at is not None and failed.object_key is None
+
+
+def test_a_job_stopped_too_often_fails_as_interrupted(bound: Database, account_id: str) -> None:
+    job_id = start(bound, account_id)
+    with bound.transaction() as session:
+        session.execute(
+            update(ExportJob)
+            .where(ExportJob.id == job_id)
+            .values(attempts=exports.MAX_ATTEMPTS, heartbeat_at=0, lease="gone")
+        )
+    actors.run_export(job_id)
+    failed = job(bound, job_id)
+    assert (failed.status, failed.failure_class) == ("failed", "interrupted")
+
+
+def test_the_sweeper_resends_only_jobs_whose_heartbeat_is_stale(
+    bound: Database, account_id: str, new_account
+) -> None:  # type: ignore[no-untyped-def]
+    fresh = start(bound, account_id)
+    stale = start(bound, new_account())
+    with bound.transaction() as session:
+        session.execute(update(ExportJob).where(ExportJob.id == stale).values(heartbeat_at=0))
+        found = exports.stale(session, older_than_ms=60_000)
+    assert stale in found and fresh not in found
