@@ -13,6 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+import yaml
+from jsonschema import Draft7Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT7
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -22,6 +26,7 @@ from cardvault.domain import captions, cards, imports, uploads
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.models import Card
+from cardvault.settings import SPEC_PATH
 
 PLAIN_EVERY = 100  # cards between plain progress lines
 
@@ -48,16 +53,23 @@ def import_archive(
     archive = imports.open_archive(path)
     outcome = Outcome()
     decoder = Decoder()
+    servable = _servable()
     try:
         with db.transaction() as session:
             folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
         outcome.folders = len(folder_ids)
-        for done, record in enumerate(archive.cards, start=1):
+        for done, raw in enumerate(archive.cards, start=1):
+            made: list[str] = []  # the card, once created: removed again if a later step fails
             try:
-                outcome.files += _restore(db, store, decoder, archive, account_id, record, folder_ids)
+                record = imports.check_record(raw, servable)
+                outcome.files += _restore(db, store, decoder, archive, account_id, record, folder_ids, made)
                 outcome.cards += 1
-            except CardVaultError as exc:
-                outcome.failed.append((str(record.get("id")), exc.message))
+            except Exception as exc:  # one card's failure, whatever it is, never stops the rest
+                why = exc.message if isinstance(exc, CardVaultError) else f"{type(exc).__name__}: {exc}"
+                outcome.failed.append((str(raw.get("id")), why))
+                if made:
+                    with db.transaction() as session:
+                        imports.discard_card(session, account_id=account_id, card_id=made[0])
             on_card(done, len(archive.cards))
     finally:
         decoder.close()
@@ -73,8 +85,10 @@ def _restore(
     account_id: str,
     record: dict[str, Any],
     folder_ids: dict[str, str],
+    made: list[str],
 ) -> int:
-    """Restore one card; return how many of its files were restored."""
+    """Restore one card (its id into ``made`` once created); return how many of its files
+    were restored."""
     file, content = None, record.get("content")
     restored = 0
     if isinstance(record.get("file"), dict):
@@ -102,6 +116,7 @@ def _restore(
             folder_ids=folder_ids,
         )
         card_id = card.id
+    made.append(card_id)
     if isinstance(record.get("captions"), dict):
         upload_id, _ = _stored(
             db, store, archive, account_id, record["captions"], record, purpose="captions", card_id=card_id
@@ -162,6 +177,51 @@ def _stored(
         upload_id, key = issued.upload.id, issued.upload.object_key
     stored = store.write(key, archive.read(str(path)), content_type=mime)
     return upload_id, stored.etag
+
+
+def _servable() -> imports.Servable:
+    """Whether a value is what the API shows, by the spec's schema of it (``link``: the
+    extended card's link fields, by theirs)."""
+    spec = _json_schema(yaml.safe_load(SPEC_PATH.read_text()))
+    registry: Registry[Any] = Registry().with_resource(_SPEC, Resource(contents=spec, specification=DRAFT7))
+    fields: dict[str, Any] = {}
+    for part in spec["components"]["schemas"]["DoneCard"]["allOf"]:
+        target = spec["components"]["schemas"][part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
+        fields.update(target.get("properties", {}))
+
+    def valid(schema: Any, value: Any) -> bool:
+        return bool(Draft7Validator(schema, registry=registry).is_valid(value))
+
+    def servable(name: str, value: Any) -> bool:
+        if name == "link":
+            return all(valid(fields[key], item) for key, item in value.items() if key in fields)
+        schema = spec["components"]["schemas"][name]
+        if name == "FilePreview":  # stored with the fields its kind has; shown with all, null
+            value = {**dict.fromkeys(schema["properties"]), **value}
+        return valid(schema, value)
+
+    return servable
+
+
+_SPEC = "urn:cardvault:spec"
+
+
+def _json_schema(node: Any) -> Any:
+    """The spec's schemas as JSON Schema: OpenAPI 3.0's ``nullable`` as a null type, and its
+    references made absolute."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _json_schema(value) for key, value in node.items()}
+    if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
+        node["$ref"] = _SPEC + node["$ref"]
+    if node.pop("nullable", False) is True:
+        if "type" in node:
+            node["type"] = [node["type"], "null"]
+        if "enum" in node and None not in node["enum"]:
+            node["enum"] = [*node["enum"], None]
+    return node
 
 
 def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: TextIO = sys.stdout) -> int:

@@ -101,9 +101,9 @@ class BlobStore(Protocol):
         store leaves nothing behind but what ``forget_partial_writes`` removes)."""
         ...
 
-    def forget_partial_writes(self, older_than_seconds: float) -> int:
-        """Remove what writes that never ended (their process died) left, started more than
-        this long ago; return how many."""
+    def forget_partial_writes(self, older_than_seconds: float, *, prefix: str) -> int:
+        """Remove what writes to keys under ``prefix`` that never ended (their process died)
+        left, started more than this long ago; return how many."""
         ...
 
     def copy(self, source: str, target: str, *, etag: str) -> None:
@@ -287,7 +287,7 @@ class LocalDiskStore:
                 yield chunk
 
     def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
-        tmp = self.root / "tmp" / f"{uuid.uuid4().hex}.part"
+        tmp = self.root / "tmp" / f"{key.split('/', 1)[0]}-{uuid.uuid4().hex}.part"
         size = 0
         try:
             with tmp.open("wb") as out:
@@ -304,9 +304,9 @@ class LocalDiskStore:
             tmp.unlink(missing_ok=True)
         return StoredObject(key=key, size=size, etag=etag, content_type=content_type)
 
-    def forget_partial_writes(self, older_than_seconds: float) -> int:
+    def forget_partial_writes(self, older_than_seconds: float, *, prefix: str) -> int:
         cutoff, removed = time.time() - older_than_seconds, 0
-        for path in (self.root / "tmp").glob("*.part"):
+        for path in (self.root / "tmp").glob(f"{prefix.split('/', 1)[0]}-*.part"):
             try:
                 if path.stat().st_mtime < cutoff:
                     path.unlink()
@@ -479,9 +479,10 @@ class S3Store:
             for chunk in chunks:
                 buffer += chunk
                 size += len(chunk)
-                while len(buffer) >= PART:
-                    parts.append(self._part(key, upload_id, len(parts) + 1, bytes(buffer[:PART])))
-                    del buffer[:PART]
+                # Parts grow by PART every 1,000, so S3's 10,000 parts hold 880 GiB.
+                while len(buffer) >= (size_now := PART * (1 + len(parts) // 1000)):
+                    parts.append(self._part(key, upload_id, len(parts) + 1, bytes(buffer[:size_now])))
+                    del buffer[:size_now]
             if buffer or not parts:
                 parts.append(self._part(key, upload_id, len(parts) + 1, bytes(buffer)))
             answer = self._client.complete_multipart_upload(
@@ -498,9 +499,11 @@ class S3Store:
         )
         return {"PartNumber": number, "ETag": answer["ETag"]}
 
-    def forget_partial_writes(self, older_than_seconds: float) -> int:
+    def forget_partial_writes(self, older_than_seconds: float, *, prefix: str) -> int:
         cutoff, removed = time.time() - older_than_seconds, 0
-        pages = self._client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket)
+        pages = self._client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        )
         for page in pages:
             for upload in page.get("Uploads", []):
                 if upload["Initiated"].timestamp() < cutoff:

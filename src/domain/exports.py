@@ -44,7 +44,11 @@ def _active(session: Session, account_id: str) -> ExportJob | None:
 def _last_ready(session: Session, account_id: str) -> ExportJob | None:
     query = (
         select(ExportJob)
-        .where(ExportJob.account_id == account_id, ExportJob.status.in_(("ready", "expired")))
+        .where(
+            ExportJob.account_id == account_id,
+            ExportJob.status.in_(("ready", "expired")),
+            func.coalesce(ExportJob.files_unreadable, 0) == 0,
+        )
         .order_by(ExportJob.completed_at.desc())
         .limit(1)
     )
@@ -128,7 +132,8 @@ def _end(session: Session, job: ExportJob, status: str, failure_class: str | Non
     job.status, job.stage, job.failure_class = status, None, failure_class
     job.active_account_id, job.lease = None, None
     job.completed_at = job.updated_at = now
-    session.execute(delete(ExportItem).where(ExportItem.job_id == job.id))
+    # Its items are deleted by the sweeper in batches (forget_items): a job of many cards
+    # would hold the database's write lock for seconds.
 
 
 def cancel_export(session: Session, *, account_id: str, export_id: str) -> ExportJob:
@@ -167,7 +172,7 @@ def claim(session: Session, *, job_id: str, stale_ms: int) -> str | None:
     elif job.stage == "archiving":
         # Archiving starts over: what the stopped worker counted is forgotten with its archive.
         session.execute(update(ExportItem).where(ExportItem.job_id == job.id).values(archived=None))
-        job.processed_count, job.files_included, job.files_omitted = 0, 0, 0
+        job.processed_count, job.files_included, job.files_omitted, job.files_unreadable = 0, 0, 0, 0
     return lease
 
 
@@ -199,7 +204,7 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
     job.heartbeat_at = job.updated_at = now
     if not cards:
         job.stage, job.card_count = "archiving", job.processed_count
-        job.processed_count, job.files_included, job.files_omitted = 0, 0, 0
+        job.processed_count, job.files_included, job.files_omitted, job.files_unreadable = 0, 0, 0, 0
         return False
     rows = [
         {
@@ -280,6 +285,7 @@ class Progress:
     archived: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # card pk: {role: entry}
     included: int = 0
     omitted: int = 0
+    unreadable: int = 0  # of the omitted: there, but not read after retries
 
 
 def heartbeat(session: Session, *, job_id: str, lease: str, progress: Progress) -> bool:
@@ -300,6 +306,7 @@ def heartbeat(session: Session, *, job_id: str, lease: str, progress: Progress) 
     )
     job.files_included = (job.files_included or 0) + progress.included
     job.files_omitted = (job.files_omitted or 0) + progress.omitted
+    job.files_unreadable = (job.files_unreadable or 0) + progress.unreadable
     job.heartbeat_at = job.updated_at = now_ms()
     return True
 
@@ -358,6 +365,34 @@ def expire(session: Session) -> list[str]:
     for job in jobs:
         job.status, job.updated_at = "expired", now
     return [job.object_key for job in jobs if job.object_key]
+
+
+def forget_items(session: Session, *, limit: int = 5000) -> int:
+    """Delete a batch of the items of jobs that ended; return how many."""
+    ended = select(ExportJob.id).where(ExportJob.status.not_in(ACTIVE))
+    batch = (
+        select(ExportItem.job_id, ExportItem.card_pk)
+        .where(ExportItem.job_id.in_(ended))
+        .limit(limit)
+        .subquery()
+    )
+    pairs = session.execute(select(batch.c.job_id, batch.c.card_pk)).all()
+    for job_id in {job_id for job_id, _ in pairs}:
+        pks = [pk for j, pk in pairs if j == job_id]
+        session.execute(delete(ExportItem).where(ExportItem.job_id == job_id, ExportItem.card_pk.in_(pks)))
+    return len(pairs)
+
+
+def unreferenced(session: Session, keys: Sequence[str]) -> list[str]:
+    """The archives among ``keys`` that no job will use: written by an attempt that lost its
+    job, or whose job ended with another archive or none."""
+    unused = []
+    for key in keys:
+        job_id = key.rsplit("/", 1)[-1].split("-", 1)[0]
+        job = session.get(ExportJob, job_id)
+        if job is None or (job.status not in ACTIVE and job.object_key != key):
+            unused.append(key)
+    return unused
 
 
 def forget_archives(session: Session, *, keys: Sequence[str]) -> None:

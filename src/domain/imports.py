@@ -12,28 +12,41 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import archive, cards, processing, search, tag_counts, trash, uploads
+from cardvault.domain import archive, cards, links, processing, search, tag_counts, trash, uploads
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
-from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, create_folder
+from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.tags import clean_tags, tag_key
 
-MAX_DOCUMENT_BYTES = 2 * 1024**3  # cards.json of this many bytes is read whole
-MAX_MANIFEST_BYTES = 512 * 1024**2
+# cards.json and manifest.json are read whole (about 10x their size in memory): 256 MiB holds
+# about 100,000 cards of ordinary length.
+MAX_DOCUMENT_BYTES = 256 * 1024**2
+MAX_MANIFEST_BYTES = 64 * 1024**2
+_READ_ERRORS = (
+    KeyError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+)
 _CHUNK = 1024 * 1024
 # What each stage writes, by the record fields that show it ran (the rest run again).
 _RESTORED_BY = {
-    "linkMetadata": ("linkMetadata", "metadataTitle", "metadataDescription"),
+    "linkMetadata": ("linkMetadata",),
     "transcript": ("aiTranscript",),
     "ai": ("aiSummary", "aiTags", "aiEngine"),
 }
@@ -55,23 +68,30 @@ class Archive:
         if entry is None:
             raise InvalidInput(f"The archive's manifest does not name {path!r}.")
         digest, size = hashlib.sha256(), 0
-        with self.zip.open(path) as member:
-            while chunk := member.read(_CHUNK):
-                size += len(chunk)
-                if size > entry["size"]:
-                    raise InvalidInput(f"{path} is longer than the manifest says.")
-                digest.update(chunk)
-                yield chunk
+        try:
+            with self.zip.open(path) as member:
+                while chunk := member.read(_CHUNK):
+                    size += len(chunk)
+                    if size > entry["size"]:
+                        raise InvalidInput(f"{path} is longer than the manifest says.")
+                    digest.update(chunk)
+                    yield chunk
+        except _READ_ERRORS as exc:
+            raise InvalidInput(f"{path} cannot be read from the archive: {exc}") from None
         if size != entry["size"] or digest.hexdigest() != entry["sha256"]:
             raise InvalidInput(f"{path} is not the file the manifest names (size or sha256 differ).")
 
 
 def _bounded(zf: zipfile.ZipFile, path: str, limit: int) -> bytes:
     try:
+        if zf.getinfo(path).file_size > limit:
+            raise InvalidInput(f"{path} is over {limit} bytes.")
         with zf.open(path) as member:
             data = member.read(limit + 1)
     except KeyError:
         raise InvalidInput(f"The archive has no {path}.") from None
+    except _READ_ERRORS as exc:
+        raise InvalidInput(f"{path} cannot be read from the archive: {exc}") from None
     if len(data) > limit:
         raise InvalidInput(f"{path} is over {limit} bytes.")
     return data
@@ -95,6 +115,26 @@ def _document(
     return records
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_entry(zf: zipfile.ZipFile, entry: Any) -> None:
+    """A manifest entry names a file of the archive, its size and its sha256."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        raise InvalidInput("The manifest has a file entry without a path.")
+    path, size, sha256 = entry["path"], entry.get("size"), entry.get("sha256")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise InvalidInput(f"The manifest gives {path} no size.")
+    if not isinstance(sha256, str) or _SHA256.fullmatch(sha256) is None:
+        raise InvalidInput(f"The manifest gives {path} no sha256.")
+    try:
+        stored = zf.getinfo(path).file_size
+    except KeyError:
+        raise InvalidInput(f"The manifest names {path}, which the archive does not hold.") from None
+    if stored != size:
+        raise InvalidInput(f"{path} is not the file the manifest names (size or sha256 differ).")
+
+
 def open_archive(path: Path) -> Archive:
     """Open and check an export archive (InvalidInput says what is wrong with it)."""
     try:
@@ -106,9 +146,11 @@ def open_archive(path: Path) -> Archive:
         if not isinstance(manifest, dict) or manifest.get("formatVersion") != archive.FORMAT_VERSION:
             raise InvalidInput(f"This is not a Card Vault export of format version {archive.FORMAT_VERSION}.")
         entries = manifest.get("files")
-        if not isinstance(entries, list) or not all(isinstance(e, dict) and "path" in e for e in entries):
+        if not isinstance(entries, list):
             raise InvalidInput("The manifest has no list of files.")
-        files = {str(e["path"]): e for e in entries}
+        for entry in entries:
+            _check_entry(zf, entry)
+        files = {e["path"]: e for e in entries}
         return Archive(
             zip=zf,
             manifest=manifest,
@@ -116,11 +158,96 @@ def open_archive(path: Path) -> Archive:
             cards=_document(zf, files, "cards.json", "cards"),
             folders=_document(zf, files, "folders.json", "folders"),
         )
-    except (ValueError, zipfile.BadZipFile) as exc:  # json's errors are ValueErrors
+    except (ValueError, RecursionError, zipfile.BadZipFile) as exc:  # json's errors are ValueErrors
         zf.close()
         if isinstance(exc, InvalidInput):
             raise
         raise InvalidInput(f"The archive cannot be read: {exc}") from None
+
+
+CARD_TYPES = ("text", "link", "image", "video", "audio", "document", "palette", "quote")
+# As the spec's Url: absolute http(s), no spaces or control characters, at most 2,048 characters.
+_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f/?#]+([/?#][^\x00-\x20\x7f-\x9f]*)?")
+_COLOR = re.compile(r"#[0-9a-f]{6}")
+_TEXT_LIMIT = 1024 * 1024  # characters of a summary, transcript or title kept
+_SOURCES = ("subtitles", "captions", "speech")
+Servable = Callable[[str, Any], bool]  # whether the API can show this value (by its schema)
+
+
+def check_record(record: Any, servable: Servable) -> dict[str, Any]:
+    """The card record made safe to restore: InvalidInput when what the user made (type,
+    content, URL, tags, times, files) is wrong; what the pipeline made (AI fields, link and
+    file facts) is dropped when the API could not show it, and made again by its stage."""
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        raise InvalidInput("A card of cards.json is not an object with an id.")
+    if record.get("type") not in CARD_TYPES:
+        raise InvalidInput(f"The card's type {record.get('type')!r} is not a card type.")
+    for field in ("content", "notes", "source", "fileName", "mimeType"):
+        _text(record, field)
+    url = _text(record, "url")
+    if url is not None and (len(url) > 2048 or _URL.fullmatch(url) is None):
+        raise InvalidInput("The card's url is not an http or https URL.")
+    for field in ("tags", "aiTags", "folderIds"):
+        _strings(record, field)
+    for field in ("createdAt", "updatedAt", "completedAt", "archivedAt", "deletedAt"):
+        _whole(record, field)
+    if not isinstance(record.get("isFavorited", False), bool):
+        raise InvalidInput("The card's isFavorited is not true or false.")
+    for role in archive.ROLES:
+        file = record.get(role)
+        if file is not None and not (isinstance(file, dict) and isinstance(file.get("path"), str)):
+            raise InvalidInput(f"The card's {role} does not name a path.")
+    if record.get("captions") is not None:
+        if record["type"] not in ("audio", "video"):
+            raise InvalidInput("Only an audio or video card takes a caption file.")
+        facts = record.get("captionsFile")
+        if not (isinstance(facts, dict) and facts.get("format") in ("vtt", "srt")):
+            raise InvalidInput("The card's captionsFile does not say its format (vtt or srt).")
+    return {**record, **_derived(record, servable)}
+
+
+def _derived(record: dict[str, Any], servable: Servable) -> dict[str, Any]:
+    """The pipeline's fields of the record, each kept only when it is what the API shows."""
+    kept: dict[str, Any] = {}
+    for field in ("metadataTitle", "metadataDescription", "aiSummary", "aiTranscript"):
+        value = record.get(field)
+        kept[field] = value if isinstance(value, str) and len(value) <= _TEXT_LIMIT else None
+    source = record.get("aiTranscriptSource")
+    kept["aiTranscriptSource"] = source if source in _SOURCES and kept["aiTranscript"] else None
+    colors = record.get("colors")
+    kept["colors"] = colors if _is_palette(colors) else None
+    for field in ("fileWidth", "fileHeight", "fileDurationMs"):
+        value = record.get(field)
+        fine = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**40
+        kept[field] = value if fine else None
+    for field, schema in (
+        ("filePreview", "FilePreview"),
+        ("audioWaveform", "AudioWaveform"),
+        ("aiEngine", "AiEngine"),
+    ):
+        value = record.get(field)
+        kept[field] = value if isinstance(value, dict) and servable(schema, value) else None
+    meta = record.get("linkMetadata")
+    kept["linkMetadata"] = meta if _servable_link(meta, servable) else None
+    return kept
+
+
+def _is_palette(colors: Any) -> bool:
+    return (
+        isinstance(colors, list)
+        and len(colors) <= 32
+        and all(isinstance(c, str) and _COLOR.fullmatch(c) for c in colors)
+    )
+
+
+def _servable_link(meta: Any, servable: Servable) -> bool:
+    if not isinstance(meta, dict):
+        return False
+    try:
+        shown = {**links.link_json(meta), **links.done_json("link", meta, None)}
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
+        return False
+    return servable("link", shown)
 
 
 def restore_folders(
@@ -131,8 +258,14 @@ def restore_folders(
     mapped: dict[str, str] = {}
     for record in records:
         name, color = record.get("name"), record.get("color")
-        if not isinstance(name, str) or not isinstance(record.get("id"), str):
-            raise InvalidInput("folders.json has a folder without an id or a name.")
+        if (
+            not isinstance(name, str)
+            or not name.strip()
+            or len(name) > 300
+            or not isinstance(record.get("id"), str)
+        ):
+            raise InvalidInput("folders.json has a folder without an id or a name of 1 to 300 characters.")
+        color = color if color in PALETTE else None
         try:
             with session.begin_nested():
                 folder = create_folder(session, account_id=account_id, name=name, color=color)
@@ -265,3 +398,9 @@ def _completed(session: Session, card: Card, names: Sequence[str]) -> None:
         row.state, row.error_code, row.lease = "completed", None, None
         row.started_at = row.completed_at = row.updated_at = now
         session.add(row)
+
+
+def discard_card(session: Session, *, account_id: str, card_id: str) -> None:
+    """Delete a card an import made but could not finish (its objects go with it)."""
+    trash.move_to_trash(session, account_id=account_id, card_id=card_id)
+    trash.delete_forever(session, account_id=account_id, card_id=card_id)

@@ -352,6 +352,7 @@ class ExportJob(Base):
     card_count: Mapped[int | None] = mapped_column(Integer)
     files_included: Mapped[int | None] = mapped_column(Integer)
     files_omitted: Mapped[int | None] = mapped_column(Integer)
+    files_unreadable: Mapped[int | None] = mapped_column(Integer)  # of the omitted: not read
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     last_card_pk: Mapped[int] = mapped_column(BigInteger)  # the newest card the export takes
     cursor_pk: Mapped[int] = mapped_column(BigInteger)  # snapshotting's progress

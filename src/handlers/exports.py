@@ -7,6 +7,7 @@ import functools
 from typing import Any
 
 from cardvault.domain import exports
+from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import ExportRunning
 from cardvault.domain.models import ExportJob
@@ -17,15 +18,16 @@ DOWNLOAD_URL_SECONDS = 900  # how long a downloadUrl works
 
 
 def _download_url(job: ExportJob, status: str) -> str | None:
-    if status != "ready" or job.object_key is None:
+    if status != "ready" or job.object_key is None or job.expires_at is None:
         return None
+    left = (job.expires_at - now_ms()) // 1000  # the URL ends with the archive, at the latest
     day = datetime.datetime.fromtimestamp(job.created_at / 1000, datetime.UTC).date().isoformat()
     return runtime.current().store.download_url(
         job.object_key,
         file_name=f"cardvault-export-{day}.zip",
         content_type=CONTENT_TYPE,
         attachment=True,
-        expires_in=DOWNLOAD_URL_SECONDS,
+        expires_in=max(1, min(DOWNLOAD_URL_SECONDS, left)),
     )
 
 

@@ -1,12 +1,14 @@
 """Actors that run ZIP exports: snapshot the account's cards, then stream the archive (files,
 ``cards.json``, ``folders.json``, ``manifest.json``) through zipstream-ng straight into the
-blob store, in constant memory, with a heartbeat every few seconds that also notices a
-cancel or a lost lease. The layout is cardvault.domain.archive's."""
+blob store, with a heartbeat every few seconds that also notices a cancel or a lost lease.
+Memory does not grow with the cards or the size of files; only the ZIP's central directory,
+about 1 KB a file, is held until the end. The layout is cardvault.domain.archive's."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -26,6 +28,8 @@ log = logging.getLogger("cardvault.exports")
 EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper takes it over
 HEARTBEAT_SECONDS = 5.0  # at most; always well inside the sweeper's stale_seconds
 RETRY_DELAY_MS = 30_000
+BUSY_DELAY_MS = 10_000  # when this process runs another export
+_one_at_a_time = threading.Lock()
 READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
 PAGE = 200  # items read from the database at a time
 FOLDER_PAGE = 500
@@ -64,7 +68,18 @@ class _Beat:
     time_limit=EXPORT_SECONDS * 1000,
 )
 def run_export(job_id: str) -> None:
-    """Run the export from where its row says it is."""
+    """Run the export from where its row says it is; one at a time in a process, so exports
+    never take every worker thread from the other queues (another waits and comes back)."""
+    if not _one_at_a_time.acquire(blocking=False):
+        run_export.send_with_options(args=(job_id,), delay=BUSY_DELAY_MS)
+        return
+    try:
+        _run(job_id)
+    finally:
+        _one_at_a_time.release()
+
+
+def _run(job_id: str) -> None:
     db = database()
     with db.transaction() as session:
         lease = exports.claim(session, job_id=job_id, stale_ms=int(settings().stale_seconds * 1000))
@@ -174,6 +189,7 @@ def _add_file(
     opened = _open(store, key)
     if isinstance(opened, str):
         beat.progress.omitted += 1
+        beat.progress.unreadable += opened == "unreadable"
         return {"cardId": record["id"], "role": role, "fileName": name, "omitted": opened}
     size, first = opened
     digest = hashlib.sha256()
@@ -345,7 +361,14 @@ def expire_exports() -> None:
             exports.forget_archives(session, keys=keys)
         if len(keys) < exports.EXPIRE_BATCH:
             break
-    store.forget_partial_writes(older_than_seconds=2 * EXPORT_SECONDS)
+    while True:
+        with db.transaction() as session:
+            if exports.forget_items(session) < 5000:
+                break
+    with db.transaction(write=False) as session:
+        unused = exports.unreferenced(session, list(store.keys("exports/")))
+    store.delete(unused)
+    store.forget_partial_writes(older_than_seconds=2 * EXPORT_SECONDS, prefix="exports/")
 
 
 def resume_stale(older_than_seconds: float) -> int:

@@ -12,9 +12,16 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from cardvault.domain import archive
+import pytest
+from sqlalchemy import select
+
+from cardvault import importer
+from cardvault.adapters.blobs import store_from_settings
+from cardvault.domain import archive, imports
 from cardvault.domain.db import Database
-from cardvault.domain.models import Card
+from cardvault.domain.errors import InvalidInput
+from cardvault.domain.models import Card, CardStage, Folder
+from cardvault.settings import Settings
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run
 
@@ -35,14 +42,18 @@ def _card(number: int, **fields: Any) -> dict[str, Any]:
 
 
 def make_archive(
-    path: Path, cards: list[dict[str, Any]], files: dict[str, bytes] | None = None, **lies: bytes
+    path: Path,
+    cards: list[dict[str, Any]],
+    files: dict[str, bytes] | None = None,
+    folder: dict[str, Any] | None = None,
+    **lies: bytes,
 ) -> Path:
     """An archive of these cards, one folder and these files; ``lies`` replace a member's bytes
     after the manifest was written."""
     members = {path_: data for path_, data in (files or {}).items()}
     members["cards.json"] = b"".join(archive.json_document("cards", cards))
     members["folders.json"] = b"".join(
-        archive.json_document("folders", [{"id": "fld_1", "name": "Imported", "color": None}])
+        archive.json_document("folders", [folder or {"id": "fld_1", "name": "Imported", "color": None}])
     )
     entries = [
         {"path": p, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in members.items()
@@ -161,3 +172,156 @@ def test_an_unknown_account_is_named(tmp_path: Path) -> None:
     zipped = make_archive(tmp_path / "a.zip", [_card(1)])
     result = run(tmp_path, "import", str(zipped), "--account", "nobody")
     assert result.returncode == 1 and "nobody" in result.stderr
+
+
+class TestHostileArchives:
+    """Crafted archives: refused whole when the archive is wrong, card by card when a card is,
+    never with a traceback, never leaving half a card; what the API could not show is dropped."""
+
+    @staticmethod
+    def restore(database: Database, settings: Settings, account_id: str, path: Path) -> importer.Outcome:
+        return importer.import_archive(
+            database, store_from_settings(settings), account_id=account_id, path=path
+        )
+
+    @staticmethod
+    def cards_of(database: Database, account_id: str) -> list[Card]:
+        with database.transaction(write=False) as session:
+            found = list(
+                session.scalars(select(Card).where(Card.account_id == account_id).order_by(Card.created_at))
+            )
+            session.expunge_all()
+            return found
+
+    def test_a_manifest_naming_a_file_the_archive_lacks_refuses_it_whole(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        path = make_archive(tmp_path / "a.zip", [_card(1)], {"files/x/a.png": png()})
+        with zipfile.ZipFile(path) as zf:
+            members = {n: zf.read(n) for n in zf.namelist() if n != "files/x/a.png"}
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+        with pytest.raises(InvalidInput, match="does not hold"):
+            self.restore(database, settings, account_id, path)
+        assert self.cards_of(database, account_id) == []
+
+    def test_a_manifest_that_inflates_past_its_limit_is_refused_unread(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "bomb.zip"
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("manifest.json", b" " * (imports.MAX_MANIFEST_BYTES + 1))
+        assert path.stat().st_size < 1024 * 1024
+        with pytest.raises(InvalidInput, match="over"):
+            self.restore(database, settings, account_id, path)
+
+    @pytest.mark.parametrize(
+        ("fields", "why"),
+        [
+            ({"type": "bogus"}, "not a card type"),
+            ({"url": "javascript:alert(1)"}, "not an http or https URL"),
+            ({"tags": "x"}, "not a list of strings"),
+            ({"createdAt": -1}, "not a whole number"),
+            ({"isFavorited": "yes"}, "not true or false"),
+            ({"captions": {"path": "captions/crd_2/a.vtt"}}, "Only an audio or video card"),
+        ],
+    )
+    def test_a_card_that_is_wrong_is_reported_and_nothing_of_it_is_kept(
+        self,
+        database: Database,
+        settings: Settings,
+        account_id: str,
+        tmp_path: Path,
+        fields: dict[str, Any],
+        why: str,
+    ) -> None:
+        path = make_archive(tmp_path / "a.zip", [_card(1), _card(2, **fields), _card(3)])
+        outcome = self.restore(database, settings, account_id, path)
+        assert outcome.cards == 2 and len(outcome.failed) == 1
+        assert outcome.failed[0][0] == "crd_2" and why in outcome.failed[0][1]
+        assert [c.content for c in self.cards_of(database, account_id)] == ["note 1", "note 3"]
+
+    def test_a_card_failing_after_it_was_made_is_removed_again(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        audio = _card(
+            2,
+            type="audio",
+            content="",
+            deletedAt=1,
+            captions={"path": "captions/crd_2/a.vtt"},
+            captionsFile={"fileName": "a.vtt", "format": "vtt"},
+            file=None,
+        )
+        path = make_archive(tmp_path / "a.zip", [_card(1), audio])
+        outcome = self.restore(database, settings, account_id, path)
+        assert outcome.failed and outcome.failed[0][0] == "crd_2"
+        assert [c.content for c in self.cards_of(database, account_id)] == ["note 1"]
+
+    def test_a_file_whose_bytes_fail_their_crc_fails_its_card_only(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        body = png()
+        image = _card(
+            2,
+            type="image",
+            content="",
+            fileName="a.png",
+            mimeType="image/png",
+            file={"path": "files/crd_2/a.png"},
+        )
+        path = make_archive(tmp_path / "a.zip", [_card(1), image], {"files/crd_2/a.png": body})
+        data = bytearray(path.read_bytes())
+        at = data.find(body[8:24])  # inside the stored member: its CRC-32 no longer matches
+        data[at] ^= 0xFF
+        path.write_bytes(bytes(data))
+        outcome = self.restore(database, settings, account_id, path)
+        assert [card_id for card_id, _ in outcome.failed] == ["crd_2"]
+        assert "cannot be read from the archive" in outcome.failed[0][1]
+        assert [c.content for c in self.cards_of(database, account_id)] == ["note 1"]
+
+    def test_what_the_api_could_not_show_is_dropped_and_the_card_kept(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        odd = _card(
+            2,
+            type="link",
+            url="https://example.com/a",
+            colors=["<script>"],
+            aiTranscriptSource="bogus",
+            aiTranscript="words",
+            audioWaveform={"detail": "x"},
+            linkMetadata={"price": 5},
+            filePreview={"kind": "nothing"},
+            aiEngine={"kind": 1},
+            metadataTitle="Kept",
+        )
+        path = make_archive(tmp_path / "a.zip", [odd])
+        outcome = self.restore(database, settings, account_id, path)
+        assert outcome.failed == [] and outcome.cards == 1
+        (card,) = self.cards_of(database, account_id)
+        assert (card.colors, card.transcript_source, card.waveform, card.link_meta) == (
+            None,
+            None,
+            None,
+            None,
+        )
+        assert (card.file_preview, card.ai_engine, card.metadata_title) == (None, None, "Kept")
+        with database.transaction(write=False) as session:
+            stages = {
+                s.stage: s.state
+                for s in session.scalars(select(CardStage).where(CardStage.card_pk == card.pk))
+            }
+        assert stages["linkMetadata"] == "pending"  # its page is read again
+
+    def test_a_folder_with_a_colour_off_the_palette_keeps_its_name(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        path = make_archive(
+            tmp_path / "a.zip", [_card(1)], folder={"id": "fld_1", "name": "Odd", "color": {"x": 1}}
+        )
+        self.restore(database, settings, account_id, path)
+        with database.transaction(write=False) as session:
+            (folder,) = session.scalars(select(Folder).where(Folder.account_id == account_id)).all()
+            assert (folder.name, folder.color) == ("Odd", None)

@@ -10,10 +10,11 @@ import json
 import time
 import zipfile
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 from sqlalchemy import update
 
-from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.blobs import BlobStore, LocalDiskStore
 from cardvault.domain.db import Database
 from cardvault.domain.exports import WEEK_MS
 from cardvault.domain.models import ExportJob
@@ -190,6 +191,16 @@ class TestOneAtATimeOnceAWeek:
         assert files_api.get("/v1/exports/latest").json()["canStart"] is True
         assert files_api.post("/v1/exports").status_code == 202
 
+    def test_an_export_that_left_out_unreadable_files_does_not_count(
+        self, files_api: Api, database: Database
+    ) -> None:
+        started(files_api)
+        job = wait_for_export(files_api)
+        with database.transaction() as session:
+            session.execute(update(ExportJob).where(ExportJob.id == job["id"]).values(files_unreadable=1))
+        assert files_api.get("/v1/exports/latest").json()["canStart"] is True
+        assert files_api.post("/v1/exports").status_code == 202
+
     def test_a_canceled_export_does_not_count(self, files_api: Api, database: Database) -> None:
         job = started(files_api)
         _hold(database, job["id"])
@@ -202,7 +213,8 @@ class TestOneAtATimeOnceAWeek:
 
 
 def _hold(database: Database, job_id: str) -> None:
-    """Keep the job running as if a worker held it (a fresh lease and heartbeat)."""
+    """Keep the job running as if a worker held it (a fresh lease and heartbeat), even if the
+    embedded worker finished it already."""
     with database.transaction() as session:
         session.execute(
             update(ExportJob)
@@ -212,6 +224,9 @@ def _hold(database: Database, job_id: str) -> None:
                 stage="snapshotting",
                 lease="held",
                 heartbeat_at=int(time.time() * 1000) + 600_000,
+                active_account_id=ExportJob.account_id,
+                completed_at=None,
+                expires_at=None,
             )
         )
 
@@ -259,6 +274,21 @@ class TestLatestAndGet:
         export_worker.expire_exports()
         assert list(files_store.keys(f"exports/{files_api.account_id}/")) == []
         assert files_api.get(f"/v1/exports/{job['id']}").json()["job"]["status"] == "expired"
+
+    def test_a_download_url_ends_with_its_archive(
+        self, files_api: Api, files_store: BlobStore, database: Database
+    ) -> None:
+        started(files_api)
+        job = wait_for_export(files_api)
+        with database.transaction() as session:
+            soon = int(time.time() * 1000) + 60_000
+            session.execute(update(ExportJob).where(ExportJob.id == job["id"]).values(expires_at=soon))
+        url = files_api.get(f"/v1/exports/{job['id']}").json()["job"]["downloadUrl"]
+        if isinstance(files_store, LocalDiskStore):
+            token = url.rsplit("/", 1)[1]
+            assert files_store.download_claims(token)["e"] <= soon / 1000 + 1
+        else:
+            assert int(parse_qs(urlparse(url).query)["X-Amz-Expires"][0]) <= 60
 
     def test_cancel_of_a_ready_export_answers_409(self, files_api: Api) -> None:
         started(files_api)

@@ -4,8 +4,10 @@ and failing as interrupted once it stopped too often."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import shutil
 import zipfile
 from collections.abc import Iterator
@@ -189,3 +191,72 @@ def test_the_sweeper_resends_only_jobs_whose_heartbeat_is_stale(
         session.execute(update(ExportJob).where(ExportJob.id == stale).values(heartbeat_at=0))
         found = exports.stale(session, older_than_ms=60_000)
     assert stale in found and fresh not in found
+
+
+def _sparse(chunks: Iterator[bytes], path: Path) -> None:
+    """Write the bytes to ``path``, leaving holes for runs of zeros (a 4 GiB archive of a sparse
+    file takes little disk)."""
+    with path.open("wb") as out:
+        for chunk in chunks:
+            if chunk.count(0) == len(chunk):
+                out.seek(len(chunk), os.SEEK_CUR)
+            else:
+                out.write(chunk)
+        out.truncate()
+
+
+def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
+    bound: Database, store: LocalDiskStore, account_id: str, tmp_path: Path
+) -> None:
+    big = 4 * 1024**3 + 5 * 1024**2
+    key = f"accounts/{account_id}/files/big/disk.img"
+    store.write(key, iter([b"CV"]), content_type="application/octet-stream")
+    os.truncate(store.open(key), big)  # a hole: 4 GiB of zeros after the first two bytes
+    with bound.transaction() as session:
+        card = cards.add_card(session, account_id=account_id, content="")
+        card.type, card.file_object, card.file_name, card.file_size = "document", key, "disk.img", big
+        job_id = exports.start_export(session, account_id=account_id).id
+    with bound.transaction() as session:
+        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+    assert lease is not None and actors._snapshot(bound, job_id, lease)
+    beat = actors._Beat(bound, job_id, lease)
+    out = tmp_path / "export.zip"
+    _sparse(actors._zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out)
+    assert out.stat().st_size > big
+    with zipfile.ZipFile(out) as archive:  # its central directory, found through ZIP64's records
+        manifest = json.loads(archive.read("manifest.json"))
+        (entry,) = [e for e in manifest["files"] if e["path"].startswith("files/")]
+        assert archive.getinfo(entry["path"]).file_size == entry["size"] == big
+        digest = hashlib.sha256()
+        with archive.open(entry["path"]) as member:  # its CRC-32 is checked at the end
+            while chunk := member.read(16 * 1024 * 1024):
+                digest.update(chunk)
+        assert digest.hexdigest() == entry["sha256"]
+    with out.open("rb") as raw:
+        raw.seek(-200, os.SEEK_END)
+        assert b"PK\x06\x06" in raw.read()  # the ZIP64 end of central directory record
+
+
+def test_the_sweeper_deletes_archives_no_job_uses_and_the_items_of_ended_jobs(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    actors.run_export(job_id)
+    done = job(bound, job_id)
+    stray = exports.object_key(account_id, job_id, "0123456789abcdef")  # a taken-over attempt's
+    store.write(stray, iter([b"PK"]), content_type=actors.CONTENT_TYPE)
+    with bound.transaction(write=False) as session:
+        assert exports.items(session, job_id=job_id, after_pk=0, limit=10)  # kept until swept
+    actors.expire_exports()
+    assert list(store.keys("exports/")) == [done.object_key]
+    with bound.transaction(write=False) as session:
+        assert exports.items(session, job_id=job_id, after_pk=0, limit=10) == []
+
+
+def test_a_process_runs_one_export_at_a_time(bound: Database, account_id: str) -> None:
+    job_id = start(bound, account_id)
+    with actors._one_at_a_time:  # another export runs in this process
+        actors.run_export(job_id)
+    assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("pending", 0)  # sent again, later
+    actors.run_export(job_id)
+    assert job(bound, job_id).status == "ready"

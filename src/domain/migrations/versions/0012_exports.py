@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("card_count", sa.Integer, nullable=True),
         sa.Column("files_included", sa.Integer, nullable=True),
         sa.Column("files_omitted", sa.Integer, nullable=True),
+        sa.Column("files_unreadable", sa.Integer, nullable=True),
         sa.Column("size_bytes", sa.BigInteger, nullable=True),
         sa.Column("last_card_pk", sa.BigInteger, nullable=False),
         sa.Column("cursor_pk", sa.BigInteger, nullable=False),
