@@ -1,12 +1,14 @@
 """``cardvault import ZIP --account NAME``: restore an export into an account, a card at a time
 (cardvault.domain.imports has the rules), with a progress bar on a terminal and one plain line
 per step otherwise (logs, CI). A card that cannot be restored is reported and skipped; the
-others are kept. The restored cards' processing (renditions, posters, the link stages) runs
-when a worker runs (``cardvault serve`` or ``cardvault worker``): the sweeper sends it."""
+others are kept. The restored cards' processing (renditions, posters, the link stages) is sent
+to the workers (with Redis, at once; on the embedded default, the server's sweeper sends it
+when ``cardvault serve`` runs)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import posixpath
 import sys
 from collections.abc import Callable
@@ -23,10 +25,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder
 from cardvault.domain import captions, cards, imports, uploads
-from cardvault.domain.db import Database
+from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.models import Card
 from cardvault.settings import SPEC_PATH
+from cardvault.workers.processing import send_stage
 
 PLAIN_EVERY = 100  # cards between plain progress lines
 
@@ -131,7 +134,10 @@ def _restore(
                 captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
             restored += 1
     with db.transaction() as session:
-        imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
+        queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
+        card_pk = cards.get_card(session, account_id=account_id, card_id=card_id).pk
+        for stage in queued:
+            after_commit(session, functools.partial(send_stage, card_pk, stage))
     return restored
 
 

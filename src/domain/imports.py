@@ -348,7 +348,8 @@ def finish_card(
     session: Session, *, account_id: str, card_id: str, record: Mapping[str, Any]
 ) -> tuple[str, ...]:
     """Restore what the pipeline wrote, the archive and Trash, and the card's times; return the
-    stages to run again (queued here, sent by whoever runs the workers)."""
+    stages to send to the workers once this commits (queued here: a lost send is the
+    sweeper's)."""
     lock_tags(session, account_id=account_id)
     card = cards.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = tag_counts.card_tally(card)

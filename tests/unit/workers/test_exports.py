@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import insert, update
 
 from cardvault.adapters.blobs import LocalDiskStore, store_from_settings
 from cardvault.domain import cards, exports, folders
 from cardvault.domain.db import Database
-from cardvault.domain.models import ExportJob
+from cardvault.domain.models import Card, ExportJob
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import exports as actors
@@ -205,6 +205,7 @@ def _sparse(chunks: Iterator[bytes], path: Path) -> None:
         out.truncate()
 
 
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)  # the database plays no part
 def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     bound: Database, store: LocalDiskStore, account_id: str, tmp_path: Path
 ) -> None:
@@ -260,3 +261,50 @@ def test_a_process_runs_one_export_at_a_time(bound: Database, account_id: str) -
     assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("pending", 0)  # sent again, later
     actors.run_export(job_id)
     assert job(bound, job_id).status == "ready"
+
+
+def test_ten_thousand_cards_and_more_are_all_exported(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    count = 10_050  # past five snapshot batches and many heartbeat pages
+    with bound.transaction() as session:
+        session.execute(
+            insert(Card),
+            [
+                {
+                    "id": f"crd_bulk{n}",
+                    "account_id": account_id,
+                    "type": "text",
+                    "content": f"n{n}",
+                    "is_favorited": False,
+                    "created_at": n,
+                    "updated_at": n,
+                }
+                for n in range(count)
+            ],
+        )
+        job_id = exports.start_export(session, account_id=account_id).id
+    actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.card_count) == ("ready", count)
+    listed = json.loads(archive_of(store, done).read("cards.json"))["cards"]
+    assert len({c["id"] for c in listed}) == count
+
+
+def test_a_file_that_cannot_be_opened_is_tried_then_left_out(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    key = f"accounts/{account_id}/files/odd/a.pdf"
+    store.write(key, iter([b"%PDF-1.4"]), content_type="application/pdf")
+    path = store.open(key)
+    path.unlink()
+    path.mkdir()  # there (the store knows it), yet it cannot be read
+    with bound.transaction() as session:
+        card = cards.add_card(session, account_id=account_id, content="")
+        card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
+        job_id = exports.start_export(session, account_id=account_id).id
+    actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.files_included, done.files_omitted, done.files_unreadable) == ("ready", 0, 1, 1)
+    manifest = json.loads(archive_of(store, done).read("manifest.json"))
+    assert [o["reason"] for o in manifest["omitted"]] == ["unreadable"]
