@@ -134,8 +134,7 @@ def _restore(
                 captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
             restored += 1
     with db.transaction() as session:
-        queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
-        card_pk = cards.get_card(session, account_id=account_id, card_id=card_id).pk
+        card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         for stage in queued:
             after_commit(session, functools.partial(send_stage, card_pk, stage))
     return restored

@@ -346,9 +346,9 @@ def _whole(record: Mapping[str, Any], field: str) -> int | None:
 
 def finish_card(
     session: Session, *, account_id: str, card_id: str, record: Mapping[str, Any]
-) -> tuple[str, ...]:
-    """Restore what the pipeline wrote, the archive and Trash, and the card's times; return the
-    stages to send to the workers once this commits (queued here: a lost send is the
+) -> tuple[int, tuple[str, ...]]:
+    """Restore what the pipeline wrote, the archive and Trash, and the card's times; return its
+    pk and the stages to send to the workers once this commits (queued here: a lost send is the
     sweeper's)."""
     lock_tags(session, account_id=account_id)
     card = cards.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
@@ -389,7 +389,7 @@ def finish_card(
         trash.move_to_trash(session, account_id=account_id, card_id=card_id)
         card.deleted_at = _whole(record, "deletedAt")
     card.updated_at = _whole(record, "updatedAt") or now_ms()
-    return queued
+    return card.pk, queued
 
 
 def _completed(session: Session, card: Card, names: Sequence[str]) -> None:
