@@ -26,7 +26,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench.load import LoadResult, run_load
-from cardvault.domain import accounts, cards
+from cardvault.domain import accounts, cards, keys
 from cardvault.domain.db import Database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def _seed(url: str, count: int) -> tuple[str, str]:
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="bench")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     card_id = ""
     for start in range(0, count, 1000):
         with db.transaction() as session:

@@ -31,7 +31,7 @@ from PIL import Image
 
 from bench.bench_cards import _database, _free_port, _start
 from cardvault.adapters.images import Decoder
-from cardvault.domain import accounts
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 
 UPLOAD_BYTES = 50 * 1000 * 1000
@@ -50,7 +50,7 @@ def _api_key(url: str) -> str:
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="bench-files")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     db.dispose()
     return key
 

@@ -53,7 +53,7 @@ def _keys(url: str) -> list[str]:
     with db.transaction() as session:
         for i in range(ACCOUNTS):
             account = accounts.create_account(session, name=f"bench-{i}")
-            keys.append(accounts.issue_api_key(session, account_id=account.id))
+            keys.append(keys.issue_api_key(session, account_id=account.id))
     db.dispose()
     return keys
 

@@ -53,7 +53,7 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import _free_port
-from cardvault.domain import accounts, cards, folders, trash
+from cardvault.domain import accounts, cards, folders, keys, trash
 from cardvault.domain.db import Database
 from cardvault.handlers.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 
@@ -439,7 +439,7 @@ def seed(url: str, count: int) -> Seeded:
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="hostile").id
-        key = accounts.issue_api_key(session, account_id=account)
+        key = keys.issue_api_key(session, account_id=account)
 
     def add(session: Any, content: str, tags: tuple[str, ...] = ()) -> str:
         return cards.add_card(session, account_id=account, content=content, tags=tags).id

@@ -34,7 +34,7 @@ from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from cardvault.domain import accounts, card_views, tag_operations
+from cardvault.domain import card_views, keys, tag_operations
 from cardvault.domain.db import Database
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
@@ -230,7 +230,7 @@ def main() -> None:
 
     db = Database.from_url(url)
     with db.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=meta["account_id"])
+        key = keys.issue_api_key(session, account_id=meta["account_id"])
     db.dispose()
     env = {
         **os.environ,

@@ -29,7 +29,7 @@ import redis
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import POSTGRES, _free_port
-from cardvault.domain import accounts, tag_counts
+from cardvault.domain import accounts, keys, tag_counts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 
@@ -84,7 +84,7 @@ def _seed(url: str, count: int) -> tuple[str, str]:
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name=f"bench-{count}").id
-        key = accounts.issue_api_key(session, account_id=account)
+        key = keys.issue_api_key(session, account_id=account)
     with db.engine.begin() as connection:
         connection.execute(
             text(

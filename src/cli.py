@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cardvault.adapters import speech
-from cardvault.domain import accounts
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.settings import Settings, SettingsError
@@ -21,14 +21,14 @@ def _local_key(db: Database, data_dir: Path) -> str:
     if key_file.exists():
         key = key_file.read_text().strip()
         with db.transaction(write=False) as session:
-            if accounts.account_for_key(session, key=key) is not None:
+            if keys.account_for_key(session, key=key) is not None:
                 return key
     with db.transaction() as session:
         try:
             account = accounts.find_account(session, name_or_id="local")
         except CardVaultError:
             account = accounts.create_account(session, name="local")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     key_file.write_text(key + "\n")
     key_file.chmod(0o600)
     return key
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(accounts.create_account(session, name=args.name).id)
             elif args.command == "keys":
                 account = accounts.find_account(session, name_or_id=args.account)
-                print(accounts.issue_api_key(session, account_id=account.id))
+                print(keys.issue_api_key(session, account_id=account.id))
             elif args.command == "import":
                 account_id = accounts.find_account(session, name_or_id=args.account).id
         if args.command == "import":

@@ -54,6 +54,11 @@ RATE_LIMITS = {
     "refresh": "6/minute",  # cards an account refreshes
     "refresh-card": "1/minute",  # refreshes of one card
     "export-starts": "10/day",  # beside the rule of one export that became ready a week
+    "api-keys": "30/hour",  # keys created over the API
+    # Failed sign-ins, counted per account (its email) and per client address; when either is
+    # used up the sign-in page refuses to check any password for it until the window moves.
+    "sign-in-account": "10/15 minutes",
+    "sign-in-address": "50/15 minutes",
 }
 
 
@@ -179,6 +184,11 @@ class Settings:
     # Transcribe speech where the asr extra is installed (off, or without it: a file with no
     # subtitles or caption file has its transcript stage skipped, NO_TRANSCRIBER).
     speech: bool = True
+    # Argon2id's cost for passwords: OWASP's choice for a small machine (about 50 ms and 19 MiB
+    # a hash on two cores); argon2-cffi's default (t=3, 64 MiB, p=4) took 265 ms there.
+    password_time_cost: int = 2
+    password_memory_kib: int = 19_456
+    password_parallelism: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -220,6 +230,9 @@ class Settings:
             ai=_bool(env, "CARDVAULT_AI", True),
             ai_provider=AiProviderSettings.from_env(env),
             speech=_bool(env, "CARDVAULT_SPEECH", True),
+            password_time_cost=_whole(env, "CARDVAULT_PASSWORD_TIME_COST", 2),
+            password_memory_kib=_whole(env, "CARDVAULT_PASSWORD_MEMORY_KIB", 19_456),
+            password_parallelism=_whole(env, "CARDVAULT_PASSWORD_PARALLELISM", 1),
         )
 
     @staticmethod

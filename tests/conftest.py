@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
@@ -84,6 +84,9 @@ def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
         "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet (the link tests serve pages)
         "CARDVAULT_AI": "false",  # cards keep the AI fields they are given (the AI tests turn it on)
         "CARDVAULT_SPEECH": "false",  # no speech recognition (the speech tests turn it on)
+        # Argon2id at its cheapest, so sign-in tests do not spend seconds hashing.
+        "CARDVAULT_PASSWORD_TIME_COST": "1",
+        "CARDVAULT_PASSWORD_MEMORY_KIB": "8192",
     }
 
 
@@ -134,7 +137,7 @@ def api_of_new_account(client: TestClient, database: Database, prefix: str) -> A
     """A client over ``client``'s app for a new account (named from ``prefix``) with its key."""
     with database.transaction() as session:
         account = accounts.create_account(session, name=f"{prefix}-{time.time_ns()}")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     return Api(client, key, account.id)
 
 
@@ -145,7 +148,7 @@ def make_api(app_client: TestClient, database: Database, new_account: Callable[[
     def make() -> Api:
         account = new_account()
         with database.transaction() as session:
-            key = accounts.issue_api_key(session, account_id=account)
+            key = keys.issue_api_key(session, account_id=account)
         return Api(app_client, key, account)
 
     return make

@@ -22,8 +22,10 @@ CardVaultError
 │   ├── UploadUsed           a card took this upload already
 │   ├── ExportRunning        an export of the account is pending or running
 │   ├── ExportFinished       the export ended already: nothing to cancel
+│   ├── KeyLimitReached      the account holds as many live API keys as it may
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
+├── InsufficientScope        the credential does not hold the scope the operation needs
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 └── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
@@ -155,6 +157,21 @@ class ExportRunning(Conflict):
 
 class ExportFinished(Conflict):
     """The export is ready, expired or failed: there is nothing to cancel."""
+
+
+class KeyLimitReached(Conflict):
+    """The account holds as many live API keys as it may."""
+
+
+class InsufficientScope(CardVaultError):
+    """The API key or access token does not hold the scope the operation needs."""
+
+    def __init__(self, needed: str, held: list[str]) -> None:
+        super().__init__(
+            f"This operation needs the {needed!r} scope; this credential holds {' '.join(held) or 'none'}.",
+            details={"scope": needed, "heldScopes": held},
+        )
+        self.needed = needed
 
 
 class IdempotencyKeyInUse(Conflict):

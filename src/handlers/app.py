@@ -35,7 +35,7 @@ from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import operations, runtime
-from cardvault.handlers.auth import ApiKeyBearer
+from cardvault.handlers.auth import Bearer
 from cardvault.handlers.errors import error_response, render_exception
 from cardvault.handlers.files import FileRoutes
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
@@ -154,7 +154,13 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     spec_text = SPEC_PATH.read_text()
     spec = yaml.safe_load(spec_text)
     allowed = _allowed_methods(spec)
-    rt = runtime.Runtime(settings=settings, db=db, limiter=Limiter.from_settings(settings), store=store)
+    rt = runtime.Runtime(
+        settings=settings,
+        db=db,
+        limiter=Limiter.from_settings(settings),
+        store=store,
+        passwords=runtime.passwords_from_settings(settings),
+    )
 
     def method_not_allowed(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
         # Starlette reports only the first matching route's methods in Allow; the spec knows all.
@@ -205,7 +211,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=VALIDATORS,
-        security_map={"bearer": ApiKeyBearer},
+        security_map={"bearer": Bearer, "oauth2": Bearer},
     )
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)

@@ -1,42 +1,75 @@
-"""Bearer authentication: the API key names the account every operation acts for."""
+"""Bearer authentication: an API key (``cvk_``) or an OAuth 2.0 access token (``cva_``) names
+the account every operation acts for, and the scopes it may use. Cookies are never read here:
+the browser session belongs to the sign-in and card pages alone."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import anyio.to_thread
 from connexion.security import BearerSecurityHandler
+from sqlalchemy.exc import DBAPIError
 
-from cardvault.domain import accounts
+from cardvault.domain import credentials, keys, oauth
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import is_busy
 from cardvault.handlers import runtime
 
 
-def _lookup(rt: runtime.Runtime, key: str) -> str | None:
+def _lookup_key(rt: runtime.Runtime, key: str) -> runtime.Holder | None:
     with rt.db.transaction(write=False) as session:
-        return accounts.account_for_key(session, key=key)
+        holder = keys.key_holder(session, key=key)
+    if holder is None:
+        return None
+    now = now_ms()
+    if keys.is_last_use_stale(holder, now):
+        try:
+            with rt.db.transaction() as session:
+                keys.record_use(session, key_id=holder.key_id, now=now)
+        except DBAPIError as exc:
+            if not is_busy(exc):
+                raise
+            # lastUsedAt is a convenience: a busy database never fails the request for it.
+    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes)
+
+
+def _lookup_token(rt: runtime.Runtime, token: str) -> tuple[runtime.Holder, float] | None:
+    with rt.db.transaction(write=False) as session:
+        holder = oauth.token_holder(session, token=token, now=now_ms())
+    if holder is None:
+        return None
+    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes), holder.expires_at / 1000
 
 
 async def authenticate(token: str) -> dict[str, Any] | None:
-    """Return the token info of a live API key, or None (answered as 401 INVALID_API_KEY)."""
-    # The checksum refuses a mistyped or made-up key without touching the database.
-    if not accounts.is_well_formed_key(token):
+    """Return the token info (account and scopes) of a live API key or access token, or None
+    (answered as 401 with ``WWW-Authenticate: Bearer error="invalid_token"``)."""
+    # The checksum refuses a mistyped or made-up value without touching the database.
+    is_key = keys.is_well_formed_key(token)
+    if not is_key and not credentials.is_well_formed(token, credentials.ACCESS_TOKEN):
         return None
     rt = runtime.current()
-    digest = hashlib.sha256(token.encode()).hexdigest()
-    account_id = rt.key_cache.get(digest)
-    if account_id is None:
+    digest = credentials.digest(token)
+    holder = rt.credential_cache.get(digest)
+    if holder is None:
         # The lookup blocks, so it runs in a worker thread, off the event loop.
-        account_id = await anyio.to_thread.run_sync(_lookup, rt, token)
-        if account_id is None:
+        if is_key:
+            holder = await anyio.to_thread.run_sync(_lookup_key, rt, token)
+            ends_at = None
+        else:
+            found = await anyio.to_thread.run_sync(_lookup_token, rt, token)
+            holder, ends_at = found if found else (None, None)
+        if holder is None:
             return None
-        rt.key_cache.put(digest, account_id)
-    return {"sub": account_id}
+        rt.credential_cache.put(digest, holder, ends_at)
+    return {"sub": holder.account_id, "scope": list(holder.scopes)}
 
 
-class ApiKeyBearer(BearerSecurityHandler):
+class Bearer(BearerSecurityHandler):
     """Connexion's bearer handler, verifying with ``authenticate`` (wired here rather than named
-    in the spec, which client developers read)."""
+    in the spec, which client developers read). It serves both of the spec's schemes: an API key
+    and an OAuth 2.0 access token travel alike, and the operation runner checks the scopes of
+    either, answering 403 INSUFFICIENT_SCOPE."""
 
     def _resolve_func(self, security_scheme: Any) -> Any:
         return authenticate

@@ -47,6 +47,8 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
     domain.ExportRunning: (409, "EXPORT_RUNNING"),
     domain.ExportFinished: (409, "EXPORT_FINISHED"),
+    domain.KeyLimitReached: (409, "KEY_LIMIT_REACHED"),
+    domain.InsufficientScope: (403, "INSUFFICIENT_SCOPE"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
     domain.RateLimited: (429, "RATE_LIMITED"),
@@ -149,17 +151,24 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         headers = dict((request.scope.get("state") or {}).get("response_headers") or {})
         if exc.retry_at is not None:
             headers["Retry-After"] = _retry_after(exc.retry_at)
+        if isinstance(exc, domain.InsufficientScope):  # RFC 6750 §3.1
+            headers["WWW-Authenticate"] = (
+                f'{_BEARER_CHALLENGE}, error="insufficient_scope", scope="{exc.needed}"'
+            )
         return error_response(
             request_id, status, code, exc.message, details=exc.details, retry_at=exc.retry_at, headers=headers
         )
     if isinstance(exc, InvalidRequest):
         return error_response(request_id, 400, exc.code, str(exc.detail), details=exc.details)
     if isinstance(exc, OAuthResponseProblem):
+        is_token = request.headers.get("authorization", "")[7:].strip().startswith("cva_")
         return error_response(
             request_id,
             401,
-            "INVALID_API_KEY",
-            "The API key is not valid.",
+            "INVALID_TOKEN" if is_token else "INVALID_API_KEY",
+            "The access token has expired or was revoked: refresh it, or sign in again."
+            if is_token
+            else "The API key is not valid.",
             headers={"WWW-Authenticate": f'{_BEARER_CHALLENGE}, error="invalid_token"'},
         )
     if isinstance(exc, OAuthProblem):
@@ -167,7 +176,7 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
             request_id,
             401,
             "UNAUTHORIZED",
-            "This operation needs an API key: send Authorization: Bearer <key>.",
+            "This operation needs an API key or an access token: send Authorization: Bearer <credential>.",
             headers={"WWW-Authenticate": _BEARER_CHALLENGE},
         )
     if isinstance(exc, (UnsupportedMediaTypeProblem, UnsupportedMediaType)):

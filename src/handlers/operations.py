@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
-from connexion.context import scope
+from connexion.context import context, scope
 from connexion.lifecycle import ConnexionResponse
 
 from cardvault.adapters.limiter import Allowance, Policy
 from cardvault.domain import idempotency, rate_limits
-from cardvault.domain.errors import RateLimited
+from cardvault.domain.errors import InsufficientScope, RateLimited
 from cardvault.domain.idempotency import StoredResponse
 from cardvault.handlers import runtime
 from cardvault.settings import Settings
@@ -35,6 +35,7 @@ class Rules:
     policy: Policy | None = None
     card_policy: Policy | None = None  # counted per card (the path's cardId), after ``policy``
     idempotent: bool = False
+    scopes: tuple[str, ...] = ()  # what the credential must hold (the spec's oauth2 requirement)
 
 
 def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Rules]:
@@ -58,6 +59,14 @@ def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Ru
                     p.get("$ref") == "#/components/parameters/IdempotencyKey"
                     for p in operation.get("parameters", [])
                 ),
+                scopes=next(
+                    (
+                        tuple(requirement["oauth2"])
+                        for requirement in operation.get("security", spec.get("security", []))
+                        if "oauth2" in requirement
+                    ),
+                    (),
+                ),
             )
     return table
 
@@ -69,6 +78,8 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         rt = runtime.current()
         account_id = kwargs.get("user")
+        if rules.scopes:
+            _check_scopes(rules.scopes)
         key = _header(b"idempotency-key") if rules.idempotent else None
         card_id = kwargs.get("card_id")
         if account_id is None or key is None:
@@ -103,6 +114,14 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
             return rt.db.run(attempt)
 
     return run
+
+
+def _check_scopes(needed: tuple[str, ...]) -> None:
+    """Refuse a credential without a scope the operation needs (403 INSUFFICIENT_SCOPE)."""
+    held = list((context.get("token_info") or {}).get("scope") or [])
+    for scope_name in needed:
+        if scope_name not in held:
+            raise InsufficientScope(scope_name, held)
 
 
 def _header(name: bytes) -> str | None:

@@ -13,31 +13,43 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
+from cardvault.domain.passwords import PasswordParams, Passwords
 from cardvault.domain.errors import IdempotencyKeyInUse
 from cardvault.settings import Settings
 
-CACHE_SECONDS = 5.0  # a revoked key stops working within this long
+CACHE_SECONDS = 5.0  # a revoked key or token stops working within this long
 _CACHE_SIZE = 10_000
 
 
-class KeyCache:
-    """Recently verified keys (by hash) and their accounts, so a busy client costs no lookup."""
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """Whom a verified credential acts for, and what it may do."""
+
+    account_id: str
+    scopes: tuple[str, ...]
+
+
+class CredentialCache:
+    """Recently verified credentials (by hash) and their holders, so a busy client costs no
+    lookup; an entry lives CACHE_SECONDS, or less when the credential ends sooner."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[str, float]] = {}
+        self._entries: dict[str, tuple[Holder, float]] = {}
         self._lock = threading.Lock()
 
-    def get(self, digest: str) -> str | None:
+    def get(self, digest: str) -> Holder | None:
         entry = self._entries.get(digest)
-        if entry is None or entry[1] < time.monotonic():
+        if entry is None or entry[1] < time.time():
             return None
         return entry[0]
 
-    def put(self, digest: str, account_id: str) -> None:
+    def put(self, digest: str, holder: Holder, ends_at: float | None = None) -> None:
+        """Remember a holder until CACHE_SECONDS from now, or ``ends_at`` (epoch seconds) if sooner."""
+        until = time.time() + CACHE_SECONDS
         with self._lock:
             if len(self._entries) >= _CACHE_SIZE:
                 self._entries.clear()
-            self._entries[digest] = (account_id, time.monotonic() + CACHE_SECONDS)
+            self._entries[digest] = (holder, until if ends_at is None else min(until, ends_at))
 
 
 class InFlight:
@@ -63,16 +75,18 @@ class InFlight:
 
 @dataclasses.dataclass(frozen=True)
 class Runtime:
-    """The app's settings, database, rate limiter, blob store and per-process state."""
+    """The app's settings, database, rate limiter, blob store, password hasher and per-process
+    state."""
 
     settings: Settings
     db: Database
     limiter: Limiter
     store: BlobStore
+    passwords: Passwords
     # Its child starts on first use; a request waits at most 5 s for it (then 503), so a queue
     # of images cannot hold every request thread.
     decoder: Decoder = dataclasses.field(default_factory=lambda: Decoder(wait=5.0))
-    key_cache: KeyCache = dataclasses.field(default_factory=KeyCache)
+    credential_cache: CredentialCache = dataclasses.field(default_factory=CredentialCache)
     in_flight: InFlight = dataclasses.field(default_factory=InFlight)
 
 
@@ -87,3 +101,14 @@ def bind(runtime: Runtime) -> None:
 def current() -> Runtime:
     """Return the runtime of the app serving the current request."""
     return _current.get()
+
+
+def passwords_from_settings(settings: Settings) -> Passwords:
+    """The password hasher with the settings' Argon2id parameters."""
+    return Passwords(
+        PasswordParams(
+            time_cost=settings.password_time_cost,
+            memory_kib=settings.password_memory_kib,
+            parallelism=settings.password_parallelism,
+        )
+    )

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cardvault.domain import accounts
+from cardvault.domain import keys
 from cardvault.domain.db import Database
 
 
@@ -31,7 +31,7 @@ def test_accounts_and_keys_are_created_from_the_command_line(tmp_path: Path) -> 
     assert key.stdout.count("\n") == 1 and key.stdout.startswith("cvk_")
     db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
     with db.transaction(write=False) as session:
-        assert accounts.account_for_key(session, key=key.stdout.strip()) == account_id
+        assert keys.account_for_key(session, key=key.stdout.strip()) == account_id
     db.dispose()
 
 

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from cardvault.domain import accounts
+from cardvault.domain import accounts, credentials, keys
 from cardvault.domain.db import Database
 from cardvault.domain.errors import Conflict, NotFound
 from cardvault.domain.models import ApiKey
@@ -14,14 +14,14 @@ from cardvault.domain.models import ApiKey
 
 def test_a_key_has_the_prefix_a_random_part_and_a_checksum(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=account_id)
+        key = keys.issue_api_key(session, account_id=account_id)
     assert key.startswith("cvk_") and len(key) == 40
-    assert accounts.is_well_formed_key(key)
+    assert keys.is_well_formed_key(key)
 
 
 def test_only_the_hash_of_a_key_is_stored(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=account_id)
+        key = keys.issue_api_key(session, account_id=account_id)
     with database.transaction(write=False) as session:
         stored = session.scalars(select(ApiKey).where(ApiKey.account_id == account_id)).one()
     assert stored.secret_hash == hashlib.sha256(key.encode()).hexdigest()
@@ -32,41 +32,41 @@ def test_only_the_hash_of_a_key_is_stored(database: Database, account_id: str) -
 
 def test_a_key_finds_its_account(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=account_id)
+        key = keys.issue_api_key(session, account_id=account_id)
     with database.transaction(write=False) as session:
-        assert accounts.account_for_key(session, key=key) == account_id
+        assert keys.account_for_key(session, key=key) == account_id
 
 
 def test_a_key_with_a_wrong_checksum_is_refused_without_a_database(
     database: Database, account_id: str
 ) -> None:
     with database.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=account_id)
+        key = keys.issue_api_key(session, account_id=account_id)
     altered = key[:-1] + ("A" if key[-1] != "A" else "B")
-    assert not accounts.is_well_formed_key(altered)
+    assert not keys.is_well_formed_key(altered)
     # A session that cannot reach any database still answers: no query was made.
     broken = Database.from_url("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with broken._sessions() as session:
-        assert accounts.account_for_key(session, key=altered) is None
+        assert keys.account_for_key(session, key=altered) is None
         with pytest.raises(SQLAlchemyError):
-            accounts.account_for_key(session, key=key)
+            keys.account_for_key(session, key=key)
 
 
 def test_a_well_formed_but_unknown_key_is_refused(database: Database) -> None:
     secret = "A" * 30
-    key = f"cvk_{secret}{accounts._checksum(secret)}"
-    assert accounts.is_well_formed_key(key)
+    key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
+    assert keys.is_well_formed_key(key)
     with database.transaction(write=False) as session:
-        assert accounts.account_for_key(session, key=key) is None
+        assert keys.account_for_key(session, key=key) is None
 
 
 def test_a_key_whose_hash_differs_is_refused(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        key = accounts.issue_api_key(session, account_id=account_id)
+        key = keys.issue_api_key(session, account_id=account_id)
     secret = key[4:16] + "Z" * 18  # shares a prefix with a real key
-    forged = f"cvk_{secret}{accounts._checksum(secret)}"
+    forged = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
     with database.transaction(write=False) as session:
-        assert accounts.account_for_key(session, key=forged) is None
+        assert keys.account_for_key(session, key=forged) is None
 
 
 def test_account_names_are_unique_ignoring_case(database: Database) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards, folders, tag_operations
+from cardvault.domain import accounts, cards, folders, keys, tag_operations
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
@@ -104,7 +104,7 @@ def seed(db: Database) -> tuple[str, str, list[str], list[str]]:
     rng = random.Random(7)
     with db.transaction() as session:
         account = accounts.create_account(session, name=f"concurrency-{time.time_ns()}").id
-        key = accounts.issue_api_key(session, account_id=account)
+        key = keys.issue_api_key(session, account_id=account)
         card_ids = [
             cards.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
             for i in range(CARDS)

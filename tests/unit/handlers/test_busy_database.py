@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards
+from cardvault.domain import accounts, cards, keys
 from cardvault.domain.db import Database, is_busy
 from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card
@@ -45,7 +45,7 @@ def busy_api(impatient: Database, tmp_path: Path) -> Iterator[Api]:
     )
     with impatient.transaction() as session:
         account = accounts.create_account(session, name=f"busy-{time.time_ns()}")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     with TestClient(create_app(settings, impatient), raise_server_exceptions=False) as client:
         yield Api(client, key, account.id)
 

@@ -3,7 +3,7 @@
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts
+from cardvault.domain import credentials
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
@@ -29,7 +29,7 @@ class TestAuthentication:
 
     def test_returns_401_invalid_api_key_for_an_unknown_well_formed_key(self, app_client: TestClient) -> None:
         secret = "Q" * 30
-        key = f"cvk_{secret}{accounts._checksum(secret)}"
+        key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
         assert_error(
             app_client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"}), 401, "INVALID_API_KEY"
         )
@@ -82,7 +82,7 @@ class TestUnexpectedErrors:
         unreachable = Database.from_url("postgresql+psycopg://cardvault:hunter2@127.0.0.1:9/db")
         with TestClient(create_app(settings, unreachable), raise_server_exceptions=False) as client:
             secret = "Q" * 30
-            key = f"cvk_{secret}{accounts._checksum(secret)}"
+            key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
             response = client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"})
             health = client.get("/v1/health")
         body = assert_error(response, 500, "INTERNAL_ERROR")

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
@@ -42,7 +42,7 @@ def _settings(tmp_path: Path, database: Database, **env: str) -> Settings:
 def _api(client: TestClient, database: Database) -> Api:
     with database.transaction() as session:
         account = accounts.create_account(session, name=f"limits-{time.time_ns()}")
-        key = accounts.issue_api_key(session, account_id=account.id)
+        key = keys.issue_api_key(session, account_id=account.id)
     return Api(client, key, account.id)
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import update
 from starlette.testclient import TestClient
 
 from cardvault.adapters.blobs import BlobStore, LocalDiskStore
-from cardvault.domain import accounts, uploads
+from cardvault.domain import accounts, keys, uploads
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, Upload
 from cardvault.handlers.app import create_app
@@ -595,7 +595,7 @@ def test_image_changes_are_limited_per_account(
     with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
         with database.transaction() as session:
             account = accounts.create_account(session, name=f"limits-{time.time_ns()}")
-            api = Api(client, accounts.issue_api_key(session, account_id=account.id), account.id)
+            api = Api(client, keys.issue_api_key(session, account_id=account.id), account.id)
         link = api.create(content="https://example.com/a")["id"]
         statuses = []
         for _ in range(3):
