@@ -1,17 +1,20 @@
-"""The ``cardvault`` command: serve the API, run workers, apply migrations, create accounts and
-API keys, and import an export."""
+"""The ``cardvault`` command: serve the API, run workers, apply migrations, create accounts, API
+keys and OAuth clients, and import an export."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import sys
 from pathlib import Path
 
 from cardvault.adapters import speech
-from cardvault.domain import accounts, keys
+from cardvault.domain import accounts, keys, oauth
+from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
-from cardvault.domain.errors import CardVaultError
+from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.handlers.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError
 
 
@@ -70,6 +73,19 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     )
 
 
+def _new_password_hash(settings: Settings) -> str:
+    """Ask for a password twice on a terminal, or read one line from standard input; check it
+    and return its hash."""
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Password again: ") != password:
+            raise InvalidInput("The two passwords differ.")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    accounts.check_password_rules(password)
+    return passwords_from_settings(settings).hash(password)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cardvault", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,9 +97,37 @@ def main(argv: list[str] | None = None) -> int:
     worker_cmd.add_argument("--processes", type=int, default=1)
     worker_cmd.add_argument("--threads", type=int, default=4)
     commands.add_parser("migrate", help="apply pending database migrations")
-    account_cmd = commands.add_parser("accounts", help="manage accounts")
-    account_cmd.add_argument("action", choices=["create"])
-    account_cmd.add_argument("name")
+    account_cmd = commands.add_parser(
+        "accounts",
+        help="manage accounts",
+        description="create: a new account (with --email, it can sign in: the password is asked for, "
+        "or read as one line from standard input; never from the command line). "
+        "password: set an account's password (signs its browsers and apps out).",
+    )
+    account_cmd.add_argument("action", choices=["create", "password"])
+    account_cmd.add_argument("name", help="the account's name (password: its name or id)")
+    account_cmd.add_argument("--email", help="the email the account signs in with")
+    client_cmd = commands.add_parser(
+        "clients",
+        help="register OAuth 2.0 client applications",
+        description="Register an application that signs people in with OAuth 2.0 (authorization code "
+        "with PKCE S256). Prints its client_id (and, with --confidential, its secret, shown once).",
+    )
+    client_cmd.add_argument("action", choices=["create"])
+    client_cmd.add_argument("name", help="the name the consent page shows")
+    client_cmd.add_argument(
+        "--redirect-uri",
+        action="append",
+        required=True,
+        help="a redirect URI, matched exactly (repeat for several): https, http on loopback, or an "
+        "app's reverse-domain scheme",
+    )
+    client_cmd.add_argument(
+        "--scope", default=oauth.CLIENT_SCOPES, help=f"scopes it may ask for (default: {oauth.CLIENT_SCOPES})"
+    )
+    client_cmd.add_argument(
+        "--confidential", action="store_true", help="a server-side app that authenticates with a secret"
+    )
     key_cmd = commands.add_parser("keys", help="manage API keys")
     key_cmd.add_argument("action", choices=["create"])
     key_cmd.add_argument("account", help="the account's name or id")
@@ -148,8 +192,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         db.migrate()
         with db.transaction() as session:
-            if args.command == "accounts":
-                print(accounts.create_account(session, name=args.name).id)
+            if args.command == "accounts" and args.action == "create":
+                password_hash = _new_password_hash(settings) if args.email else None
+                print(
+                    accounts.create_account(
+                        session, name=args.name, email=args.email, password_hash=password_hash
+                    ).id
+                )
+            elif args.command == "accounts":
+                account = accounts.find_account(session, name_or_id=args.name)
+                accounts.set_password(session, account=account, password_hash=_new_password_hash(settings))
+                print(f"The password of {account.name} is set; its browsers and apps were signed out.")
+            elif args.command == "clients":
+                client, secret = oauth.create_client(
+                    session,
+                    name=args.name,
+                    redirect_uris=args.redirect_uri,
+                    scopes=args.scope,
+                    confidential=args.confidential,
+                    now=now_ms(),
+                )
+                print(f"client_id: {client.id}")
+                if secret:
+                    print(f"client_secret: {secret}  (shown once: keep it now)")
             elif args.command == "keys":
                 account = accounts.find_account(session, name_or_id=args.account)
                 print(keys.issue_api_key(session, account_id=account.id))

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import passwords
+from cardvault.domain import oauth, passwords, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import Conflict, InvalidInput, NotFound
 from cardvault.domain.ids import new_id
@@ -70,3 +70,12 @@ def find_account(session: Session, *, name_or_id: str) -> Account:
     if account is None:
         raise NotFound(f"No account is named {name_or_id!r}.")
     return account
+
+
+def set_password(session: Session, *, account: Account, password_hash: str) -> None:
+    """Give the account a new password; every browser session and app grant of it ends (RFC
+    9700 §4.14.2: a security event revokes refresh tokens)."""
+    account.password_hash = password_hash
+    now = now_ms()
+    oauth.revoke_account_grants(session, account_id=account.id, now=now)
+    web_sessions.end_account_sessions(session, account_id=account.id)

@@ -210,3 +210,16 @@ def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids:
         result.updated.append(card_id)
     session.flush()
     return result
+
+
+def folder_names(session: Session, *, account_id: str, folder_ids: Sequence[str]) -> list[str]:
+    """The names of the account's folders among these ids, by name."""
+    if not folder_ids:
+        return []
+    return list(
+        session.scalars(
+            select(Folder.name)
+            .where(Folder.account_id == account_id, Folder.id.in_(list(folder_ids)))
+            .order_by(Folder.name_key)
+        )
+    )

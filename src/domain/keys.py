@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain import credentials
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import InvalidInput, KeyLimitReached, NotFound
+from cardvault.domain.errors import InsufficientScope, InvalidInput, KeyLimitReached, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import ApiKey
 
@@ -30,14 +30,30 @@ class KeyHolder:
     last_used_at: int | None
 
 
+def check_grantable(scopes: str, *, held: str) -> None:
+    """Refuse scopes that the credential creating a key does not hold itself: no credential
+    makes a key that may do more than it may."""
+    have = credentials.scope_list(held)
+    for scope in credentials.scope_list(scopes):
+        if scope not in have:
+            raise InsufficientScope(scope, have)
+
+
 def create_key(
-    session: Session, *, account_id: str, name: str = "", scopes: str = credentials.ALL_SCOPES
+    session: Session,
+    *,
+    account_id: str,
+    name: str = "",
+    scopes: str = credentials.ALL_SCOPES,
+    held: str = credentials.ALL_SCOPES,
 ) -> tuple[ApiKey, str]:
-    """Create an API key for the account; return it with the key itself, which is never kept
-    (only its hash) and so can be shown this once."""
+    """Create an API key for the account, with no scope beyond ``held`` (those of the
+    credential creating it); return it with the key itself, which is never kept (only its
+    hash) and so can be shown this once."""
     chosen = credentials.scope_list(scopes)
     if not chosen:
         raise InvalidInput("A key needs at least one scope.")
+    check_grantable(scopes, held=held)
     live = session.scalar(
         select(func.count()).where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
     )

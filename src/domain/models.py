@@ -124,6 +124,7 @@ class OAuthToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     grant_id: Mapped[str] = mapped_column(ForeignKey("oauth_grants.id", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(8))  # access | refresh
+    scopes: Mapped[str] = mapped_column(String(100))  # an access token's may be narrower than its grant's
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger, index=True)
     spent_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -172,9 +172,18 @@ def start_grant(
 
 
 def add_tokens(
-    session: Session, *, grant: OAuthGrant, access_token: str, refresh_token: str, now: int
+    session: Session,
+    *,
+    grant: OAuthGrant,
+    access_token: str,
+    refresh_token: str,
+    access_scopes: str,
+    now: int,
 ) -> None:
-    """Keep a new access and refresh token of the grant."""
+    """Keep a new access token (with the scopes asked for, at most the grant's) and refresh
+    token (with the grant's) of the grant."""
+    granted = set(grant.scopes.split())
+    access_scopes = " ".join(s for s in credentials.scope_list(access_scopes) if s in granted)
     refresh_ends = min(now + REFRESH_IDLE_MS, grant.created_at + REFRESH_ABSOLUTE_MS)
     session.add_all(
         [
@@ -182,6 +191,7 @@ def add_tokens(
                 token_hash=credentials.digest(access_token),
                 grant_id=grant.id,
                 kind="access",
+                scopes=access_scopes,
                 created_at=now,
                 expires_at=now + ACCESS_TOKEN_SECONDS * 1000,
             ),
@@ -189,6 +199,7 @@ def add_tokens(
                 token_hash=credentials.digest(refresh_token),
                 grant_id=grant.id,
                 kind="refresh",
+                scopes=grant.scopes,
                 created_at=now,
                 expires_at=refresh_ends,
             ),
@@ -275,7 +286,7 @@ def token_holder(session: Session, *, token: str, now: int) -> TokenHolder | Non
     if not credentials.is_well_formed(token, credentials.ACCESS_TOKEN):
         return None
     row = session.execute(
-        select(OAuthGrant.account_id, OAuthGrant.scopes, OAuthToken.expires_at)
+        select(OAuthGrant.account_id, OAuthToken.scopes, OAuthToken.expires_at)
         .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
         .where(
             OAuthToken.token_hash == credentials.digest(token),

@@ -35,11 +35,12 @@ from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers import operations, runtime
-from cardvault.handlers.auth import Bearer
+from cardvault.handlers.auth import Bearer, SameBearer
 from cardvault.handlers.errors import error_response, render_exception
 from cardvault.handlers.files import FileRoutes
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
 from cardvault.handlers.validation import VALIDATORS
+from cardvault.handlers.web.routes import WebRoutes
 from cardvault.settings import SPEC_PATH, Settings
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import embedded
@@ -183,6 +184,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         functools.partial(RequestContext, runtime=rt),
         ExceptionMiddleware,
         functools.partial(FileRoutes, runtime=rt),
+        WebRoutes,
         RequestGuard,
         functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
         _DocsUI,
@@ -211,7 +213,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=VALIDATORS,
-        security_map={"bearer": Bearer, "oauth2": Bearer},
+        security_map={"bearer": Bearer, "oauth2": SameBearer},
     )
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):
         app.add_error_handler(exc, render_exception)

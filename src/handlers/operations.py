@@ -116,9 +116,14 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def held_scopes() -> tuple[str, ...]:
+    """The scopes of the API key or access token the current request came with."""
+    return tuple((context.get("token_info") or {}).get("scope") or ())
+
+
 def _check_scopes(needed: tuple[str, ...]) -> None:
     """Refuse a credential without a scope the operation needs (403 INSUFFICIENT_SCOPE)."""
-    held = list((context.get("token_info") or {}).get("scope") or [])
+    held = list(held_scopes())
     for scope_name in needed:
         if scope_name not in held:
             raise InsufficientScope(scope_name, held)

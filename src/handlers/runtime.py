@@ -43,6 +43,11 @@ class CredentialCache:
             return None
         return entry[0]
 
+    def forget(self, digest: str) -> None:
+        """Drop a credential this process revoked, so it stops working here at once."""
+        with self._lock:
+            self._entries.pop(digest, None)
+
     def put(self, digest: str, holder: Holder, ends_at: float | None = None) -> None:
         """Remember a holder until CACHE_SECONDS from now, or ``ends_at`` (epoch seconds) if sooner."""
         until = time.time() + CACHE_SECONDS

@@ -1,7 +1,7 @@
 """The sweeper: re-sends operations and exports whose heartbeat went stale, so a lost message
 or a killed worker never leaves one behind, and every ten minutes starts the Trash purge, the
-deletion of expired Idempotency-Keys and of expired export archives. Runs in every worker
-(and in the embedded worker)."""
+deletion of expired Idempotency-Keys, of expired export archives and of ended sign-in records.
+Runs in every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import dramatiq
 
-from cardvault.workers import exports, files, idempotency, processing, tags, trash
+from cardvault.workers import exports, files, idempotency, oauth, processing, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -58,6 +58,7 @@ class Sweeper(dramatiq.Middleware):
                     files.forget_old_uploads.send()
                     files.delete_doomed_objects.send()
                     exports.expire_exports.send()
+                    oauth.forget_ended_credentials.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")

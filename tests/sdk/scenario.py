@@ -50,12 +50,16 @@ from cardvault_client.api.folders import (
     remove_folder_cards,
     update_folder,
 )
+from cardvault_client.api.keys import create_api_key, list_api_keys, revoke_api_key
 from cardvault_client.api.system import get_health
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
 from cardvault_client.api.uploads import create_upload
 from cardvault_client.models import (
     ApiError,
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyList,
     ArchivedFilter,
     CaptionsFormat,
     CaptionsReplace,
@@ -89,6 +93,7 @@ from cardvault_client.models import (
     ProcessingStatus,
     RefreshQueued,
     RefreshQueuedStatus,
+    Scope,
     TagDelete,
     TagMerge,
     TagOperation,
@@ -400,6 +405,26 @@ def errors(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) ->
     assert isinstance(once, CardCreated) and once.card.type_ == CardType.TEXT
 
 
+def api_keys(client: AuthenticatedClient, base_url: str) -> None:
+    """A read-only key made, used, refused a write, listed and revoked."""
+    made = ok(create_api_key.sync(client=client, body=ApiKeyCreate(name="SDK reader", scopes=[Scope.READ])))
+    assert isinstance(made, ApiKeyCreated) and made.key.startswith("cvk_")
+    assert made.api_key.scopes == [Scope.READ] and made.api_key.last_chars == made.key[-4:]
+    assert made.api_key.name == "SDK reader" and made.api_key.last_used_at is None
+    with AuthenticatedClient(base_url=base_url, token=made.key) as reader:
+        assert isinstance(list_cards.sync(client=reader), CardPage)
+        denied = create_card.sync_detailed(client=reader, body=CardCreate(content="not mine to write"))
+        error = refused(denied, 403, "INSUFFICIENT_SCOPE")
+        assert error.details is not None and error.details.scope == Scope.WRITE
+        assert error.details.held_scopes == [Scope.READ]
+    listed = ok(list_api_keys.sync(client=client))
+    assert isinstance(listed, ApiKeyList) and listed.items[0].id == made.api_key.id
+    assert isinstance(listed.items[0].last_used_at, int) and made.key not in str(listed.to_dict())
+    assert revoke_api_key.sync_detailed(made.api_key.id, client=client).status_code == 204
+    refused(revoke_api_key.sync_detailed(made.api_key.id, client=client), 404, "NOT_FOUND")
+    assert made.api_key.id not in [item.id for item in ok(list_api_keys.sync(client=client)).items]
+
+
 def main(base_url: str, key: str) -> None:
     health = ok(get_health.sync(client=Client(base_url=base_url)))
     assert isinstance(health, Health) and health.status == HealthStatus.OK
@@ -412,6 +437,7 @@ def main(base_url: str, key: str) -> None:
         trash_and_archive(client, made)
         exported(client)
         errors(client, base_url, made)
+        api_keys(client, base_url)
     print("scenario passed")
 
 

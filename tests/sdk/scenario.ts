@@ -12,6 +12,8 @@ type DoneCard = components["schemas"]["DoneCard"];
 type ApiError = components["schemas"]["ApiError"];
 type FolderColor = components["schemas"]["FolderColor"];
 type ProcessingState = components["schemas"]["ProcessingState"];
+type ApiKey = components["schemas"]["ApiKey"];
+type Scope = components["schemas"]["Scope"];
 
 const client = createClient<paths>({
   baseUrl: "http://127.0.0.1:8000/v1",
@@ -44,6 +46,12 @@ function extended(card: ExtendedCard): string {
 
 function done(card: DoneCard): number {
   return card.completedAt;
+}
+
+function keyLabel(key: ApiKey): string {
+  // lastChars is null for keys made before keys kept them.
+  const scopes: Scope[] = key.scopes;
+  return `${key.name || key.id} ${key.prefix}…${key.lastChars ?? "????"} ${scopes.join(" ")} ${key.lastUsedAt ?? "never"}`;
 }
 
 export async function firstDay(): Promise<string[]> {
@@ -97,6 +105,18 @@ export async function firstDay(): Promise<string[]> {
       params: { path: { operationId: renamed.data.id } },
     });
     out.push(operation.data?.status ?? "");
+  }
+
+  const reader = await client.POST("/api-keys", { body: { name: "dashboard", scopes: ["read"] } });
+  if (reader.error) {
+    const missing: Scope | undefined = reader.error.details?.scope;
+    out.push(missing ?? describe(reader.error));
+  } else {
+    const secret: string = reader.data.key;
+    out.push(keyLabel(reader.data.apiKey), secret.slice(0, 4));
+    const listed = await client.GET("/api-keys");
+    out.push(...(listed.data?.items.map(keyLabel) ?? []));
+    await client.DELETE("/api-keys/{keyId}", { params: { path: { keyId: reader.data.apiKey.id } } });
   }
 
   const emptied = await client.DELETE("/trash");

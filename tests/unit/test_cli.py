@@ -1,16 +1,28 @@
 """The cardvault command line."""
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
 
-from cardvault.domain import keys
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
+from cardvault.domain.models import Account
+from cardvault.domain.passwords import PasswordParams, Passwords
 
 
-def run(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_DATABASE_URL": "", **variables}
+def run(
+    tmp_path: Path, *args: str, stdin: str | None = None, **variables: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "CARDVAULT_DATA_DIR": str(tmp_path),
+        "CARDVAULT_DATABASE_URL": "",
+        "CARDVAULT_PASSWORD_TIME_COST": "1",
+        "CARDVAULT_PASSWORD_MEMORY_KIB": "8192",
+        **variables,
+    }
     return subprocess.run(
         [sys.executable, "-m", "cardvault.cli", *args],
         capture_output=True,
@@ -18,7 +30,116 @@ def run(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedPro
         env=env,
         check=False,
         timeout=120,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
     )
+
+
+def _stored_account(tmp_path: Path, name: str) -> Account:
+    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    with db.transaction(write=False) as session:
+        account = accounts.find_account(session, name_or_id=name)
+        session.expunge(account)
+    db.dispose()
+    return account
+
+
+def test_an_account_with_an_email_reads_its_password_from_standard_input(tmp_path: Path) -> None:
+    created = run(
+        tmp_path, "accounts", "create", "Ada", "--email", "Ada@Example.com", stdin="a long passphrase here\n"
+    )
+    assert created.returncode == 0, created.stderr
+    account = _stored_account(tmp_path, "Ada")
+    assert (account.email, account.email_key) == ("Ada@Example.com", "ada@example.com")
+    assert account.password_hash is not None and account.password_hash.startswith("$argon2id$")
+    assert "a long passphrase here" not in account.password_hash
+    hasher = Passwords(PasswordParams(time_cost=1, memory_kib=8192, parallelism=1))
+    assert hasher.verify(account.password_hash, "a long passphrase here")
+
+
+def test_a_password_is_never_taken_from_the_command_line(tmp_path: Path) -> None:
+    refused = run(tmp_path, "accounts", "create", "Ada", "--email", "ada@example.com", "--password", "x" * 20)
+    assert refused.returncode == 2 and "unrecognized arguments: --password" in refused.stderr
+
+
+def test_a_short_password_is_refused_and_nothing_is_made(tmp_path: Path) -> None:
+    refused = run(tmp_path, "accounts", "create", "Ada", "--email", "ada@example.com", stdin="short\n")
+    assert refused.returncode == 1 and "12 to 1024 characters" in refused.stderr
+    assert run(tmp_path, "keys", "create", "Ada").returncode == 1  # no such account
+
+
+def test_a_password_is_asked_for_twice_on_a_terminal(tmp_path: Path) -> None:
+    pid, leader = pty.fork()
+    if pid == 0:  # the child: its controlling terminal is the pty, where getpass asks
+        os.environ.update(
+            CARDVAULT_DATA_DIR=str(tmp_path),
+            CARDVAULT_DATABASE_URL="",
+            CARDVAULT_PASSWORD_TIME_COST="1",
+            CARDVAULT_PASSWORD_MEMORY_KIB="8192",
+        )
+        os.execv(  # noqa: S606 - the CLI itself, fixed arguments, no shell
+            sys.executable,
+            [
+                sys.executable,
+                "-m",
+                "cardvault.cli",
+                "accounts",
+                "create",
+                "Ada",
+                "--email",
+                "ada@example.com",
+            ],
+        )
+    shown = b""
+    for answer in (b"a long passphrase here\n", b"a long passphrase here\n"):
+        while b"Password" not in shown.split(b"\n")[-1]:
+            shown += os.read(leader, 1024)
+        os.write(leader, answer)
+        shown += b"\n"
+    while True:
+        try:
+            chunk = os.read(leader, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, shown
+    assert b"Password: " in shown and b"Password again: " in shown
+    assert b"a long passphrase here" not in shown  # not echoed
+    assert _stored_account(tmp_path, "Ada").password_hash is not None
+
+
+def test_setting_a_password_signs_the_account_out_everywhere(tmp_path: Path) -> None:
+    run(tmp_path, "accounts", "create", "Ada", "--email", "ada@example.com", stdin="a long passphrase here\n")
+    changed = run(tmp_path, "accounts", "password", "ada", stdin="another passphrase!\n")
+    assert changed.returncode == 0, changed.stderr
+    hasher = Passwords(PasswordParams(time_cost=1, memory_kib=8192, parallelism=1))
+    assert hasher.verify(_stored_account(tmp_path, "Ada").password_hash, "another passphrase!")
+
+
+def test_oauth_clients_are_registered_from_the_command_line(tmp_path: Path) -> None:
+    public = run(tmp_path, "clients", "create", "Notes App", "--redirect-uri", "https://notes.example/cb")
+    assert public.returncode == 0, public.stderr
+    assert public.stdout.startswith("client_id: cli_") and "client_secret" not in public.stdout
+    confidential = run(
+        tmp_path,
+        "clients",
+        "create",
+        "Server App",
+        "--redirect-uri",
+        "https://server.example/cb",
+        "--redirect-uri",
+        "http://127.0.0.1:8765/cb",
+        "--confidential",
+        "--scope",
+        "read",
+    )
+    assert confidential.returncode == 0, confidential.stderr
+    assert "client_secret: cvx_" in confidential.stdout
+    refused = run(tmp_path, "clients", "create", "Bad", "--redirect-uri", "http://evil.example/cb")
+    assert refused.returncode == 1 and "must be https" in refused.stderr
 
 
 def test_accounts_and_keys_are_created_from_the_command_line(tmp_path: Path) -> None:

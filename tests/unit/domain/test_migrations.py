@@ -136,3 +136,33 @@ def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -
     db.migrate()
     assert triggers() == before
     db.dispose()
+
+
+def test_undoing_sign_in_keeps_every_account_key_and_card(tmp_path: Path) -> None:
+    # On SQLite a migration that copied the accounts table would cascade to every card; 0013
+    # only adds and drops columns, both ways.
+    db = saved_before(tmp_path, "0012", [(1, "text", None, None), (2, "link", "https://a.example", None)])
+    with db.transaction() as session:
+        session.execute(
+            text(
+                "INSERT INTO api_keys (id, account_id, secret_hash, created_at) "
+                "VALUES ('key_1', 'acc_1', 'h', 1)"
+            )
+        )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        key = session.execute(text("SELECT name, scopes, last_chars FROM api_keys")).one()
+        assert tuple(key) == ("", "read write keys", None)  # an old key keeps every scope
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0012")
+        connection.commit()
+    with db.transaction(write=False) as session:
+        assert session.scalar(text("SELECT count(*) FROM cards")) == 2
+        assert session.scalar(text("SELECT count(*) FROM api_keys")) == 1
+    db.migrate()
+    with db.transaction(write=False) as session:
+        assert session.scalar(text("SELECT count(*) FROM cards")) == 2
+    db.dispose()

@@ -23,6 +23,7 @@ from sqlalchemy import select, text
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Base
+from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
 from cardvault.settings import SPEC_PATH, Settings
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import exports as export_worker
@@ -39,7 +40,13 @@ NOT_FOUND = 404, "NOT_FOUND"
 UNSUPPORTED = 415, "UNSUPPORTED_MEDIA_TYPE"
 TOO_LARGE = 413, "CONTENT_TOO_LARGE"
 # Path placeholders of the spec, and the world's ids filled in when a case is sent.
-ID_KINDS = {"cardId": "Card", "folderId": "Folder", "operationId": "Operation", "exportId": "Export"}
+ID_KINDS = {
+    "cardId": "Card",
+    "folderId": "Folder",
+    "operationId": "Operation",
+    "exportId": "Export",
+    "keyId": "ApiKey",
+}
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
 # carry it, so a fault that slipped through would change data and fail the snapshot too.
@@ -59,6 +66,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "updateFolder": {"name": "Renamed"},
     "addFolderCards": {"cardIds": ["{card2}"]},
     "removeFolderCards": {"cardIds": ["{cardId}"]},
+    "createApiKey": {"name": "corpus", "scopes": ["read"]},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -340,7 +348,13 @@ def path_cases(b: Builder) -> None:
     b.add("path:trailing-slash", NOT_FOUND, path=op.path + "/", headers=(("Host", "evil.example"),))
     b.add("path:encoded-trailing-slash", NOT_FOUND, path=op.path + "%2F")
     b.add("path:upper-version", NOT_FOUND, path=op.path.replace("/v1/", "/V1/"))
-    b.add("path:no-version", NOT_FOUND, path=op.path.removeprefix("/v1"))
+    unversioned = op.path.removeprefix("/v1")
+    pages = [route for route in WEB_ROUTES if route.path_regex.fullmatch(unversioned)]
+    if not pages:
+        b.add("path:no-version", NOT_FOUND, path=unversioned)
+    elif not any(op.method.upper() in (route.methods or ()) for route in pages):
+        # /cards/{cardId} is the card page (its own tests): other methods are refused there.
+        b.add("path:no-version", (405, "METHOD_NOT_ALLOWED"), path=unversioned)
     b.add("path:v2", NOT_FOUND, path=op.path.replace("/v1/", "/v2/"))
     b.add("path:double-slash", NOT_FOUND, path=op.path.replace("/v1/", "/v1//"))
     segments = op.path.split("/")
@@ -558,7 +572,8 @@ def field_cases(b: Builder, name: str, schema: dict[str, Any]) -> None:
         put("3MiB", TOO_LARGE, "x" * 3 * 1024 * 1024)
     if code == BAD_TAG or name == "name":
         extra = TAG_ONLY if code == BAD_TAG else []
-        values = [*INVISIBLE, *CONTROL, *extra]
+        # An empty string is refused unless the field may be empty (an API key's name).
+        values = [v for v in [*INVISIBLE, *CONTROL, *extra] if v or leaf.get("minLength") != 0]
         for value in values if (b.op.id, name) in PRIMARY_FIELDS else share(values, b.op.id + name, 4):
             put(f"invisible:{value!r}", code, value)
     if name in ("url",):
@@ -685,6 +700,11 @@ def domain_cases(b: Builder) -> None:
                 {"body": dump({"cardType": "image", "fileName": "a.png"})},
             ),
             ("bad-tag-among-good", BAD_TAG, {"body": dump({"content": "x", "tags": ["ok", "\u200b"]})}),
+            (
+                "read-only-key",
+                (403, "INSUFFICIENT_SCOPE"),
+                {"body": dump(VALID_BODIES["createCard"]), "auth": False, "headers": as_key("readKey")},
+            ),
         ],
         "createUpload": [
             (
@@ -764,15 +784,40 @@ def domain_cases(b: Builder) -> None:
             ("foreign-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={foreignCursor}"}),
             ("cursor-other-sort", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}&sort=oldest"}),
             ("cursor-other-filter", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}&type=link"}),
+            ("keys-only-key", (403, "INSUFFICIENT_SCOPE"), {"auth": False, "headers": as_key("keysOnlyKey")}),
         ],
         "listTags": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listTrash": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listFolders": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
+        "createApiKey": [
+            (
+                "scope-not-held",
+                (403, "INSUFFICIENT_SCOPE"),
+                {"body": dump({"scopes": ["read", "keys"]}), "auth": False, "headers": as_key("keysOnlyKey")},
+            ),
+            (
+                "default-scopes-no-keys",
+                (403, "INSUFFICIENT_SCOPE"),
+                {"auth": False, "headers": as_key("readKey")},
+            ),
+        ],
+        "revokeApiKey": [
+            ("already-revoked", NOT_FOUND, {"path": op.path.replace("{keyId}", "{revokedKeyId}")}),
+            ("no-keys-scope", (403, "INSUFFICIENT_SCOPE"), {"auth": False, "headers": as_key("readKey")}),
+        ],
+        "listApiKeys": [
+            ("no-keys-scope", (403, "INSUFFICIENT_SCOPE"), {"auth": False, "headers": as_key("readKey")}),
+        ],
     }
     for label, expected, fields in refusals.get(op.id, []):
         if "body" in fields:
-            fields = {**fields, "headers": JSON_TYPE}
+            fields = {**fields, "headers": JSON_TYPE + fields.get("headers", ())}
         b.add(f"domain:{label}", expected, **fields)
+
+
+def as_key(placeholder: str) -> tuple[tuple[str, str], ...]:
+    """The Authorization header of another key of the world's account."""
+    return (("Authorization", f"Bearer {{{placeholder}}}"),)
 
 
 def method_cases(op: Operation, first_on_path: bool) -> list[Case]:
@@ -882,6 +927,17 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
     export = wait_for_export(api, api.post("/v1/exports").json()["job"]["id"])
     foreign_export = wait_for_export(other, other.post("/v1/exports").json()["job"]["id"])
     export_worker.expire_exports()  # the ended exports' items go now, not by a sweep mid-corpus
+    # Keys of the account besides the one the corpus runs with (which no case may revoke): one
+    # to name in paths, one revoked, and two narrow ones, used once here so that the corpus's
+    # requests find their lastUsedAt fresh and change nothing.
+    key_id = api.post("/v1/api-keys", json={"name": "spare"}).json()["apiKey"]["id"]
+    revoked_key_id = api.post("/v1/api-keys", json={}).json()["apiKey"]["id"]
+    assert api.request("DELETE", f"/v1/api-keys/{revoked_key_id}").status_code == 204
+    read_key = api.post("/v1/api-keys", json={"scopes": ["read"]}).json()["key"]
+    keys_only_key = api.post("/v1/api-keys", json={"scopes": ["keys"]}).json()["key"]
+    assert Api(api.client, read_key, api.account_id).get("/v1/cards").status_code == 200
+    assert Api(api.client, keys_only_key, api.account_id).get("/v1/api-keys").status_code == 200
+    foreign_key_id = other.get("/v1/api-keys").json()["items"][0]["id"]
     key = api.key
     world = {
         "cardId": card,
@@ -907,6 +963,13 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
         "key": key,
         "badKey": key[:-1] + ("A" if key[-1] != "A" else "B"),
         "foreignKey": other.key,
+        "keyId": key_id,
+        "revokedKeyId": revoked_key_id,
+        "foreignApiKey": foreign_key_id,
+        "apikeyUnderscores": "_" * len(key_id),
+        "apikeyUpper": key_id.upper(),
+        "readKey": read_key,
+        "keysOnlyKey": keys_only_key,
     }
     return api, world
 

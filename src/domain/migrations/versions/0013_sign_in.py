@@ -88,6 +88,7 @@ def upgrade() -> None:
         sa.Column("token_hash", sa.String(64), nullable=False),
         sa.Column("grant_id", sa.String(64), nullable=False),
         sa.Column("kind", sa.String(8), nullable=False),
+        sa.Column("scopes", sa.String(100), nullable=False),
         sa.Column("created_at", sa.BigInteger, nullable=False),
         sa.Column("expires_at", sa.BigInteger, nullable=False),
         sa.Column("spent_at", sa.BigInteger, nullable=True),  # a refresh token used once

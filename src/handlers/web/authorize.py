@@ -1,0 +1,250 @@
+"""The OAuth 2.0 endpoints: authorization (with its consent page), token, revocation, and the
+server's metadata (RFC 8414).
+
+The authorization endpoint checks the client and its redirect URI before anything else: a
+request naming an unknown client or an unregistered redirect URI gets an error page and never a
+redirect (an open redirect would hand an attacker a trusted link). Other errors go back to the
+client's redirect URI, as RFC 6749 §4.1.2.1 says. The token and revocation endpoints answer
+RFC 6749's and RFC 7009's JSON, which OAuth client libraries expect, not the API's error body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import anyio.to_thread
+from authlib.oauth2 import OAuth2Error
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from cardvault.domain import credentials
+from cardvault.domain.models import Account
+from cardvault.handlers import runtime
+from cardvault.handlers.web import pages
+from cardvault.handlers.web.oauth_server import Answer, Server
+from cardvault.handlers.web.oauth_server import Request as OAuthRequest
+
+# The authorization request's own parameters, carried through the consent form.
+_AUTHORIZE_FIELDS = (
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "scope",
+    "state",
+    "code_challenge",
+    "code_challenge_method",
+)
+# Browser apps call these from their own origin; no cookie is involved, so any origin may.
+_CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "600",
+}
+
+
+def _oauth_request(request: Request, form: list[tuple[str, str]], *, query: bool = True) -> OAuthRequest:
+    public = runtime.current().settings.public_url
+    uri = public + request.url.path + (f"?{request.url.query}" if query and request.url.query else "")
+    pairs = list(request.query_params.multi_items()) if query else []
+    return OAuthRequest(request.method, uri, request.headers, pairs, form)
+
+
+def _with_server(work: Callable[[Server], Any]) -> Any:
+    """Run the server in one transaction (retried whole if the database was busy); what it
+    wrote stands even when it answers an error (a replayed code or refresh token revokes)."""
+    rt = runtime.current()
+
+    def attempt() -> Any:
+        with rt.db.transaction() as session:
+            return work(Server(session, issuer=rt.settings.public_url))
+
+    return rt.db.run(attempt)
+
+
+def _error_page(status: int, message: str) -> Response:
+    return pages.render(
+        "message.html",
+        status,
+        title="This sign-in link does not work",
+        message=message,
+        alert=True,
+        link=None,
+        link_text="",
+        signed_in_as=None,
+    )
+
+
+def _as_response(answer: Answer) -> Response:
+    if answer.location:
+        return RedirectResponse(answer.location, status_code=302, headers={"Cache-Control": "no-store"})
+    return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+
+def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, Answer | None, str | None]:
+    """Check the authorization request: the page's values, or the answer to send back to the
+    client, or the message of an error page."""
+    oauth_request = _oauth_request(request, [])
+
+    def work(server: Server) -> Any:
+        try:
+            grant = server.get_consent_grant(oauth_request, end_user=account_id)
+        except OAuth2Error as error:
+            if error.redirect_uri:
+                return server.handle_error_response(oauth_request, error)
+            return error.get_error_description() or error.error
+        client = grant.client.row
+        account = server.session.get(Account, account_id)
+        return {
+            "client_name": client.name,
+            "signed_in_as": account.name if account else "",
+            "scopes": [
+                (s, credentials.SCOPES[s])
+                for s in grant.client.get_allowed_scope(oauth_request.payload.scope).split()
+            ],
+            "redirect_host": urlsplit(oauth_request.payload.redirect_uri).netloc
+            or oauth_request.payload.redirect_uri,
+            "redirect_uri": oauth_request.payload.redirect_uri,
+            "fields": [
+                (name, value)
+                for name, value in oauth_request.payload.data.items()
+                if name in _AUTHORIZE_FIELDS
+            ],
+        }
+
+    result = _with_server(work)
+    if isinstance(result, Answer):
+        return None, result, None
+    if isinstance(result, str):
+        return None, None, result
+    return result, None, None
+
+
+async def authorize_page(request: Request) -> Response:
+    """GET /oauth/authorize: check the request, send a signed-out browser to sign in, and
+    show the consent page."""
+    account_id = await pages.signed_in_account(request)
+    # Checked first with no account: a broken request is answered before anyone signs in.
+    page, answer, problem = await anyio.to_thread.run_sync(_consent, request, account_id or "")
+    if problem is not None:
+        return _error_page(400, problem)
+    if answer is not None:
+        return _as_response(answer)
+    if account_id is None:
+        next_path = request.url.path + "?" + request.url.query
+        return pages.redirect("/sign-in?" + urlencode({"next": next_path}))
+    assert page is not None
+    csrf, fresh = pages.csrf_token(request)
+    return pages.with_csrf_cookie(
+        pages.render(
+            "consent.html",
+            title=f"Allow {page['client_name']}?",
+            csrf=csrf,
+            form_target=page["redirect_uri"],
+            **page,
+        ),
+        fresh,
+    )
+
+
+async def authorize(request: Request) -> Response:
+    """POST /oauth/authorize: the consent form's answer."""
+    try:
+        form = await pages.read_form(request)
+    except pages.FormRefused as refused:
+        return _error_page(400, str(refused))
+    account_id = await pages.signed_in_account(request)
+    if not pages.is_csrf_valid(request, form):
+        return _error_page(
+            403, "This form expired or came from another site. Go back to the app and start again."
+        )
+    if account_id is None:
+        return _error_page(403, "You were signed out. Go back to the app and start again.")
+    fields = [(name, value) for name, value in form if name in _AUTHORIZE_FIELDS]
+    allowed = pages.first(form, "decision") == "allow"
+
+    def work(server: Server) -> Answer | str:
+        oauth_request = _oauth_request(request, fields, query=False)
+        try:
+            grant = server.get_consent_grant(oauth_request, end_user=account_id)
+        except OAuth2Error as error:
+            if error.redirect_uri:
+                return server.handle_error_response(oauth_request, error)  # type: ignore[no-any-return]
+            return error.get_error_description() or error.error  # type: ignore[no-any-return]
+        return server.create_authorization_response(  # type: ignore[no-any-return]
+            oauth_request, grant_user=account_id if allowed else None, grant=grant
+        )
+
+    result = await anyio.to_thread.run_sync(_with_server, work)
+    if isinstance(result, str):
+        return _error_page(400, result)
+    return _as_response(result)
+
+
+async def _form_endpoint(
+    request: Request, respond: Callable[[Server, OAuthRequest], Answer]
+) -> tuple[Response, list[tuple[str, str]]]:
+    """Answer a JSON endpoint taking a form (token, revocation), and the form it read."""
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers=_CORS), []
+    try:
+        form = await pages.read_form(request)
+    except pages.FormRefused as refused:
+        return _json_error("invalid_request", str(refused)), []
+    answer = await anyio.to_thread.run_sync(
+        _with_server, lambda server: respond(server, _oauth_request(request, form, query=False))
+    )
+    return JSONResponse(answer.body, status_code=answer.status, headers={**answer.headers, **_CORS}), form
+
+
+async def token(request: Request) -> Response:
+    """POST /oauth/token (RFC 6749 §3.2): codes and refresh tokens for tokens."""
+    response, _ = await _form_endpoint(request, lambda server, asked: server.create_token_response(asked))
+    return response
+
+
+async def revoke(request: Request) -> Response:
+    """POST /oauth/revoke (RFC 7009): a refresh token ends its whole grant, an access token
+    ends alone; an unknown token is answered 200 all the same."""
+    response, form = await _form_endpoint(
+        request, lambda server, asked: server.create_endpoint_response("revocation", asked)
+    )
+    # At once in this process (other processes within the credential cache's 5 seconds).
+    runtime.current().credential_cache.forget(credentials.digest(pages.first(form, "token")))
+    return response
+
+
+def _json_error(error: str, description: str) -> Response:
+    return JSONResponse(
+        {"error": error, "error_description": description},
+        status_code=400,
+        headers={"Cache-Control": "no-store", **_CORS},
+    )
+
+
+def metadata_document(public_url: str) -> dict[str, Any]:
+    """The authorization server's metadata (RFC 8414)."""
+    return {
+        "issuer": public_url,
+        "authorization_endpoint": f"{public_url}/oauth/authorize",
+        "token_endpoint": f"{public_url}/oauth/token",
+        "revocation_endpoint": f"{public_url}/oauth/revoke",
+        "scopes_supported": list(credentials.SCOPES),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+        "authorization_response_iss_parameter_supported": True,
+        "service_documentation": f"{public_url}/v1/ui/",
+    }
+
+
+async def metadata(request: Request) -> Response:
+    """GET /.well-known/oauth-authorization-server."""
+    document = metadata_document(runtime.current().settings.public_url)
+    return JSONResponse(
+        document, headers={"Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*"}
+    )

@@ -1,0 +1,107 @@
+"""The page a card's ``appUrl`` opens: the card as its signed-in owner sees it.
+
+Markdown (text cards) is rendered by markdown-it with raw HTML off: tags a card holds are shown
+as text, never parsed; links and images keep only http(s), mailto and relative URLs (its
+default link check refuses ``javascript:``, ``vbscript:``, ``file:`` and most ``data:``). The
+page's Content-Security-Policy allows no script at all, in case anything got through."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import anyio.to_thread
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import Response
+
+from cardvault.domain import folders
+from cardvault.domain.errors import NotFound
+from cardvault.domain.ids import is_well_formed
+from cardvault.domain.models import Account
+from cardvault.handlers import cards as card_handlers
+from cardvault.handlers import runtime
+from cardvault.handlers.web import pages
+
+# CommonMark with tables and strikethrough; "js-default" turns raw HTML off.
+_markdown = MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
+_MAX_RENDERED_BYTES = 512 * 1024  # a text card's content limit
+
+
+def render_markdown(text: str) -> Markup:
+    """A card's Markdown as safe HTML."""
+    return Markup(_markdown.render(text[:_MAX_RENDERED_BYTES]))  # noqa: S704 - markdown-it escapes; raw HTML off
+
+
+def _swatch(hex_value: str) -> str:
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24">'
+        f'<rect width="24" height="24" fill="{hex_value}"/></svg>'
+    )
+    return "data:image/svg+xml," + quote(svg)
+
+
+def _card(rt: runtime.Runtime, account_id: str, card_id: str) -> tuple[dict[str, Any], list[str], str]:
+    card = card_handlers.get_extended_card(card_id, account_id)
+    with rt.db.transaction(write=False) as session:
+        names = folders.folder_names(session, account_id=account_id, folder_ids=card["folderIds"])
+        account = session.get(Account, account_id)
+    return card, names, account.name if account else ""
+
+
+def _heading(card: dict[str, Any]) -> str:
+    for field in ("metadataTitle", "linkTitle", "fileName"):
+        if card.get(field):
+            return str(card[field])
+    content = (card.get("content") or "").strip().splitlines()
+    if content:
+        first_line = content[0].lstrip("#> ").strip()
+        return first_line[:120] or "Untitled card"
+    return f"{card['type'].capitalize()} card"
+
+
+async def card_page(request: Request) -> Response:
+    """GET /cards/{card_id}: the card for its owner; the sign-in page for anyone signed out;
+    another account's card answers exactly like a missing one."""
+    card_id = request.path_params["card_id"]
+    account_id = await pages.signed_in_account(request)
+    if account_id is None:
+        return pages.redirect("/sign-in?next=" + quote(f"/cards/{card_id}", safe=""))
+    csrf, fresh = pages.csrf_token(request)
+    rt = runtime.current()
+    try:
+        if not is_well_formed(card_id):
+            raise NotFound("No such card.")
+        card, folder_names, account_name = await anyio.to_thread.run_sync(_card, rt, account_id, card_id)
+    except NotFound:
+        return pages.with_csrf_cookie(
+            pages.render(
+                "message.html",
+                404,
+                title="No such card",
+                message="This card does not exist, or it is not in the account you are signed in to.",
+                alert=False,
+                link=None,
+                link_text="",
+                signed_in_as=None,
+                csrf=csrf,
+            ),
+            fresh,
+        )
+    is_text = card["type"] in ("text", "quote")
+    image = card.get("compactUrl") or card.get("linkPreviewImageUrl") or card.get("thumbnailUrl")
+    page = pages.render(
+        "card.html",
+        title=_heading(card),
+        heading=_heading(card),
+        card=card,
+        folders=folder_names,
+        content_html=render_markdown(card["content"]) if is_text and card.get("content") else None,
+        image_url=image,
+        image_alt=card.get("fileName") or card.get("metadataTitle") or "",
+        colors=[(c.get("name") or c["hex"], _swatch(c["hex"])) for c in card.get("colors") or []],
+        signed_in_as=account_name,
+        csrf=csrf,
+    )
+    return pages.with_csrf_cookie(page, fresh)

@@ -1,0 +1,188 @@
+"""The sign-in page, signing out, and the limit on failed sign-ins.
+
+Failed sign-ins count against two policies of the shared limiter: ``sign-in-account`` (per
+email) and ``sign-in-address`` (per client address). While either is used up, the page answers
+429 without checking any password, so guessing costs the attacker the window, not us the hash.
+A wrong email and a wrong password get the same answer in the same time."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import Response
+
+from cardvault.adapters.limiter import Policy
+from cardvault.domain import accounts, rate_limits, web_sessions
+from cardvault.domain.clock import now_ms
+from cardvault.domain.errors import RateLimited
+from cardvault.domain.models import Account
+from cardvault.handlers import runtime
+from cardvault.handlers.web import pages
+
+_WRONG = "That email and password do not match an account. Check both and try again."
+
+
+def _policies(rt: runtime.Runtime, request: Request, email: str) -> list[tuple[Policy, str]]:
+    """The failed-sign-in policies in force, each with the key it counts this attempt under."""
+    keys = {
+        "sign-in-account": "email:" + accounts.email_key(email),
+        "sign-in-address": "address:" + (request.client.host if request.client else "unknown"),
+    }
+    return [
+        (Policy.parse(name, limit), key)
+        for name, key in keys.items()
+        if (limit := rt.settings.rate_limits.get(name)) is not None
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    account_name: str | None = None
+    session_token: str | None = None
+    retry_at: int | None = None
+
+
+def _attempt(rt: runtime.Runtime, policies: list[tuple[Policy, str]], email: str, password: str) -> _Outcome:
+    try:
+        for policy, key in policies:
+            rate_limits.ensure_room(rt.limiter, policy, account_id=key)
+    except RateLimited as refused:
+        return _Outcome(retry_at=refused.retry_at)
+    with rt.db.transaction(write=False) as session:
+        account = accounts.account_by_email(session, email=email) if len(email) <= 254 else None
+        stored = account.password_hash if account else None
+        account_id = account.id if account else None
+    if not rt.passwords.verify(stored, password) or account_id is None or stored is None:
+        for policy, key in policies:
+            rt.limiter.take(policy, key)
+        return _Outcome()
+    with rt.db.transaction() as session:
+        signed_in = session.get(Account, account_id)
+        if signed_in is None:
+            return _Outcome()
+        if rt.passwords.needs_rehash(stored):  # the settings' parameters changed since
+            signed_in.password_hash = rt.passwords.hash(password)
+        token = web_sessions.start_session(session, account_id=account_id, now=now_ms())
+        return _Outcome(account_name=signed_in.name, session_token=token)
+
+
+def _account_name(rt: runtime.Runtime, account_id: str) -> str:
+    with rt.db.transaction(write=False) as session:
+        account = session.get(Account, account_id)
+        return account.name if account else ""
+
+
+async def sign_in_page(request: Request) -> Response:
+    """The sign-in form (or, signed in already, where to go next)."""
+    next_path = pages.safe_next(request.query_params.get("next"), default="")
+    account_id = await pages.signed_in_account(request)
+    csrf, fresh = pages.csrf_token(request)
+    if account_id is not None:
+        if next_path:
+            return pages.redirect(next_path)
+        name = await anyio.to_thread.run_sync(_account_name, runtime.current(), account_id)
+        return pages.with_csrf_cookie(
+            pages.render("signed_in.html", title="Signed in", signed_in_as=name, csrf=csrf), fresh
+        )
+    return pages.with_csrf_cookie(_form(csrf, next_path, email="", error=None), fresh)
+
+
+def _form(csrf: str, next_path: str, *, email: str, error: str | None, status: int = 200) -> Response:
+    return pages.render(
+        "sign_in.html",
+        status,
+        title="Sign in",
+        signed_in_as=None,
+        csrf=csrf,
+        next=next_path,
+        email=email,
+        error=error,
+    )
+
+
+async def sign_in(request: Request) -> Response:
+    """Check the email and password; start a session and go on, or show the form again."""
+    try:
+        form = await pages.read_form(request)
+    except pages.FormRefused as refused:
+        return pages.render(
+            "message.html",
+            400,
+            title="Sign-in failed",
+            message=str(refused),
+            alert=True,
+            link="/sign-in",
+            link_text="Back to sign-in",
+            signed_in_as=None,
+        )
+    csrf, fresh = pages.csrf_token(request)
+    email, password = pages.first(form, "email").strip(), pages.first(form, "password")
+    next_path = pages.safe_next(pages.first(form, "next"), default="")
+    if not pages.is_csrf_valid(request, form):
+        return pages.with_csrf_cookie(
+            _form(
+                csrf,
+                next_path,
+                email=email,
+                error="This form expired or came from another site. Please sign in again.",
+                status=403,
+            ),
+            fresh,
+        )
+    rt = runtime.current()
+    outcome = await anyio.to_thread.run_sync(_attempt, rt, _policies(rt, request, email), email, password)
+    if outcome.retry_at is not None:
+        seconds = max(1, -(-(outcome.retry_at - now_ms()) // 1000))
+        minutes = -(-seconds // 60)
+        response = _form(
+            csrf,
+            next_path,
+            email=email,
+            error=f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes != 1 else ''}.",
+            status=429,
+        )
+        response.headers["Retry-After"] = str(seconds)
+        return pages.with_csrf_cookie(response, fresh)
+    if outcome.session_token is None:
+        return pages.with_csrf_cookie(_form(csrf, next_path, email=email, error=_WRONG, status=401), fresh)
+    response = pages.redirect(next_path or "/sign-in")
+    pages.set_cookie(
+        response,
+        "cv_session",
+        outcome.session_token,
+        max_age=web_sessions.SESSION_SECONDS,
+        same_site="lax",  # sent when a client app sends the browser to /oauth/authorize
+    )
+    return response
+
+
+def _end(rt: runtime.Runtime, token: str) -> None:
+    with rt.db.transaction() as session:
+        web_sessions.end_session(session, token=token)
+
+
+async def sign_out(request: Request) -> Response:
+    """End the browser's session."""
+    try:
+        form = await pages.read_form(request)
+    except pages.FormRefused:
+        form = []
+    if not pages.is_csrf_valid(request, form):
+        return pages.render(
+            "message.html",
+            403,
+            title="Sign-out failed",
+            message="This form expired or came from another site. Reload the page and try again.",
+            alert=True,
+            link="/sign-in",
+            link_text="Back",
+            signed_in_as=None,
+        )
+    token = pages.session_token(request)
+    if token:
+        await anyio.to_thread.run_sync(_end, runtime.current(), token)
+    response = pages.redirect("/sign-in")
+    pages.clear_cookie(response, "cv_session")
+    return response
