@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench.bench_cards import _database, _free_port, _start
 from bench.load import LoadResult, _read_response
-from cardvault.domain import accounts
+from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -49,13 +49,13 @@ def _cpu_seconds(pid: int) -> float:
 def _keys(url: str) -> list[str]:
     db = Database.from_url(url)
     db.migrate()
-    keys = []
+    issued = []
     with db.transaction() as session:
         for i in range(ACCOUNTS):
             account = accounts.create_account(session, name=f"bench-{i}")
-            keys.append(keys.issue_api_key(session, account_id=account.id))
+            issued.append(keys.issue_api_key(session, account_id=account.id))
     db.dispose()
-    return keys
+    return issued
 
 
 async def _load(port: int, keys: list[str], with_key: bool, seconds: float, run: str) -> LoadResult:

@@ -82,18 +82,27 @@ def _as_response(answer: Answer) -> Response:
     return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
 
+def _checked(server: Server, oauth_request: OAuthRequest, account_id: str) -> Any:
+    """The authorization request's grant, or what to answer instead: the error sent back to
+    the client (an Answer), or, when the client or its redirect URI is wrong, the message of
+    an error page (a str)."""
+    try:
+        return server.get_consent_grant(oauth_request, end_user=account_id)
+    except OAuth2Error as error:
+        if error.redirect_uri:
+            return server.handle_error_response(oauth_request, error)
+        return str(error.get_error_description() or error.error)
+
+
 def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, Answer | None, str | None]:
     """Check the authorization request: the page's values, or the answer to send back to the
     client, or the message of an error page."""
     oauth_request = _oauth_request(request, [])
 
     def work(server: Server) -> Any:
-        try:
-            grant = server.get_consent_grant(oauth_request, end_user=account_id)
-        except OAuth2Error as error:
-            if error.redirect_uri:
-                return server.handle_error_response(oauth_request, error)
-            return error.get_error_description() or error.error
+        grant = _checked(server, oauth_request, account_id)
+        if isinstance(grant, (Answer, str)):
+            return grant
         client = grant.client.row
         account = server.session.get(Account, account_id)
         return {
@@ -164,15 +173,12 @@ async def authorize(request: Request) -> Response:
     fields = [(name, value) for name, value in form if name in _AUTHORIZE_FIELDS]
     allowed = pages.first(form, "decision") == "allow"
 
-    def work(server: Server) -> Answer | str:
+    def work(server: Server) -> Any:
         oauth_request = _oauth_request(request, fields, query=False)
-        try:
-            grant = server.get_consent_grant(oauth_request, end_user=account_id)
-        except OAuth2Error as error:
-            if error.redirect_uri:
-                return server.handle_error_response(oauth_request, error)  # type: ignore[no-any-return]
-            return error.get_error_description() or error.error  # type: ignore[no-any-return]
-        return server.create_authorization_response(  # type: ignore[no-any-return]
+        grant = _checked(server, oauth_request, account_id)
+        if isinstance(grant, (Answer, str)):
+            return grant
+        return server.create_authorization_response(
             oauth_request, grant_user=account_id if allowed else None, grant=grant
         )
 
