@@ -202,7 +202,12 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         lifespan=_lifespan(worker_broker.is_embedded()),
         middlewares=middlewares,
         specification_dir=str(SPEC_PATH.parent),
-        swagger_ui_options=SwaggerUIOptions(swagger_ui=settings.swagger_ui, serve_spec=True),
+        swagger_ui_options=SwaggerUIOptions(
+            swagger_ui=settings.swagger_ui,
+            serve_spec=True,
+            # The Authorize button's OAuth flow sends PKCE, which this server requires.
+            swagger_ui_template_arguments={"initOAuth": {"usePkceWithAuthorizationCodeGrant": True}},
+        ),
     )
     app.middleware.app.api_cls = _OnceDecoratedApi  # type: ignore[attr-defined]
     app.add_api(

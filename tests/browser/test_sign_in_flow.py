@@ -331,3 +331,40 @@ def test_guessing_passwords_locks_the_account_for_the_window(site: Site, context
     assert answered.value.status == 429
     assert page.get_by_role("alert").inner_text() == "Too many failed sign-ins. Try again in 15 minutes."
     assert not any("cv_session" in cookie["name"] for cookie in context.cookies())
+
+
+_CONTRAST = """
+([selector, backgroundSelector]) => {
+  const channel = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const luminance = (rgb) => {
+    const [r, g, b] = rgb.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  };
+  const fg = getComputedStyle(document.querySelector(selector)).color;
+  const bg = getComputedStyle(document.querySelector(backgroundSelector)).backgroundColor;
+  const [a, b] = [luminance(fg), luminance(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_sign_in_works_from_the_keyboard_alone_with_readable_contrast(
+    site: Site, context: BrowserContext, scheme: str
+) -> None:
+    email = site.make_account(f"keyboard{scheme}")
+    page = context.new_page()
+    page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+    page.goto(f"{site.base}/sign-in")
+    # WCAG AA: 4.5:1 for text, on the page and on the button.
+    assert page.evaluate(_CONTRAST, ["label[for=email]", "body"]) >= 4.5
+    assert page.evaluate(_CONTRAST, ["button[type=submit]", "button[type=submit]"]) >= 4.5
+    expect(page.get_by_label("Email")).to_be_focused()  # the first field has the focus
+    page.keyboard.type(email)
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Password")).to_be_focused()
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Sign in")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Signed in")).to_be_visible()

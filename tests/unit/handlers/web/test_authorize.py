@@ -540,3 +540,9 @@ class TestMetadata:
         assert document["scopes_supported"] == ["read", "write", "keys"]
         assert document["authorization_response_iss_parameter_supported"] is True
         assert urlsplit(document["service_documentation"]).path == "/v1/ui/"
+
+    def test_swagger_ui_signs_in_with_pkce_through_its_own_redirect_page(self, browser: TestClient) -> None:
+        page = browser.get("/v1/ui/")
+        assert page.status_code == 200
+        assert '"usePkceWithAuthorizationCodeGrant": true' in page.text
+        assert browser.get("/v1/ui/oauth2-redirect.html").status_code == 200
