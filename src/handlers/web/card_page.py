@@ -7,8 +7,9 @@ page's Content-Security-Policy allows no script at all, in case anything got thr
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio.to_thread
 from markdown_it import MarkdownIt
@@ -50,15 +51,30 @@ def _card(rt: runtime.Runtime, account_id: str, card_id: str) -> tuple[dict[str,
     return card, names, account.name if account else ""
 
 
-def _heading(card: dict[str, Any]) -> str:
+_MARKDOWN_HEADING = re.compile(r"#{1,6}[ \t]+(.+?)[ \t#]*")
+_TYPE_HEADINGS = {"palette": "Palette", "quote": "Quote"}
+
+
+def _heading(card: dict[str, Any]) -> tuple[str, str | None]:
+    """The page's title, and the text content left to render under it: a text that opens with
+    a Markdown heading gives the title (and is rendered without it); other texts are titled by
+    their first line."""
+    content = card.get("content") if card["type"] in ("text", "quote") else None
     for field in ("metadataTitle", "linkTitle", "fileName"):
         if card.get(field):
-            return str(card[field])
-    content = (card.get("content") or "").strip().splitlines()
-    if content:
-        first_line = content[0].lstrip("#> ").strip()
-        return first_line[:120] or "Untitled card"
-    return f"{card['type'].capitalize()} card"
+            return str(card[field]), content
+    if card["type"] in _TYPE_HEADINGS:
+        return _TYPE_HEADINGS[card["type"]], content
+    if card["type"] == "link" and card.get("url"):
+        return urlsplit(card["url"]).netloc or "Link", content
+    lines = (content or "").strip().splitlines()
+    if not lines:
+        return f"{card['type'].capitalize()} card", content
+    opening = _MARKDOWN_HEADING.fullmatch(lines[0].strip())
+    if opening:
+        return opening.group(1), "\n".join(lines[1:])
+    first = lines[0].strip()
+    return (first if len(first) <= 80 else first[:79] + "…"), content
 
 
 async def card_page(request: Request) -> Response:
@@ -89,18 +105,18 @@ async def card_page(request: Request) -> Response:
             ),
             fresh,
         )
-    is_text = card["type"] in ("text", "quote")
+    heading, content = _heading(card)
     image = card.get("compactUrl") or card.get("linkPreviewImageUrl") or card.get("thumbnailUrl")
     page = pages.render(
         "card.html",
-        title=_heading(card),
-        heading=_heading(card),
+        title=heading,
+        heading=heading,
         card=card,
         folders=folder_names,
-        content_html=render_markdown(card["content"]) if is_text and card.get("content") else None,
+        content_html=render_markdown(content) if content and content.strip() else None,
         image_url=image,
         image_alt=card.get("fileName") or card.get("metadataTitle") or "",
-        colors=[(c.get("name") or c["hex"], _swatch(c["hex"])) for c in card.get("colors") or []],
+        colors=[(c["hex"], c.get("name") or "", _swatch(c["hex"])) for c in card.get("colors") or []],
         signed_in_as=account_name,
         csrf=csrf,
     )
