@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 from starlette.testclient import TestClient
 
-from cardvault.domain import keys
+from cardvault.domain import credentials, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey
@@ -310,3 +310,23 @@ class TestLastUsedAt:
         assert Api(fresh_client(), made["key"], api.account_id).get("/v1/cards").status_code == 200
         listed = {item["id"]: item for item in api.get("/v1/api-keys").json()["items"]}
         assert listed[made["apiKey"]["id"]]["lastUsedAt"] >= before
+
+
+class TestBearerCheck:
+    def test_an_unknown_key_is_looked_up_once_though_two_schemes_accept_a_bearer_value(
+        self, app_client: TestClient, database: Database
+    ) -> None:
+        lookups: list[str] = []
+
+        def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if "FROM api_keys" in statement:
+                lookups.append(statement)
+
+        forged = credentials.new_secret(credentials.API_KEY)  # well-formed, never stored
+        event.listen(database.engine, "before_cursor_execute", count)
+        try:
+            response = app_client.get("/v1/cards", headers={"Authorization": f"Bearer {forged}"})
+        finally:
+            event.remove(database.engine, "before_cursor_execute", count)
+        assert_invalid_key(response)
+        assert len(lookups) == 1
