@@ -55,8 +55,9 @@ RATE_LIMITS = {
     "refresh-card": "1/minute",  # refreshes of one card
     "export-starts": "10/day",  # beside the rule of one export that became ready a week
     "api-keys": "30/hour",  # keys created over the API
-    # Failed sign-ins, counted per account (its email) and per client address; when either is
-    # used up the sign-in page refuses to check any password for it until the window moves.
+    # Sign-in attempts, counted per account (its email) and per client address (IPv6 by its
+    # /64) before the password is checked; when either is used up the sign-in page refuses to
+    # check any password for it until the window moves.
     "sign-in-account": "10/15 minutes",
     "sign-in-address": "50/15 minutes",
 }

@@ -59,6 +59,8 @@ def create_account(
 
 def account_by_email(session: Session, *, email: str) -> Account | None:
     """The account that signs in with this email, or None."""
+    if "\x00" in email:  # PostgreSQL refuses NUL in text; no address holds one
+        return None
     return session.scalar(select(Account).where(Account.email_key == email_key(email)))
 
 

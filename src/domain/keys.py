@@ -28,6 +28,7 @@ class KeyHolder:
     account_id: str
     scopes: tuple[str, ...]
     last_used_at: int | None
+    grant_id: str | None  # the app's grant that made it, if an app did
 
 
 def check_grantable(scopes: str, *, held: str) -> None:
@@ -46,10 +47,12 @@ def create_key(
     name: str = "",
     scopes: str = credentials.ALL_SCOPES,
     held: str = credentials.ALL_SCOPES,
+    grant_id: str | None = None,
 ) -> tuple[ApiKey, str]:
     """Create an API key for the account, with no scope beyond ``held`` (those of the
     credential creating it); return it with the key itself, which is never kept (only its
-    hash) and so can be shown this once."""
+    hash) and so can be shown this once. A key an app makes with its access token names the
+    app's grant and is revoked with it (domain.oauth)."""
     chosen = credentials.scope_list(scopes)
     if not chosen:
         raise InvalidInput("A key needs at least one scope.")
@@ -71,6 +74,7 @@ def create_key(
         name=name.strip(),
         last_chars=key[-LAST_CHARS:],
         scopes=" ".join(chosen),
+        grant_id=grant_id,
     )
     session.add(row)
     session.flush()
@@ -95,9 +99,14 @@ def key_holder(session: Session, *, key: str) -> KeyHolder | None:
     # below is constant-time, the index lookup only ever sees a hash.
     digest = credentials.digest(key)
     row = session.execute(
-        select(ApiKey.id, ApiKey.account_id, ApiKey.secret_hash, ApiKey.scopes, ApiKey.last_used_at).where(
-            ApiKey.secret_hash == digest, ApiKey.revoked_at.is_(None)
-        )
+        select(
+            ApiKey.id,
+            ApiKey.account_id,
+            ApiKey.secret_hash,
+            ApiKey.scopes,
+            ApiKey.last_used_at,
+            ApiKey.grant_id,
+        ).where(ApiKey.secret_hash == digest, ApiKey.revoked_at.is_(None))
     ).first()
     if row is None or not hmac.compare_digest(row.secret_hash, digest):
         return None
@@ -106,6 +115,7 @@ def key_holder(session: Session, *, key: str) -> KeyHolder | None:
         account_id=row.account_id,
         scopes=tuple(credentials.scope_list(row.scopes)),
         last_used_at=row.last_used_at,
+        grant_id=row.grant_id,
     )
 
 

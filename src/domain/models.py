@@ -67,6 +67,7 @@ class ApiKey(Base):
     last_chars: Mapped[str | None] = mapped_column(String(8))  # None: made before keys kept them
     scopes: Mapped[str] = mapped_column(String(100), server_default="read write keys")
     last_used_at: Mapped[int | None] = mapped_column(BigInteger)
+    grant_id: Mapped[str | None] = mapped_column(String(64), index=True)  # made by an app: ends with it
 
     __table_args__ = (Index("ix_api_keys_account_created", "account_id", "created_at"),)
 

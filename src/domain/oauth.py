@@ -12,13 +12,13 @@ import dataclasses
 import ipaddress
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain import credentials
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Account, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
+from cardvault.domain.models import Account, ApiKey, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
 
 ACCESS_TOKEN_SECONDS = 3600
 CODE_SECONDS = 120  # a browser carries the code straight back; RFC 6749 allows at most 10 minutes
@@ -90,7 +90,7 @@ def create_client(
 
 def find_client(session: Session, *, client_id: str) -> OAuthClient | None:
     """The client with this id, or None."""
-    if len(client_id) > 64:
+    if len(client_id) > 64 or "\x00" in client_id:  # PostgreSQL refuses NUL in text
         return None
     return session.get(OAuthClient, client_id)
 
@@ -208,19 +208,28 @@ def add_tokens(
     grant.refreshed_at = now
 
 
-def spend_refresh_token(session: Session, *, token: str, client_id: str, now: int) -> OAuthGrant | None:
-    """Use a refresh token of this client once: return its live grant, or None. A token spent
-    before revokes its grant: whoever holds the newer tokens, one of the two is not the client."""
+def refresh_token_grant(session: Session, *, token: str, client_id: str) -> OAuthGrant | None:
+    """The live grant of a refresh token of this client, spent or not, changing nothing (to
+    check a request before the token is spent)."""
     if not credentials.is_well_formed(token, credentials.REFRESH_TOKEN):
         return None
-    digest = credentials.digest(token)
     grant = session.scalar(
         select(OAuthGrant)
         .join(OAuthToken, OAuthToken.grant_id == OAuthGrant.id)
-        .where(OAuthToken.token_hash == digest, OAuthToken.kind == "refresh")
+        .where(OAuthToken.token_hash == credentials.digest(token), OAuthToken.kind == "refresh")
     )
     if grant is None or grant.client_id != client_id or grant.revoked_at is not None:
         return None
+    return grant
+
+
+def spend_refresh_token(session: Session, *, token: str, client_id: str, now: int) -> OAuthGrant | None:
+    """Use a refresh token of this client once: return its live grant, or None. A token spent
+    before revokes its grant: whoever holds the newer tokens, one of the two is not the client."""
+    grant = refresh_token_grant(session, token=token, client_id=client_id)
+    if grant is None:
+        return None
+    digest = credentials.digest(token)
     spent = session.execute(
         update(OAuthToken)
         .where(OAuthToken.token_hash == digest, OAuthToken.spent_at.is_(None), OAuthToken.expires_at > now)
@@ -234,21 +243,27 @@ def spend_refresh_token(session: Session, *, token: str, client_id: str, now: in
 
 
 def revoke_grant(session: Session, *, grant_id: str, now: int) -> None:
-    """End a grant: none of its tokens works any more."""
+    """End a grant: none of its tokens, nor any API key the app made with them, works any more."""
     session.execute(
         update(OAuthGrant)
         .where(OAuthGrant.id == grant_id, OAuthGrant.revoked_at.is_(None))
         .values(revoked_at=now)
     )
+    _revoke_keys(session, ApiKey.grant_id == grant_id, now)
+
+
+def _revoke_keys(session: Session, condition: ColumnElement[bool], now: int) -> None:
+    session.execute(update(ApiKey).where(condition, ApiKey.revoked_at.is_(None)).values(revoked_at=now))
 
 
 def revoke_account_grants(session: Session, *, account_id: str, now: int) -> None:
-    """End every grant of the account (its password changed)."""
+    """End every grant of the account (its password changed), with the API keys apps made."""
     session.execute(
         update(OAuthGrant)
         .where(OAuthGrant.account_id == account_id, OAuthGrant.revoked_at.is_(None))
         .values(revoked_at=now)
     )
+    _revoke_keys(session, (ApiKey.account_id == account_id) & ApiKey.grant_id.is_not(None), now)
 
 
 def revoke_token(session: Session, *, token: str, client_id: str, now: int) -> None:
@@ -279,6 +294,7 @@ class TokenHolder:
     account_id: str
     scopes: tuple[str, ...]
     expires_at: int
+    grant_id: str
 
 
 def token_holder(session: Session, *, token: str, now: int) -> TokenHolder | None:
@@ -286,7 +302,7 @@ def token_holder(session: Session, *, token: str, now: int) -> TokenHolder | Non
     if not credentials.is_well_formed(token, credentials.ACCESS_TOKEN):
         return None
     row = session.execute(
-        select(OAuthGrant.account_id, OAuthToken.scopes, OAuthToken.expires_at)
+        select(OAuthGrant.account_id, OAuthToken.scopes, OAuthToken.expires_at, OAuthGrant.id)
         .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
         .where(
             OAuthToken.token_hash == credentials.digest(token),
@@ -299,7 +315,10 @@ def token_holder(session: Session, *, token: str, now: int) -> TokenHolder | Non
     if row is None:
         return None
     return TokenHolder(
-        account_id=row.account_id, scopes=tuple(credentials.scope_list(row.scopes)), expires_at=row.expires_at
+        account_id=row.account_id,
+        scopes=tuple(credentials.scope_list(row.scopes)),
+        expires_at=row.expires_at,
+        grant_id=row.id,
     )
 
 
@@ -310,16 +329,17 @@ def account_name(session: Session, *, account_id: str) -> str | None:
 
 def forget_expired(session: Session, *, now: int) -> None:
     """Delete what can no longer be used: codes a day past their end (kept that long to catch a
-    replay), ended tokens, and grants revoked or past their end a day ago."""
+    replay), ended tokens, and grants revoked or past their end a day ago (the API keys their
+    apps made are revoked then, if they were not already)."""
     day = 86_400_000
     session.execute(delete(OAuthCode).where(OAuthCode.expires_at < now - day))
     session.execute(delete(OAuthToken).where(OAuthToken.expires_at < now))
-    session.execute(
-        delete(OAuthGrant).where(
-            or_(
-                OAuthGrant.revoked_at < now - day,
-                OAuthGrant.refreshed_at < now - REFRESH_IDLE_MS - day,
-                OAuthGrant.created_at < now - REFRESH_ABSOLUTE_MS - day,
-            )
+    ended = select(OAuthGrant.id).where(
+        or_(
+            OAuthGrant.revoked_at < now - day,
+            OAuthGrant.refreshed_at < now - REFRESH_IDLE_MS - day,
+            OAuthGrant.created_at < now - REFRESH_ABSOLUTE_MS - day,
         )
     )
+    _revoke_keys(session, ApiKey.grant_id.in_(ended), now)  # a grant that ran out ends its keys
+    session.execute(delete(OAuthGrant).where(OAuthGrant.id.in_(ended)))

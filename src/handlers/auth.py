@@ -30,7 +30,7 @@ def _lookup_key(rt: runtime.Runtime, key: str) -> runtime.Holder | None:
             if not is_busy(exc):
                 raise
             # lastUsedAt is a convenience: a busy database never fails the request for it.
-    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes)
+    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id)
 
 
 def _lookup_token(rt: runtime.Runtime, token: str) -> tuple[runtime.Holder, float] | None:
@@ -38,7 +38,8 @@ def _lookup_token(rt: runtime.Runtime, token: str) -> tuple[runtime.Holder, floa
         holder = oauth.token_holder(session, token=token, now=now_ms())
     if holder is None:
         return None
-    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes), holder.expires_at / 1000
+    found = runtime.Holder(account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id)
+    return found, holder.expires_at / 1000
 
 
 async def authenticate(token: str) -> dict[str, Any] | None:
@@ -62,7 +63,7 @@ async def authenticate(token: str) -> dict[str, Any] | None:
         if holder is None:
             return None
         rt.credential_cache.put(digest, holder, ends_at)
-    return {"sub": holder.account_id, "scope": list(holder.scopes)}
+    return {"sub": holder.account_id, "scope": list(holder.scopes), "grant": holder.grant_id}
 
 
 class Bearer(BearerSecurityHandler):

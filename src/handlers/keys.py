@@ -36,6 +36,7 @@ def create_api_key(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int
             name=body.get("name", ""),
             scopes=" ".join(body["scopes"]) if "scopes" in body else held,
             held=held,
+            grant_id=operations.held_grant(),
         )
         return {"apiKey": _key_json(row), "key": key}, 201, {"Location": f"/v1/api-keys/{row.id}"}
 

@@ -116,6 +116,13 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def held_grant() -> str | None:
+    """The app's grant behind the current request's access token (None for an API key an
+    account made itself)."""
+    grant = (context.get("token_info") or {}).get("grant")
+    return str(grant) if grant else None
+
+
 def held_scopes() -> tuple[str, ...]:
     """The scopes of the API key or access token the current request came with."""
     return tuple((context.get("token_info") or {}).get("scope") or ())

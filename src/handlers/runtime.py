@@ -27,6 +27,7 @@ class Holder:
 
     account_id: str
     scopes: tuple[str, ...]
+    grant_id: str | None = None  # an access token's grant, or that of a key an app made
 
 
 class CredentialCache:
@@ -47,6 +48,13 @@ class CredentialCache:
         """Drop a credential this process revoked, so it stops working here at once."""
         with self._lock:
             self._entries.pop(digest, None)
+
+    def forget_granted(self) -> None:
+        """Drop every credential of a grant (access tokens, keys apps made): a grant was
+        revoked, and which were its is the database's to say (each is looked up again)."""
+        with self._lock:
+            for digest in [d for d, (holder, _) in self._entries.items() if holder.grant_id is not None]:
+                del self._entries[digest]
 
     def put(self, digest: str, holder: Holder, ends_at: float | None = None) -> None:
         """Remember a holder until CACHE_SECONDS from now, or ``ends_at`` (epoch seconds) if sooner."""

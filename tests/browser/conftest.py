@@ -54,8 +54,10 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: str) -> Iterator[Browser]:
+    # Per module, not per session: Playwright's sync API keeps an asyncio loop running in this
+    # thread while it is open, and later tests' asyncio.run() would refuse to start.
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=chromium_path, args=["--no-sandbox"], headless=True

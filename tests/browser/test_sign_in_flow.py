@@ -329,7 +329,7 @@ def test_guessing_passwords_locks_the_account_for_the_window(site: Site, context
     with page.expect_response(f"{site.base}/sign-in") as answered:
         _sign_in(page, email)  # the right password, after the limit
     assert answered.value.status == 429
-    assert page.get_by_role("alert").inner_text() == "Too many failed sign-ins. Try again in 15 minutes."
+    assert page.get_by_role("alert").inner_text() == "Too many sign-in attempts. Try again in 15 minutes."
     assert not any("cv_session" in cookie["name"] for cookie in context.cookies())
 
 

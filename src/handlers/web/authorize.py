@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import anyio.to_thread
+from authlib.common.urls import add_params_to_uri
 from authlib.oauth2 import OAuth2Error
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -42,6 +43,15 @@ _CORS = {
     "Access-Control-Allow-Headers": "Authorization, Content-Type",
     "Access-Control-Max-Age": "600",
 }
+
+
+_MALFORMED = "This request holds characters OAuth does not allow (RFC 6749: printable ASCII only)."
+
+
+def _is_printable_ascii(pairs: list[tuple[str, str]]) -> bool:
+    """Whether every value is of RFC 6749's characters (%x20-7E): anything else never reaches
+    Authlib (whose errors cannot carry it) or the database (NUL)."""
+    return all(value.isascii() and value.isprintable() for _, value in pairs)
 
 
 def _oauth_request(request: Request, form: list[tuple[str, str]], *, query: bool = True) -> OAuthRequest:
@@ -84,14 +94,19 @@ def _as_response(answer: Answer) -> Response:
 
 def _checked(server: Server, oauth_request: OAuthRequest, account_id: str) -> Any:
     """The authorization request's grant, or what to answer instead: the error sent back to
-    the client (an Answer), or, when the client or its redirect URI is wrong, the message of
-    an error page (a str)."""
+    the client (an Answer, with ``iss`` as RFC 9207 asks of error responses too), or, when the
+    client or its redirect URI is wrong, the message of an error page (a str)."""
     try:
         return server.get_consent_grant(oauth_request, end_user=account_id)
     except OAuth2Error as error:
         if error.redirect_uri:
-            return server.handle_error_response(oauth_request, error)
+            answer: Answer = server.handle_error_response(oauth_request, error)
+            if answer.location:
+                answer.location = add_params_to_uri(answer.location, {"iss": server.issuer})
+            return answer
         return str(error.get_error_description() or error.error)
+    except ValueError:  # Authlib cannot describe a value it was sent (a quote, a backslash)
+        return _MALFORMED
 
 
 def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, Answer | None, str | None]:
@@ -133,6 +148,8 @@ def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, 
 async def authorize_page(request: Request) -> Response:
     """GET /oauth/authorize: check the request, send a signed-out browser to sign in, and
     show the consent page."""
+    if not _is_printable_ascii(list(request.query_params.multi_items())):
+        return _error_page(400, _MALFORMED)
     account_id = await pages.signed_in_account(request)
     # Checked first with no account: a broken request is answered before anyone signs in.
     page, answer, problem = await anyio.to_thread.run_sync(_consent, request, account_id or "")
@@ -171,6 +188,8 @@ async def authorize(request: Request) -> Response:
     if account_id is None:
         return _error_page(403, "You were signed out. Go back to the app and start again.")
     fields = [(name, value) for name, value in form if name in _AUTHORIZE_FIELDS]
+    if not _is_printable_ascii(fields):
+        return _error_page(400, _MALFORMED)
     allowed = pages.first(form, "decision") == "allow"
 
     def work(server: Server) -> Any:
@@ -178,9 +197,12 @@ async def authorize(request: Request) -> Response:
         grant = _checked(server, oauth_request, account_id)
         if isinstance(grant, (Answer, str)):
             return grant
-        return server.create_authorization_response(
-            oauth_request, grant_user=account_id if allowed else None, grant=grant
-        )
+        try:
+            return server.create_authorization_response(
+                oauth_request, grant_user=account_id if allowed else None, grant=grant
+            )
+        except ValueError:
+            return _MALFORMED
 
     result = await anyio.to_thread.run_sync(_with_server, work)
     if isinstance(result, str):
@@ -191,17 +213,30 @@ async def authorize(request: Request) -> Response:
 async def _form_endpoint(
     request: Request, respond: Callable[[Server, OAuthRequest], Answer]
 ) -> tuple[Response, list[tuple[str, str]]]:
-    """Answer a JSON endpoint taking a form (token, revocation), and the form it read."""
+    """Answer a JSON endpoint taking a form (token, revocation), and the form it read. Any
+    refusal may have revoked a grant (a replayed code or refresh token): this process then
+    forgets the access tokens it had verified, which are looked up again on their next use."""
     if request.method == "OPTIONS":
         return Response(status_code=204, headers=_CORS), []
     try:
         form = await pages.read_form(request)
     except pages.FormRefused as refused:
         return _json_error("invalid_request", str(refused)), []
-    answer = await anyio.to_thread.run_sync(
-        _with_server, lambda server: respond(server, _oauth_request(request, form, query=False))
-    )
-    return JSONResponse(answer.body, status_code=answer.status, headers={**answer.headers, **_CORS}), form
+    authorization = request.headers.get("authorization", "")
+    if not _is_printable_ascii([*form, ("authorization", authorization)]):
+        return _json_error("invalid_request", _MALFORMED), []
+
+    def work(server: Server) -> Answer:
+        try:
+            return respond(server, _oauth_request(request, form, query=False))
+        except ValueError:  # Authlib reading a Basic header that is not base64 of UTF-8
+            return Answer(401, {"error": "invalid_client", "error_description": _MALFORMED}, {})
+
+    answer = await anyio.to_thread.run_sync(_with_server, work)
+    if answer.status != 200 or request.url.path == "/oauth/revoke":
+        runtime.current().credential_cache.forget_granted()
+    headers = {**answer.headers, **_CORS, "Cache-Control": "no-store", "Pragma": "no-cache"}
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers), form
 
 
 async def token(request: Request) -> Response:

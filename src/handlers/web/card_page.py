@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit
 
 import anyio.to_thread
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -27,12 +27,18 @@ from cardvault.handlers.web import pages
 
 # CommonMark with tables and strikethrough; "js-default" turns raw HTML off.
 _markdown = MarkdownIt("js-default", {"html": False, "linkify": False, "typographer": False})
-_MAX_RENDERED_BYTES = 512 * 1024  # a text card's content limit
+# markdown-it spends about 50 µs on each "[" (it looks for the link's end): 512 KiB of them
+# would hold a thread for 26 s. Past these, a text is shown as plain text (escaped, wrapped).
+MAX_MARKDOWN_CHARACTERS = 64 * 1024
+MAX_MARKDOWN_BRACKETS = 1000
 
 
 def render_markdown(text: str) -> Markup:
-    """A card's Markdown as safe HTML."""
-    return Markup(_markdown.render(text[:_MAX_RENDERED_BYTES]))  # noqa: S704 - markdown-it escapes; raw HTML off
+    """A card's Markdown as safe HTML; a text too long or too bracket-heavy to render cheaply
+    is shown as plain text."""
+    if len(text) > MAX_MARKDOWN_CHARACTERS or text.count("[") > MAX_MARKDOWN_BRACKETS:
+        return Markup('<pre class="plain">') + escape(text) + Markup("</pre>")
+    return Markup(_markdown.render(text))  # noqa: S704 - markdown-it escapes; raw HTML off
 
 
 def _swatch(hex_value: str) -> str:
@@ -43,15 +49,29 @@ def _swatch(hex_value: str) -> str:
     return "data:image/svg+xml," + quote(svg)
 
 
-def _card(rt: runtime.Runtime, account_id: str, card_id: str) -> tuple[dict[str, Any], list[str], str]:
+def _page(rt: runtime.Runtime, account_id: str, card_id: str, csrf: str) -> Response:
+    """The card's page, read and rendered in a worker thread (a long text takes a while)."""
     card = card_handlers.get_extended_card(card_id, account_id)
     with rt.db.transaction(write=False) as session:
-        names = folders.folder_names(session, account_id=account_id, folder_ids=card["folderIds"])
+        folder_names = folders.folder_names(session, account_id=account_id, folder_ids=card["folderIds"])
         account = session.get(Account, account_id)
-    return card, names, account.name if account else ""
+    heading, content = _heading(card)
+    return pages.render(
+        "card.html",
+        title=heading,
+        heading=heading,
+        card=card,
+        folders=folder_names,
+        content_html=render_markdown(content) if content and content.strip() else None,
+        image_url=card.get("compactUrl") or card.get("linkPreviewImageUrl") or card.get("thumbnailUrl"),
+        image_alt=card.get("fileName") or card.get("metadataTitle") or "",
+        colors=[(c["hex"], c.get("name") or "", _swatch(c["hex"])) for c in card.get("colors") or []],
+        signed_in_as=account.name if account else "",
+        csrf=csrf,
+    )
 
 
-_MARKDOWN_HEADING = re.compile(r"#{1,6}[ \t]+(.+?)[ \t#]*")
+_MARKDOWN_HEADING = re.compile(r"#{1,6}[ \t]+(.*)")  # closing #s are stripped after: no backtracking
 _TYPE_HEADINGS = {"palette": "Palette", "quote": "Quote"}
 
 
@@ -66,15 +86,21 @@ def _heading(card: dict[str, Any]) -> tuple[str, str | None]:
     if card["type"] in _TYPE_HEADINGS:
         return _TYPE_HEADINGS[card["type"]], content
     if card["type"] == "link" and card.get("url"):
-        return urlsplit(card["url"]).netloc or "Link", content
+        try:
+            return urlsplit(card["url"]).netloc or "Link", content
+        except ValueError:  # the API keeps URLs urlsplit cannot read (such as https://[x/)
+            return "Link", content
     lines = (content or "").strip().splitlines()
     if not lines:
         return f"{card['type'].capitalize()} card", content
-    opening = _MARKDOWN_HEADING.fullmatch(lines[0].strip())
-    if opening:
-        return opening.group(1), "\n".join(lines[1:])
-    first = lines[0].strip()
-    return (first if len(first) <= 80 else first[:79] + "…"), content
+    opening = _MARKDOWN_HEADING.fullmatch(lines[0].strip()[:1000])
+    if opening and opening.group(1).rstrip(" \t#"):
+        return _shortened(opening.group(1).rstrip(" \t#")), "\n".join(lines[1:])
+    return _shortened(lines[0].strip()), content
+
+
+def _shortened(title: str) -> str:
+    return title if len(title) <= 80 else title[:79] + "…"
 
 
 async def card_page(request: Request) -> Response:
@@ -89,7 +115,7 @@ async def card_page(request: Request) -> Response:
     try:
         if not is_well_formed(card_id):
             raise NotFound("No such card.")
-        card, folder_names, account_name = await anyio.to_thread.run_sync(_card, rt, account_id, card_id)
+        page = await anyio.to_thread.run_sync(_page, rt, account_id, card_id, csrf)
     except NotFound:
         return pages.with_csrf_cookie(
             pages.render(
@@ -105,19 +131,4 @@ async def card_page(request: Request) -> Response:
             ),
             fresh,
         )
-    heading, content = _heading(card)
-    image = card.get("compactUrl") or card.get("linkPreviewImageUrl") or card.get("thumbnailUrl")
-    page = pages.render(
-        "card.html",
-        title=heading,
-        heading=heading,
-        card=card,
-        folders=folder_names,
-        content_html=render_markdown(content) if content and content.strip() else None,
-        image_url=image,
-        image_alt=card.get("fileName") or card.get("metadataTitle") or "",
-        colors=[(c["hex"], c.get("name") or "", _swatch(c["hex"])) for c in card.get("colors") or []],
-        signed_in_as=account_name,
-        csrf=csrf,
-    )
     return pages.with_csrf_cookie(page, fresh)

@@ -214,6 +214,7 @@ class Server(AuthorizationServer):  # type: ignore[misc]
     def __init__(self, session: Session, issuer: str) -> None:
         super().__init__(scopes_supported=list(credentials.SCOPES))
         self.session = session
+        self.issuer = issuer
         self.register_token_generator(
             "default",
             BearerTokenGenerator(
@@ -305,9 +306,13 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token: str) -> _RefreshCredential | None:
-        grant = oauth.spend_refresh_token(
-            self.server.session, token=refresh_token, client_id=self.request.client.row.id, now=now_ms()
-        )
+        session, client_id = self.server.session, self.request.client.row.id
+        # A refused request changes nothing: the scope is checked before the token is spent
+        # (Authlib checks it after), or the client's next, valid, refresh would look like reuse.
+        grant = oauth.refresh_token_grant(session, token=refresh_token, client_id=client_id)
+        if grant is not None:
+            self._validate_token_scope(_RefreshCredential(grant))
+        grant = oauth.spend_refresh_token(session, token=refresh_token, client_id=client_id, now=now_ms())
         return _RefreshCredential(grant) if grant else None
 
     def authenticate_user(self, refresh_token: _RefreshCredential) -> str:

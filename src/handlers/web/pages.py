@@ -144,11 +144,14 @@ async def read_form(request: Request) -> list[tuple[str, str]]:
         if len(body) > MAX_FORM_BYTES:
             raise FormRefused("The form is too large.")
     try:
-        return parse_qsl(
+        pairs = parse_qsl(
             body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS, errors="strict"
         )
     except (UnicodeDecodeError, ValueError):
         raise FormRefused("The form is not valid UTF-8 urlencoded data.") from None
+    if any("\x00" in name or "\x00" in value for name, value in pairs):
+        raise FormRefused("The form holds a NUL character.")
+    return pairs
 
 
 def first(pairs: list[tuple[str, str]], name: str) -> str:

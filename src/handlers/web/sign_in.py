@@ -1,13 +1,15 @@
-"""The sign-in page, signing out, and the limit on failed sign-ins.
+"""The sign-in page, signing out, and the limit on sign-in attempts.
 
-Failed sign-ins count against two policies of the shared limiter: ``sign-in-account`` (per
-email) and ``sign-in-address`` (per client address). While either is used up, the page answers
-429 without checking any password, so guessing costs the attacker the window, not us the hash.
+Every attempt counts, before its password is checked, against two policies of the shared
+limiter: ``sign-in-account`` (per email) and ``sign-in-address`` (per client address; an IPv6
+address by its /64, which one host usually holds whole). Counting first, atomically, means
+guesses sent at once cannot pass the limit together, and an attempt over it costs no hash.
 A wrong email and a wrong password get the same answer in the same time."""
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -24,11 +26,24 @@ from cardvault.handlers.web import pages
 _WRONG = "That email and password do not match an account. Check both and try again."
 
 
+def _address_key(host: str) -> str:
+    """A client address as the limit counts it: IPv4 whole, IPv6 by its /64."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is 192.0.2.1
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
 def _policies(rt: runtime.Runtime, request: Request, email: str) -> list[tuple[Policy, str]]:
-    """The failed-sign-in policies in force, each with the key it counts this attempt under."""
+    """The sign-in policies in force, each with the key it counts this attempt under."""
     keys = {
         "sign-in-account": "email:" + accounts.email_key(email),
-        "sign-in-address": "address:" + (request.client.host if request.client else "unknown"),
+        "sign-in-address": "address:" + _address_key(request.client.host if request.client else "unknown"),
     }
     return [
         (Policy.parse(name, limit), key)
@@ -47,7 +62,7 @@ class _Outcome:
 def _attempt(rt: runtime.Runtime, policies: list[tuple[Policy, str]], email: str, password: str) -> _Outcome:
     try:
         for policy, key in policies:
-            rate_limits.ensure_room(rt.limiter, policy, account_id=key)
+            rate_limits.spend(rt.limiter, policy, account_id=key)
     except RateLimited as refused:
         return _Outcome(retry_at=refused.retry_at)
     with rt.db.transaction(write=False) as session:
@@ -55,8 +70,6 @@ def _attempt(rt: runtime.Runtime, policies: list[tuple[Policy, str]], email: str
         stored = account.password_hash if account else None
         account_id = account.id if account else None
     if not rt.passwords.verify(stored, password) or account_id is None or stored is None:
-        for policy, key in policies:
-            rt.limiter.take(policy, key)
         return _Outcome()
     with rt.db.transaction() as session:
         signed_in = session.get(Account, account_id)
@@ -140,7 +153,7 @@ async def sign_in(request: Request) -> Response:
             csrf,
             next_path,
             email=email,
-            error=f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes != 1 else ''}.",
+            error=f"Too many sign-in attempts. Try again in {minutes} minute{'s' if minutes != 1 else ''}.",
             status=429,
         )
         response.headers["Retry-After"] = str(seconds)

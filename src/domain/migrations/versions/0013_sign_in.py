@@ -66,6 +66,11 @@ def upgrade() -> None:
         _client_fk("oauth_grants"),
     )
     op.create_index("ix_oauth_grants_account_id", "oauth_grants", ["account_id"])
+    # A key an app made with its access token lives only as long as the app's grant. A plain
+    # column with its index (SQLite cannot add a foreign key to a table without copying it):
+    # key lookups join the grant, and the grant's cleanup deletes such keys first.
+    op.add_column("api_keys", sa.Column("grant_id", sa.String(64), nullable=True))
+    op.create_index("ix_api_keys_grant_id", "api_keys", ["grant_id"])
     op.create_table(
         "oauth_codes",
         sa.Column("code_hash", sa.String(64), nullable=False),
@@ -124,7 +129,8 @@ def downgrade() -> None:
     op.drop_table("oauth_grants")
     op.drop_table("oauth_clients")
     op.drop_index("ix_api_keys_account_created", table_name="api_keys")
-    for column in ("last_used_at", "scopes", "last_chars", "name"):
+    op.drop_index("ix_api_keys_grant_id", table_name="api_keys")
+    for column in ("grant_id", "last_used_at", "scopes", "last_chars", "name"):
         op.drop_column("api_keys", column)
     op.drop_index("uq_accounts_email_key", table_name="accounts")
     # ALTER TABLE, never SQLite's copy of the table: dropping the old accounts table would
