@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hmac
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain import credentials
@@ -91,6 +91,12 @@ def is_well_formed_key(key: str) -> bool:
     return credentials.is_well_formed(key, credentials.API_KEY)
 
 
+# Built once, executed on the session's connection (as oauth.token_holder).
+_KEY_HOLDER = select(
+    ApiKey.id, ApiKey.account_id, ApiKey.secret_hash, ApiKey.scopes, ApiKey.last_used_at, ApiKey.grant_id
+).where(ApiKey.secret_hash == bindparam("digest"), ApiKey.revoked_at.is_(None))
+
+
 def key_holder(session: Session, *, key: str) -> KeyHolder | None:
     """Return whom a live API key acts for, or None."""
     if not is_well_formed_key(key):
@@ -98,16 +104,7 @@ def key_holder(session: Session, *, key: str) -> KeyHolder | None:
     # Found by its SHA-256 (nothing of the secret is stored in clear); the digest comparison
     # below is constant-time, the index lookup only ever sees a hash.
     digest = credentials.digest(key)
-    row = session.execute(
-        select(
-            ApiKey.id,
-            ApiKey.account_id,
-            ApiKey.secret_hash,
-            ApiKey.scopes,
-            ApiKey.last_used_at,
-            ApiKey.grant_id,
-        ).where(ApiKey.secret_hash == digest, ApiKey.revoked_at.is_(None))
-    ).first()
+    row = session.connection().execute(_KEY_HOLDER, {"digest": digest}).first()
     if row is None or not hmac.compare_digest(row.secret_hash, digest):
         return None
     return KeyHolder(

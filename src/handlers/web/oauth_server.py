@@ -310,10 +310,13 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
         # A refused request changes nothing: the scope is checked before the token is spent
         # (Authlib checks it after), or the client's next, valid, refresh would look like reuse.
         grant = oauth.refresh_token_grant(session, token=refresh_token, client_id=client_id)
-        if grant is not None:
-            self._validate_token_scope(_RefreshCredential(grant))
-        grant = oauth.spend_refresh_token(session, token=refresh_token, client_id=client_id, now=now_ms())
-        return _RefreshCredential(grant) if grant else None
+        if grant is None:
+            return None
+        self._validate_token_scope(_RefreshCredential(grant))
+        spent = oauth.spend_refresh_token(
+            session, token=refresh_token, client_id=client_id, now=now_ms(), grant=grant
+        )
+        return _RefreshCredential(spent) if spent else None
 
     def authenticate_user(self, refresh_token: _RefreshCredential) -> str:
         return refresh_token.grant.account_id
