@@ -328,6 +328,12 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
 class _Revocation(RevocationEndpoint):  # type: ignore[misc]
     CLIENT_AUTH_METHODS = CLIENT_AUTH_METHODS
 
+    def check_params(self, request: Request, client: Client) -> None:
+        # RFC 7009 §2.1: "An invalid token type hint value is ignored" (Authlib refuses it,
+        # answering 401 unsupported_token_type). The token's prefix says what it is anyway.
+        if "token" not in request.form:
+            raise InvalidRequestError("Missing 'token' in request.")
+
     def query_token(self, token_string: str, token_type_hint: str | None) -> _Revocable | None:
         is_ours = credentials.is_well_formed(
             token_string, credentials.ACCESS_TOKEN

@@ -546,3 +546,27 @@ class TestMetadata:
         assert page.status_code == 200
         assert '"usePkceWithAuthorizationCodeGrant": true' in page.text
         assert browser.get("/v1/ui/oauth2-redirect.html").status_code == 200
+
+
+class TestRevocationHints:
+    @pytest.mark.parametrize("hint", ["access_token", "refresh_token", "saml", ""])
+    def test_a_hint_of_any_kind_is_ignored_as_rfc_7009_says(
+        self, browser: TestClient, person: Person, oauth_client: Client, hint: str
+    ) -> None:
+        tokens = _tokens(browser, person, oauth_client)
+        response = browser.post(
+            "/oauth/revoke",
+            data={
+                "token": tokens["refresh_token"],
+                "token_type_hint": hint,
+                "client_id": oauth_client.client_id,
+            },
+        )
+        assert response.status_code == 200
+        assert _refresh(browser, oauth_client, tokens["refresh_token"]).status_code == 400  # revoked
+
+    def test_a_revocation_without_a_token_is_invalid_request(
+        self, browser: TestClient, oauth_client: Client
+    ) -> None:
+        response = browser.post("/oauth/revoke", data={"client_id": oauth_client.client_id})
+        assert response.status_code == 400 and response.json()["error"] == "invalid_request"
