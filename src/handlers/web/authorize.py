@@ -210,21 +210,17 @@ async def authorize(request: Request) -> Response:
     return _as_response(result)
 
 
-async def _form_endpoint(
-    request: Request, respond: Callable[[Server, OAuthRequest], Answer]
-) -> tuple[Response, list[tuple[str, str]]]:
-    """Answer a JSON endpoint taking a form (token, revocation), and the form it read. Any
-    refusal may have revoked a grant (a replayed code or refresh token): this process then
-    forgets the access tokens it had verified, which are looked up again on their next use."""
+async def _form_endpoint(request: Request, respond: Callable[[Server, OAuthRequest], Answer]) -> Response:
+    """Answer a JSON endpoint taking a form (token, revocation)."""
     if request.method == "OPTIONS":
-        return Response(status_code=204, headers=_CORS), []
+        return Response(status_code=204, headers=_CORS)
     try:
         form = await pages.read_form(request)
     except pages.FormRefused as refused:
-        return _json_error("invalid_request", str(refused)), []
+        return _json_error("invalid_request", str(refused))
     authorization = request.headers.get("authorization", "")
     if not _is_printable_ascii([*form, ("authorization", authorization)]):
-        return _json_error("invalid_request", _MALFORMED), []
+        return _json_error("invalid_request", _MALFORMED)
 
     def work(server: Server) -> Answer:
         try:
@@ -233,26 +229,28 @@ async def _form_endpoint(
             return Answer(401, {"error": "invalid_client", "error_description": _MALFORMED}, {})
 
     answer = await anyio.to_thread.run_sync(_with_server, work)
-    if answer.status != 200 or request.url.path == "/oauth/revoke":
-        runtime.current().credential_cache.forget_granted()
     headers = {**answer.headers, **_CORS, "Cache-Control": "no-store", "Pragma": "no-cache"}
-    return JSONResponse(answer.body, status_code=answer.status, headers=headers), form
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers)
 
 
 async def token(request: Request) -> Response:
     """POST /oauth/token (RFC 6749 §3.2): codes and refresh tokens for tokens."""
-    response, _ = await _form_endpoint(request, lambda server, asked: server.create_token_response(asked))
+    response = await _form_endpoint(request, lambda server, asked: server.create_token_response(asked))
+    if response.status_code >= 400:
+        # A refusal may have revoked a grant (a replayed code or refresh token): this process
+        # forgets the grant credentials it had verified; each is looked up again on its next use.
+        runtime.current().credential_cache.forget_granted()
     return response
 
 
 async def revoke(request: Request) -> Response:
     """POST /oauth/revoke (RFC 7009): a refresh token ends its whole grant, an access token
     ends alone; an unknown token is answered 200 all the same."""
-    response, form = await _form_endpoint(
+    response = await _form_endpoint(
         request, lambda server, asked: server.create_endpoint_response("revocation", asked)
     )
     # At once in this process (other processes within the credential cache's 5 seconds).
-    runtime.current().credential_cache.forget(credentials.digest(pages.first(form, "token")))
+    runtime.current().credential_cache.forget_granted()
     return response
 
 
