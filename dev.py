@@ -50,7 +50,10 @@ def main() -> int:
     os.chdir(ROOT)
     if command == "serve":
         return subprocess.call([str(BIN / "cardvault"), "serve", *rest])
-    return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest])
+    # Every core runs tests (each xdist worker has its own databases, ports and directories);
+    # `-n 0` on the command line runs them in this process instead.
+    parallel = [] if any(arg.startswith(("-n", "--numprocesses")) for arg in rest) else ["-n", "auto"]
+    return subprocess.call([str(BIN / "python"), "-m", "pytest", *parallel, "--dist", "loadgroup", *rest])
 
 
 if __name__ == "__main__":

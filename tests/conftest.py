@@ -22,11 +22,21 @@ POSTGRES_URL = os.environ.get(
     "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# pytest-xdist names its workers gw0, gw1, ...; a run without workers is worker 0.
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+
+
+def shared_redis_url() -> str:
+    """The machine's Redis, at a database number of this worker's own (15, 14, ... down to 2)."""
+    base = os.environ.get("CARDVAULT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    server, number = base.rsplit("/", 1)
+    return f"{server}/{int(number) - WORKER % 14}"
 
 
 def fresh_postgres_database(name: str, purpose: str) -> str:
-    """Create (or recreate) a database of its own on the test server and return its URL; skip,
-    or fail under CI=true, when the server cannot be reached."""
+    """Create (or recreate) a database of this worker's own on the test server and return its URL;
+    skip, or fail under CI=true, when the server cannot be reached."""
+    name = f"{name}_w{WORKER}"
     try:
         engine = create_engine(
             POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
@@ -157,3 +167,12 @@ def make_api(app_client: TestClient, database: Database, new_account: Callable[[
 @pytest.fixture
 def api(make_api: Callable[[], Api]) -> Api:
     return make_api()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep each tier that installs or builds something once per session on one xdist worker
+    (the SDK tier's npm tools and generated clients, the browser tier's Chromium)."""
+    for item in items:
+        tier = item.path.relative_to(item.config.rootpath).parts[1]
+        if tier in {"sdk", "browser"}:
+            item.add_marker(pytest.mark.xdist_group(tier))

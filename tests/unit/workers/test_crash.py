@@ -18,9 +18,9 @@ from sqlalchemy import func, select
 from cardvault.domain import accounts, cards, tag_operations
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardTag, TagOperation
-from tests.conftest import IN_CI, fresh_postgres_database
+from tests.conftest import IN_CI, fresh_postgres_database, shared_redis_url
 
-REDIS_URL = os.environ.get("CARDVAULT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = shared_redis_url()
 CARDS = 3000
 BIN = Path(sys.executable).parent
 
