@@ -6,11 +6,15 @@ import dataclasses
 import os
 import secrets
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 import limits
 
-SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "cardvault.yaml"
+# openapi/cardvault.yaml, installed as package data (pyproject.toml maps cardvault.openapi onto
+# openapi/): the live file in an editable install, the wheel's copy otherwise. Connexion reads it
+# from a directory on disk, which an installed (unzipped) package always is.
+SPEC_PATH = Path(str(resources.files("cardvault.openapi") / "cardvault.yaml"))
 
 
 class SettingsError(ValueError):
