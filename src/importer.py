@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
@@ -28,7 +27,7 @@ from cardvault.domain import captions, cards, imports, uploads
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.models import Card
-from cardvault.settings import SPEC_PATH
+from cardvault.settings import spec_document
 from cardvault.workers.processing import send_stage
 
 PLAIN_EVERY = 100  # cards between plain progress lines
@@ -187,7 +186,7 @@ def _stored(
 def _servable() -> imports.Servable:
     """Whether a value is what the API shows, by the spec's schema of it (``link``: the
     extended card's link fields, by theirs)."""
-    spec = _json_schema(yaml.safe_load(SPEC_PATH.read_text()))
+    spec = _json_schema(spec_document()[1])
     registry: Registry[Any] = Registry().with_resource(_SPEC, Resource(contents=spec, specification=DRAFT7))
     fields: dict[str, Any] = {}
     for part in spec["components"]["schemas"]["DoneCard"]["allOf"]:

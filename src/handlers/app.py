@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
-import yaml
+import orjson
 from connexion import AsyncApp
 from connexion.apps.asynchronous import AsyncApi, AsyncOperation
 from connexion.context import receive, scope
@@ -27,6 +28,7 @@ from connexion.middleware.server_error import ServerErrorMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolution, Resolver
+from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
@@ -41,7 +43,7 @@ from cardvault.handlers.files import FileRoutes
 from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
 from cardvault.handlers.validation import VALIDATORS
 from cardvault.handlers.web.routes import WebRoutes
-from cardvault.settings import SPEC_PATH, Settings
+from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import embedded
 
@@ -123,6 +125,24 @@ class _DocsUI(SwaggerUIMiddleware):
             await self.app(scope, receive, send)
 
 
+# Connexion validates the whole spec against the OpenAPI schema for every app it builds
+# (``Specification._validate_spec``, a classmethod): half a second of jsonschema on ours, paid
+# again by every app a process builds. This validates each distinct document once per process;
+# a document with any difference is validated in full.
+_VALIDATED_SPECS: set[bytes] = set()
+_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
+
+
+def _validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, Any]) -> None:
+    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
+    if digest not in _VALIDATED_SPECS:
+        _connexion_validate_spec(spec_cls, spec)
+        _VALIDATED_SPECS.add(digest)
+
+
+OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)  # type: ignore[method-assign,assignment]
+
+
 def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
     """For each path template of the spec, a matcher and the methods it documents."""
     table = []
@@ -152,8 +172,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
     store = store_from_settings(settings)
     worker_broker.bind(settings, db, store)
-    spec_text = SPEC_PATH.read_text()
-    spec = yaml.safe_load(spec_text)
+    spec_text, spec = spec_document()
     allowed = _allowed_methods(spec)
     rt = runtime.Runtime(
         settings=settings,
@@ -201,7 +220,6 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         __name__,
         lifespan=_lifespan(worker_broker.is_embedded()),
         middlewares=middlewares,
-        specification_dir=str(SPEC_PATH.parent),
         swagger_ui_options=SwaggerUIOptions(
             swagger_ui=settings.swagger_ui,
             serve_spec=True,
@@ -211,7 +229,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     )
     app.middleware.app.api_cls = _OnceDecoratedApi  # type: ignore[attr-defined]
     app.add_api(
-        SPEC_PATH.name,
+        spec,  # Connexion copies what it changes
         base_path=BASE_PATH,
         resolver=TagResolver(spec, operations.rules_from_spec(spec, settings)),
         pythonic_params=True,

@@ -3,15 +3,14 @@
 import re
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.tags import clean_tag, clean_tags, tag_key
-from cardvault.settings import SPEC_PATH
+from cardvault.settings import spec_document
 
-TAG_SCHEMA = yaml.safe_load(SPEC_PATH.read_text())["components"]["schemas"]["TagName"]
+TAG_SCHEMA = spec_document()[1]["components"]["schemas"]["TagName"]
 TAG_PATTERN = re.compile(TAG_SCHEMA["pattern"])
 
 

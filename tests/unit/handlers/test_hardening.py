@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
-from cardvault.settings import SPEC_PATH
+from cardvault.settings import spec_document
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 from tests.unit.handlers.test_folders import folder
 
-SPEC = yaml.safe_load(SPEC_PATH.read_text())
+SPEC = spec_document()[1]
 DONE_FIELDS = {"completedAt", "isHidden", "linkCategory", "sourceTitle", "sourceUrl"}
 
 

@@ -18,18 +18,17 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import pytest
-import yaml
 from sqlalchemy import select, text
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Base
 from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
-from cardvault.settings import SPEC_PATH, Settings
+from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api, app_env
 
-SPEC = yaml.safe_load(SPEC_PATH.read_text())
+SPEC = spec_document()[1]
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}
 MAX_BODY = 4 * 1024 * 1024
