@@ -1,5 +1,5 @@
 """Audio, video and documents read where they cannot hurt: these functions run in the decoder's
-child process (cardvault.adapters.images.Decoder), which has a memory and CPU limit, and answer
+child process (cardvault.adapters.decoder.Decoder), which has a memory and CPU limit, and answer
 JSON facts and image bytes. The caller passes the type sniffed from the file's bytes; nothing
 here trusts a name or a declared type.
 
@@ -33,6 +33,8 @@ import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
+
+from cardvault.adapters.renditions import three_sizes
 
 WAVEFORM_DETAIL = 1000
 WAVEFORM_GRID = 64
@@ -235,7 +237,7 @@ def video(path: str, mime_type: str) -> tuple[dict[str, Any], list[bytes]]:
             raise MediaRefused("MEDIA_UNREADABLE", f"The video cannot be decoded: {exc}") from None
     if poster is None:
         raise MediaRefused("MEDIA_UNREADABLE", "The video has no frame that decodes.")
-    sizes = _three_sizes(poster)
+    sizes = three_sizes(poster)
     sprite, scrub = _sprite(tiles or [poster.resize(size)], size)
     facts = {"durationMs": round(seconds * 1000), "width": width, "height": height, "scrub": scrub}
     return facts, [*sizes, sprite]
@@ -295,16 +297,6 @@ def _sprite(tiles: list[Any], size: tuple[int, int]) -> tuple[bytes, dict[str, i
     return out.getvalue(), layout
 
 
-def _three_sizes(picture: Any) -> list[bytes]:
-    """A picture as 1200, 256 and 48 px WebP."""
-    from cardvault.adapters.images import COMPACT, LARGE, PLACEHOLDER, webp
-
-    frame = picture.convert("RGB")
-    large = webp(frame.copy(), LARGE, 85)[1]
-    compact_image, compact = webp(frame, COMPACT, 80)
-    return [large, compact, webp(compact_image.copy(), PLACEHOLDER, 50)[1]]
-
-
 # -- documents ---------------------------------------------------------------------------------
 
 
@@ -338,7 +330,7 @@ def pdf(path: str) -> tuple[dict[str, Any], list[bytes]]:
     finally:
         document.close()
     facts = {"preview": {"kind": "pdf", "pageCount": pages}, "text": _kept("\n".join(text))}
-    return facts, _three_sizes(picture)
+    return facts, three_sizes(picture)
 
 
 _XML_TAG = re.compile(r"<[^<>]{0,2000}>")  # (no "<" inside: linear on "<<<<")

@@ -24,8 +24,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import ai, speech
+from cardvault.adapters.decoder import SPEECH_TIMEOUT_SECONDS, Decoder
 from cardvault.adapters.fetcher import Fetcher
-from cardvault.adapters.images import SPEECH_TIMEOUT_SECONDS, Decoder, ImageRefused, Renditions
+from cardvault.adapters.images import ImageRefused, Renditions
 from cardvault.domain import ai as ai_rules
 from cardvault.domain import links, processing, search, uploads
 from cardvault.domain.clock import now_ms

@@ -1,4 +1,5 @@
-"""The image decoder's child process: limits, and a fresh child after a stall or a crash."""
+"""The decoder's child process (cardvault.adapters.decoder): limits, and a fresh child after a stall
+or a crash."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from cardvault.adapters.images import Decoder, ImageRefused
+from cardvault.adapters.decoder import Decoder
+from cardvault.adapters.images import ImageRefused
 
 
 def _image(path: Path, size: tuple[int, int], fmt: str = "PNG") -> Path:
