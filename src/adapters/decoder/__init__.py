@@ -75,8 +75,8 @@ class Decoder:
 
     def captions(self, path: Path, *, caption_format: str) -> dict[str, Any]:
         """The text of a WebVTT (``vtt``) or SubRip (``srt``) caption file and how many cues
-        have text (cardvault.adapters.media.captions); ImageRefused with CAPTIONS_UNREADABLE
-        when it cannot be read."""
+        have text (cardvault.adapters.media.subtitles.captions); ImageRefused with
+        CAPTIONS_UNREADABLE when it cannot be read."""
         head, _ = self.call({"job": "captions", "path": str(path), "format": caption_format})
         return head
 

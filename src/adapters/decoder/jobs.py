@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.adapters import media, speech
+from cardvault.adapters import speech
 from cardvault.adapters.images import ImageRefused, make
+from cardvault.adapters.media import MediaRefused, audio, documents, subtitles, video
 
 
 def _image_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
@@ -24,9 +25,9 @@ def _image_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
 def _media_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
     try:
         if request.get("subtitles"):
-            return media.subtitles(request["path"], request["mime_type"]), []
-        return media.analyse(request["path"], file_kind=request["file_kind"], mime_type=request["mime_type"])
-    except media.MediaRefused as refused:
+            return subtitles.subtitles(request["path"], request["mime_type"]), []
+        return _analyse(request["path"], file_kind=request["file_kind"], mime_type=request["mime_type"])
+    except MediaRefused as refused:
         raise ImageRefused(refused.code, str(refused)) from None
     except MemoryError:
         raise
@@ -35,10 +36,25 @@ def _media_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         raise ImageRefused(code, f"The file cannot be read: {type(exc).__name__}: {exc}") from None
 
 
+def _analyse(path: str, *, file_kind: str, mime_type: str) -> tuple[dict[str, Any], list[bytes]]:
+    """Facts of the file and its pictures (see cardvault.adapters.media), by its kind."""
+    if file_kind == "audio":
+        return audio.audio(path, mime_type), []
+    if file_kind == "video":
+        return video.video(path, mime_type)
+    if file_kind == "pdf":
+        return documents.pdf(path)
+    if file_kind == "office":
+        return documents.office(path, mime_type), []
+    if file_kind == "archive":
+        return documents.archive(path, mime_type), []
+    return documents.text_file(path), []
+
+
 def _captions_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
     try:
-        return media.captions(request["path"], request["format"]), []
-    except media.MediaRefused as refused:
+        return subtitles.captions(request["path"], request["format"]), []
+    except MediaRefused as refused:
         raise ImageRefused(refused.code, str(refused)) from None
     except MemoryError:
         raise
@@ -50,11 +66,11 @@ def _captions_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]
 
 def _speech_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
     try:
-        samples = media.speech_samples(
+        samples = audio.speech_samples(
             request["path"], request["mime_type"], seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE
         )
-        return speech.transcribe(samples, limit=media.TRANSCRIPT_CHARS), []
-    except media.MediaRefused as refused:
+        return speech.transcribe(samples, limit=subtitles.TRANSCRIPT_CHARS), []
+    except MediaRefused as refused:
         raise ImageRefused(refused.code, str(refused)) from None
     except speech.WeightsChanged as changed:
         raise ImageRefused("SPEECH_MODEL_CHANGED", str(changed)) from None
