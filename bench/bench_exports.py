@@ -43,7 +43,8 @@ import zipstream
 from sqlalchemy import delete, select
 
 from bench.bench_cards import ROOT, _database
-from cardvault.adapters.blobs import BlobStore, LocalDiskStore, store_from_settings
+from cardvault.adapters.blobs import BlobStore, store_from_settings
+from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import accounts, cards, exports, folders, search, tag_counts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database

@@ -30,7 +30,7 @@ import httpx
 from PIL import Image
 
 from bench.bench_cards import _database, _free_port, _start
-from cardvault.adapters.images import Decoder
+from cardvault.adapters.decoder import Decoder
 from cardvault.domain import accounts, keys
 from cardvault.domain.db import Database
 

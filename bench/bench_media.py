@@ -52,7 +52,7 @@ from bench.bench_files import _peak_rss_mb  # noqa: E402
 from bench.bench_links import BIN, _worker_pids  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
-from cardvault.adapters.images import Decoder  # noqa: E402
+from cardvault.adapters.decoder import Decoder  # noqa: E402
 from cardvault.domain import accounts, cards, processing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402

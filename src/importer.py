@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.adapters.images import Decoder
+from cardvault.adapters.decoder import Decoder
 from cardvault.domain import captions, cards, imports, uploads
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput

@@ -6,9 +6,9 @@ reads them when a server or worker starts and refuses to start on a change, and 
 checks the bytes it loads again. Nothing is downloaded: the model is given to CTranslate2 from
 memory and the hub is told to stay offline.
 
-``transcribe`` runs in the speech child process (cardvault.adapters.images.Decoder, job
+``transcribe`` runs in the speech child process (cardvault.adapters.decoder.Decoder, job
 ``speech``, with its own memory, CPU and time limits): the sound is decoded by PyAV with the
-sniffed format and no network (cardvault.adapters.media.speech_samples), 16 kHz mono, at most
+sniffed format and no network (cardvault.adapters.media.audio.speech_samples), 16 kHz mono, at most
 MAX_SECONDS; Whisper base, int8, THREADS threads, greedy at temperature 0 only, each window
 on its own (no conditioning on the text before, which keeps a misheard window from repeating).
 faster-whisper's default decodes a window again at five higher temperatures when its first

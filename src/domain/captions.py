@@ -18,7 +18,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore, ObjectChanged
-from cardvault.adapters.images import Decoder, ImageRefused
+from cardvault.adapters.decoder import Decoder
+from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing, uploads
 from cardvault.domain.cards import Edited, forget_ai, get_card
 from cardvault.domain.clock import now_ms

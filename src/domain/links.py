@@ -15,8 +15,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.fetcher import Fetched, Fetcher, FetchRefused
+from cardvault.adapters.pages import Page, PageUnreadable, read_page
+from cardvault.adapters.pages.categories import VERBS
 from cardvault.domain import search
-from cardvault.domain.link_pages import VERBS, Page, PageUnreadable, read_page
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed
 

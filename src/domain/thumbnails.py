@@ -15,7 +15,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.adapters.images import Decoder, ImageRefused
+from cardvault.adapters.decoder import Decoder
+from cardvault.adapters.images import ImageRefused
 from cardvault.domain import filetypes, processing, uploads
 from cardvault.domain.cards import Edited, get_card
 from cardvault.domain.clock import now_ms

@@ -17,7 +17,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cardvault.adapters.blobs import IMMUTABLE, LocalDiskStore, UploadRefused, content_disposition
+from cardvault.adapters.blobs import IMMUTABLE, content_disposition
+from cardvault.adapters.blobs.local import LocalDiskStore, UploadRefused
 from cardvault.handlers import runtime as runtime_module
 from cardvault.handlers.errors import error_response
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.adapters.images import Decoder
+from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import IdempotencyKeyInUse

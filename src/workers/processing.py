@@ -24,13 +24,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import ai, speech
+from cardvault.adapters.decoder import SPEECH_TIMEOUT_SECONDS, Decoder
 from cardvault.adapters.fetcher import Fetcher
-from cardvault.adapters.images import SPEECH_TIMEOUT_SECONDS, Decoder, ImageRefused, Renditions
+from cardvault.adapters.images import ImageRefused, Renditions
+from cardvault.adapters.pages import Page
 from cardvault.domain import ai as ai_rules
 from cardvault.domain import links, processing, search, uploads
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
-from cardvault.domain.link_pages import Page
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import blob_store, database, settings

@@ -1,76 +1,72 @@
-"""The image decoder's child process: limits, and a fresh child after a stall or a crash."""
+"""An image's main colours (cardvault.adapters.images.main_colours): the colours that each
+cover at least MAIN_SHARE of the picture, most covering first, at most MAIN_COLOURS, and the
+transparent pixels not counted."""
 
 from __future__ import annotations
 
-import io
-import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
-import pytest
 from PIL import Image
 
-from cardvault.adapters.images import Decoder, ImageRefused
+from cardvault.adapters.images import MAIN_COLOURS, MAIN_SHARE, main_colours
+
+BLUE, YELLOW, GREEN, RED = (30, 60, 200), (240, 200, 10), (10, 160, 40), (200, 30, 30)
 
 
-def _image(path: Path, size: tuple[int, int], fmt: str = "PNG") -> Path:
-    buffer = io.BytesIO()
-    Image.effect_noise(size, 64).convert("RGB").save(buffer, fmt)
-    path.write_bytes(buffer.getvalue())
-    return path
+def _hex(rgb: tuple[int, ...]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb[:3])
 
 
-def test_a_stalled_decode_times_out_and_the_next_image_gets_a_fresh_child(tmp_path: Path) -> None:
-    big = _image(tmp_path / "big.png", (3000, 3000))
-    small = _image(tmp_path / "small.png", (64, 48))
-    decoder = Decoder(timeout=0.001)
-    try:
-        with pytest.raises(ImageRefused) as refused:
-            decoder.renditions(big)
-        assert refused.value.code == "DECODE_TIMEOUT"
-        decoder.timeout = 30
-        made = decoder.renditions(small)
-        assert (made.width, made.height, made.animated) == (64, 48, False)
-    finally:
-        decoder.close()
+def _stripes(mode: str, stripes: list[tuple[tuple[int, ...], int]], height: int = 50) -> Image.Image:
+    """A picture of vertical stripes: each a colour and a width in pixels."""
+    image = Image.new(mode, (sum(width for _, width in stripes), height))
+    left = 0
+    for colour, width in stripes:
+        image.paste(colour, (left, 0, left + width, height))
+        left += width
+    return image
 
 
-def test_a_child_that_died_is_replaced(tmp_path: Path) -> None:
-    small = _image(tmp_path / "small.jpg", (64, 48), "JPEG")
-    decoder = Decoder()
-    try:
-        first = decoder.renditions(small)
-        decoder._child.kill()  # as the kernel does past the memory limit
-        decoder._child.join()
-        assert decoder.renditions(small) == first
-    finally:
-        decoder.close()
+def test_the_two_main_colours_are_answered_most_covering_first_and_not_a_sliver() -> None:
+    picture = _stripes("RGB", [(YELLOW, 25), (GREEN, 4), (BLUE, 71)])  # 25%, 4%, 71%
+    assert MAIN_SHARE > 4 / 100  # the green sliver is under the share
+
+    assert main_colours(picture) == (_hex(BLUE), _hex(YELLOW))
 
 
-def test_a_file_that_is_no_image_is_refused(tmp_path: Path) -> None:
-    text = tmp_path / "a.txt"
-    text.write_text("not an image")
-    decoder = Decoder()
-    try:
-        with pytest.raises(ImageRefused) as refused:
-            decoder.renditions(text)
-        assert refused.value.code == "IMAGE_UNSUPPORTED"
-    finally:
-        decoder.close()
+def test_transparent_pixels_do_not_count() -> None:
+    invisible = (255, 255, 255, 0)  # white, but not seen
+    picture = _stripes("RGBA", [(invisible, 60), ((*RED, 255), 36), ((*GREEN, 255), 4)])
+
+    # Green covers 4% of the picture but 10% of what is seen: it is a main colour.
+    assert main_colours(picture) == (_hex(RED), _hex(GREEN))
 
 
-def test_a_caller_that_would_wait_too_long_for_the_decoder_is_told_it_is_busy(tmp_path: Path) -> None:
-    big = _image(tmp_path / "big.png", (3000, 3000))
-    small = _image(tmp_path / "small.png", (64, 48))
-    decoder = Decoder(wait=0.01)
-    try:
-        decoder.renditions(small)  # the child is up
-        with ThreadPoolExecutor(1) as pool:
-            first = pool.submit(decoder.renditions, big)
-            time.sleep(0.05)  # the first holds the decoder now
-            with pytest.raises(ImageRefused) as refused:
-                decoder.renditions(small)
-            assert refused.value.code == "DECODE_BUSY"
-            assert first.result().width == 3000
-    finally:
-        decoder.close()
+def test_a_picture_that_is_all_transparent_has_no_main_colours() -> None:
+    assert main_colours(Image.new("RGBA", (20, 20), (0, 0, 255, 0))) == ()
+
+
+def test_at_most_five_colours_are_answered() -> None:
+    colours = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255), (255, 0, 255)]
+    widths = [22, 20, 18, 16, 13, 11]  # each well over 5%
+    picture = _stripes("RGB", list(zip(colours, widths, strict=True)))
+
+    found = main_colours(picture)
+
+    assert MAIN_COLOURS == 5
+    assert found == tuple(_hex(colour) for colour in colours[:MAIN_COLOURS])
+
+
+def test_colours_hidden_under_transparent_pixels_do_not_change_the_visible_ones() -> None:
+    hidden = [
+        (255, 0, 0),
+        (0, 255, 0),
+        (0, 0, 255),
+        (255, 255, 0),
+        (0, 255, 255),
+        (255, 0, 255),
+        (128, 128, 128),
+        (255, 255, 255),
+    ]
+    orange, steel = (200, 100, 50, 255), (60, 120, 180, 255)
+    picture = _stripes("RGBA", [*(((*rgb, 0), 11) for rgb in hidden), (orange, 7), (steel, 5)])
+
+    assert main_colours(picture) == (_hex(orange), _hex(steel))

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cardvault.adapters import media, speech
+from cardvault.adapters import speech
+from cardvault.adapters.media import audio
 from tests import media_files
 from tests.speech_extra import FOX, require_speech
 
@@ -45,16 +46,16 @@ def test_a_changed_missing_or_added_file_is_refused() -> None:
 
 def test_sound_is_read_mono_at_16_khz_up_to_its_limit(tmp_path: Path) -> None:
     tone = media_files.audio(tmp_path / "tone.mp3", seconds=3)
-    whole = media.speech_samples(str(tone), "audio/mpeg", seconds=60, rate=16_000)
+    whole = audio.speech_samples(str(tone), "audio/mpeg", seconds=60, rate=16_000)
     assert whole.ndim == 1 and str(whole.dtype) == "float32" and 2.9 * 16_000 < whole.size < 3.2 * 16_000
-    cut = media.speech_samples(str(tone), "audio/mpeg", seconds=1, rate=16_000)
+    cut = audio.speech_samples(str(tone), "audio/mpeg", seconds=1, rate=16_000)
     assert cut.size == 16_000
     silent = media_files.video(tmp_path / "mute.mp4", sound=False)
-    assert media.speech_samples(str(silent), "video/mp4", seconds=60, rate=16_000).size == 0
+    assert audio.speech_samples(str(silent), "video/mp4", seconds=60, rate=16_000).size == 0
 
 
 def test_the_words_of_a_recording_are_heard() -> None:
-    samples = media.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
+    samples = audio.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
     heard = speech.transcribe(samples, limit=10_000)
     text = heard["text"].lower()
     assert "quick brown fox" in text and "lazy dog" in text and "starter" in text
@@ -64,7 +65,7 @@ def test_the_words_of_a_recording_are_heard() -> None:
 
 
 def test_long_sound_is_heard_a_stretch_at_a_time_in_the_first_stretchs_language() -> None:
-    samples = media.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
+    samples = audio.speech_samples(str(FOX), "audio/ogg", seconds=speech.MAX_SECONDS, rate=speech.SAMPLE_RATE)
     padded = np.concatenate([samples, np.zeros(9 * speech.SAMPLE_RATE - samples.size, dtype=np.float32)])
     heard = speech.transcribe(np.concatenate([padded, padded]), limit=10_000, chunk_seconds=9)
     assert heard["text"].lower().count("quick brown fox") == 2 and heard["language"] == "en"

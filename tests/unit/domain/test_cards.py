@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cardvault.adapters.blobs import LocalDiskStore
+from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import card_views, cards
 from cardvault.domain.card_views import CardFilter
 from cardvault.domain.db import Database

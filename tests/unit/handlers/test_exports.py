@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlparse
 
 from sqlalchemy import update
 
-from cardvault.adapters.blobs import BlobStore, LocalDiskStore
+from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain.db import Database
 from cardvault.domain.exports import WEEK_MS
 from cardvault.domain.models import ExportJob

@@ -17,7 +17,8 @@ from PIL import Image
 from sqlalchemy import update
 from starlette.testclient import TestClient
 
-from cardvault.adapters.blobs import BlobStore, LocalDiskStore
+from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import accounts, keys, uploads
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, Upload

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, update
 
-from cardvault.adapters.blobs import LocalDiskStore, store_from_settings
+from cardvault.adapters.blobs import store_from_settings
+from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import cards, exports, folders
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob

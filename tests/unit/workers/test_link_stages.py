@@ -290,6 +290,6 @@ def test_a_page_that_breaks_the_reader_fails_for_good(
     pages.routes["/odd"] = (200, {"Content-Type": "text/html"}, b"<html><head><title>x</title></head></html>")
     pk = link(bound, account_id, pages.url("/odd"))
     with pytest.MonkeyPatch.context() as patch:  # the reader meets what it does not foresee
-        patch.setattr("cardvault.domain.link_pages._category", lambda *_: int("nope"))
+        patch.setattr("cardvault.adapters.pages.page_category", lambda *_: int("nope"))
         run_stage(pk, "linkMetadata")
     assert stages(bound, pk)["linkMetadata"] == ("failed", 1, "PAGE_UNREADABLE")

@@ -1,4 +1,4 @@
-"""The link-page reader (cardvault.domain.link_pages.read_page) on a corpus of saved pages, with no
+"""The link-page reader (cardvault.adapters.pages.read_page) on a corpus of saved pages, with no
 network: each page in tests/fixtures/pages is read as fetched from its address in expected.json,
 and the fields its markup states are checked against values worked out by hand from the
 documented rules (PRECEDENCE, the category rules, the facts, price, media, favicon and date rules),
@@ -19,9 +19,10 @@ from typing import Any, NoReturn
 
 import pytest
 
-from cardvault.domain.link_pages import VERBS, Page, read_page
+from cardvault.adapters.pages import Page, read_page
+from cardvault.adapters.pages.categories import VERBS
 
-PAGES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
+PAGES = Path(__file__).resolve().parents[3] / "fixtures" / "pages"
 CASES: list[dict[str, Any]] = json.loads((PAGES / "expected.json").read_text(encoding="utf-8"))
 FIELDS = {field.name for field in dataclasses.fields(Page)}
 
@@ -196,7 +197,7 @@ def test_a_five_megabyte_page_of_nested_divs_is_read() -> None:
     hanging the run (the limit is a hang guard, far above any reasonable reading time)."""
     program = textwrap.dedent(
         """
-        from cardvault.domain.link_pages import read_page
+        from cardvault.adapters.pages import read_page
         depth = 5 * 1024 * 1024 // len("<div></div>")
         body = b"<!DOCTYPE html><html><head><title>Deep</title></head><body>"
         body += b"<div>" * depth + b"x" + b"</div>" * depth + b"</body></html>"

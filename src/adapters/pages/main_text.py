@@ -1,0 +1,32 @@
+"""What trafilatura reads of a page: its main text, and the metadata the markup does not state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_CHARS = 256 * 1024  # the part of a page trafilatura reads
+
+
+def extract(html: Any, url: str) -> dict[str, Any]:
+    """What trafilatura reads of the page's metadata (title, author, date, description, image),
+    the last source of each, and its main text: from the page's first TEXT_CHARS (its cost
+    grows with the text)."""
+    import trafilatura
+
+    try:
+        document = trafilatura.bare_extraction(
+            html,
+            url=url,
+            with_metadata=True,
+            favor_precision=True,
+            include_comments=False,
+            date_extraction_params={"extensive_search": False, "original_date": True},
+        )
+    except Exception:  # (a page it cannot read is a page without what it adds)
+        return {}
+    if document is None:
+        return {}
+    return {
+        name: getattr(document, name, None)
+        for name in ("title", "author", "date", "description", "image", "text")
+    }
