@@ -26,7 +26,8 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench.load import LoadResult, run_load
-from cardvault.domain import accounts, cards, keys
+from cardvault.domain import cards
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,8 @@ from sqlalchemy import delete, select
 
 from bench.bench_cards import ROOT, _database
 from cardvault.adapters.blobs import BlobStore, LocalDiskStore, store_from_settings
-from cardvault.domain import accounts, cards, exports, folders, search, tag_counts
+from cardvault.domain import cards, exports, folders, search, tag_counts
+from cardvault.domain.auth import accounts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id

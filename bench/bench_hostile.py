@@ -53,7 +53,8 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import _free_port
-from cardvault.domain import accounts, cards, folders, keys, trash
+from cardvault.domain import cards, folders, trash
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 

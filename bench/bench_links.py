@@ -35,7 +35,8 @@ from PIL import Image  # noqa: E402
 
 from bench.bench_cards import ROOT, _database, _free_port  # noqa: E402
 from bench.bench_files import _peak_rss_mb  # noqa: E402
-from cardvault.domain import accounts, cards, processing  # noqa: E402
+from cardvault.domain import cards, processing  # noqa: E402
+from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402

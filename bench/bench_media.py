@@ -53,7 +53,8 @@ from bench.bench_links import BIN, _worker_pids  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.images import Decoder  # noqa: E402
-from cardvault.domain import accounts, cards, processing  # noqa: E402
+from cardvault.domain import cards, processing  # noqa: E402
+from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402

@@ -34,7 +34,8 @@ from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from cardvault.domain import card_views, keys, tag_operations
+from cardvault.domain import card_views, tag_operations
+from cardvault.domain.auth import keys
 from cardvault.domain.db import Database
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")

@@ -29,7 +29,8 @@ import redis
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import POSTGRES, _free_port
-from cardvault.domain import accounts, keys, tag_counts
+from cardvault.domain import tag_counts
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 

@@ -19,7 +19,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards, folders, keys, tag_operations
+from cardvault.domain import cards, folders, tag_operations
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation

@@ -13,7 +13,8 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards, keys
+from cardvault.domain import cards
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database, is_busy
 from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card

@@ -15,7 +15,8 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-from cardvault.domain import accounts, cards, tag_operations
+from cardvault.domain import cards, tag_operations
+from cardvault.domain.auth import accounts
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardTag, TagOperation
 from tests.conftest import IN_CI, fresh_postgres_database

@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards, folders, keys, trash
+from cardvault.domain import cards, folders, trash
+from cardvault.domain.auth import keys
 from cardvault.domain.db import Database
 from tests.unit.handlers.web.conftest import Person, sign_in
 

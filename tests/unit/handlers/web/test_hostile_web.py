@@ -25,7 +25,8 @@ from sqlalchemy import event, func, select
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cardvault.domain import cards, folders, keys, oauth
+from cardvault.domain import cards, folders
+from cardvault.domain.auth import keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey, Card, OAuthCode, OAuthGrant, OAuthToken, WebSession

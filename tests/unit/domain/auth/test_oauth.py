@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain import accounts, credentials, oauth, web_sessions
+from cardvault.domain.auth import accounts, credentials, oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput

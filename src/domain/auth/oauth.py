@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from cardvault.domain import credentials
+from cardvault.domain.auth import credentials
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account, ApiKey, OAuthClient, OAuthCode, OAuthGrant, OAuthToken

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import oauth, passwords, web_sessions
+from cardvault.domain.auth import oauth, passwords, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import Conflict, InvalidInput, NotFound
 from cardvault.domain.ids import new_id

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from cardvault.domain import accounts, credentials, keys
+from cardvault.domain.auth import accounts, credentials, keys
 from cardvault.domain.db import Database
 from cardvault.domain.errors import Conflict, NotFound
 from cardvault.domain.models import ApiKey

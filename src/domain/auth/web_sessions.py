@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import credentials
+from cardvault.domain.auth import credentials
 from cardvault.domain.models import WebSession
 
 SESSION_SECONDS = 7 * 86_400  # a week, then sign in again

@@ -9,7 +9,7 @@ import hmac
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
-from cardvault.domain import credentials
+from cardvault.domain.auth import credentials
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InsufficientScope, InvalidInput, KeyLimitReached, NotFound
 from cardvault.domain.ids import new_id
