@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from cardvault.domain import idempotency
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ServiceBusy
-from cardvault.domain.idempotency import StoredResponse
+from cardvault.domain.guards import idempotency
+from cardvault.domain.guards.idempotency import StoredResponse
 
 FIRST = StoredResponse(status=201, body=b'{"id":"fld_1"}', headers={"Location": "/v1/folders/fld_1"})
 
