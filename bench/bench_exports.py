@@ -44,12 +44,13 @@ from sqlalchemy import delete, select
 
 from bench.bench_cards import ROOT, _database
 from cardvault.adapters.blobs import BlobStore, LocalDiskStore, store_from_settings
-from cardvault.domain import cards, exports, folders, search, tag_counts
+from cardvault.domain import cards, folders, search, tag_counts
 from cardvault.domain.auth import accounts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
+from cardvault.domain.portability import exports
 from cardvault.settings import Settings
 
 FILE_MB = 5  # about this many MB of random bytes per file card

@@ -1,5 +1,5 @@
 """``cardvault import ZIP --account NAME``: restore an export into an account, a card at a time
-(cardvault.domain.imports has the rules), with a progress bar on a terminal and one plain line
+(cardvault.domain.portability.imports has the rules), with a progress bar on a terminal and one plain line
 per step otherwise (logs, CI). A card that cannot be restored is reported and skipped; the
 others are kept. The restored cards' processing (renditions, posters, the link stages) is sent
 to the workers (with Redis, at once; on the embedded default, the server's sweeper sends it
@@ -24,10 +24,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder
-from cardvault.domain import captions, cards, imports, uploads
+from cardvault.domain import captions, cards, uploads
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.models import Card
+from cardvault.domain.portability import imports
 from cardvault.settings import SPEC_PATH
 from cardvault.workers.processing import send_stage
 

@@ -11,7 +11,7 @@ from cardvault.domain.models.declarative import Base
 
 
 class ExportJob(Base):
-    """A ZIP export of an account (cardvault.domain.exports); the row is the truth about it."""
+    """A ZIP export of an account (cardvault.domain.portability.exports); the row is the truth about it."""
 
     __tablename__ = "export_jobs"
     __table_args__ = (

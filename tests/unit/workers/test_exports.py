@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy import insert, update
 
 from cardvault.adapters.blobs import LocalDiskStore, store_from_settings
-from cardvault.domain import cards, exports, folders
+from cardvault.domain import cards, folders
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
+from cardvault.domain.portability import exports
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import exports as actors

@@ -22,11 +22,12 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import archive, card_views
+from cardvault.domain import card_views
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import ExportFinished, ExportQuotaUsed, ExportRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportItem, ExportJob, Folder, get_owned
+from cardvault.domain.portability import archive
 
 WEEK_MS = 7 * 24 * 3600 * 1000
 RETENTION_MS = WEEK_MS  # a ready archive is kept this long

@@ -1,4 +1,4 @@
-"""Reading an export archive back into an account (cardvault.domain.archive's format, version 1).
+"""Reading an export archive back into an account (cardvault.domain.portability.archive's format, version 1).
 
 The archive is checked before anything is written: its manifest, and ``cards.json`` and
 ``folders.json`` against their sizes and sha256 in it. Each file is checked again as it is
@@ -22,12 +22,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import archive, cards, links, processing, search, tag_counts, trash, uploads
+from cardvault.domain import cards, links, processing, search, tag_counts, trash, uploads
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
+from cardvault.domain.portability import archive
 from cardvault.domain.tags import clean_tags, tag_key
 
 # cards.json and manifest.json are read whole (about 10x their size in memory): 256 MiB holds
