@@ -24,9 +24,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder
-from cardvault.domain import captions, cards, uploads
+from cardvault.domain import cards
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
 from cardvault.domain.portability import imports
 from cardvault.settings import SPEC_PATH

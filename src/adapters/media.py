@@ -55,7 +55,7 @@ OFFICE_PARTS = 200  # of its slide parts, the most read
 MAX_ENTRIES = 100_000  # of an archive's index, the most entries counted
 TEXT_BYTES = 10 * 1000 * 1000
 
-# The demuxer for each sniffed type (cardvault.domain.filetypes): never FFmpeg's own guess.
+# The demuxer for each sniffed type (cardvault.domain.files.filetypes): never FFmpeg's own guess.
 FORMATS = {
     "video/mp4": "mp4",
     "video/quicktime": "mov",

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import filetypes, links, processing, search, tag_counts, uploads
+from cardvault.domain import links, processing, search, tag_counts
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch
+from cardvault.domain.files import filetypes, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
 from cardvault.domain.tags import clean_tags, tag_key

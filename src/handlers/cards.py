@@ -8,21 +8,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import (
-    captions,
-    card_views,
-    cards,
-    colors,
-    filetypes,
-    links,
-    processing,
-    thumbnails,
-    trash,
-    uploads,
-)
+from cardvault.domain import card_views, cards, colors, links, processing, trash
 from cardvault.domain.card_views import CardView
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
+from cardvault.domain.files import captions, filetypes, thumbnails, uploads
 from cardvault.domain.models import Card, CardStage
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json

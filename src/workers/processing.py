@@ -27,9 +27,10 @@ from cardvault.adapters import ai, speech
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.images import SPEECH_TIMEOUT_SECONDS, Decoder, ImageRefused, Renditions
 from cardvault.domain import ai as ai_rules
-from cardvault.domain import links, processing, search, uploads
+from cardvault.domain import links, processing, search
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
+from cardvault.domain.files import uploads
 from cardvault.domain.link_pages import Page
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped

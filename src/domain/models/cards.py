@@ -71,7 +71,7 @@ class Card(Base):
     # A video's scrub strip: {"frameWidth", "frameHeight", "frames", "columns"}, and its sprite.
     scrub: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     scrub_object: Mapped[str | None] = mapped_column(Text)
-    # An audio or video card's caption file (cardvault.domain.captions): its object, what it is
+    # An audio or video card's caption file (cardvault.domain.files.captions): its object, what it is
     # ({"fileName", "format", "size", "cueCount"}) and its cues' text (read with the card only).
     captions_object: Mapped[str | None] = mapped_column(Text)
     captions: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -22,10 +22,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import cards, links, processing, search, tag_counts, trash, uploads
+from cardvault.domain import cards, links, processing, search, tag_counts, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
+from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.portability import archive

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.images import Decoder, ImageRefused
-from cardvault.domain import processing, uploads
+from cardvault.domain import processing
 from cardvault.domain.cards import Edited, forget_ai, get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -31,6 +31,7 @@ from cardvault.domain.errors import (
     UnsupportedType,
     UploadChanged,
 )
+from cardvault.domain.files import uploads
 from cardvault.domain.models import Card
 
 CAPTION_TYPES = ("text/vtt", "application/x-subrip", "text/srt", "text/plain")

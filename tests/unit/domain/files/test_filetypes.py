@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain import filetypes
-from cardvault.domain.filetypes import Refused, sniff
+from cardvault.domain.files import filetypes
+from cardvault.domain.files.filetypes import Refused, sniff
 
 EBML = b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\x82"  # a Matroska header up to its DocType
 ZIP = b"PK\x03\x04" + b"\x00" * 26  # a local file header, then the first entry's name

@@ -18,7 +18,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore, ObjectChanged, StoredObject, UploadTarget
-from cardvault.domain import filetypes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import (
     FileTooLarge,
@@ -29,7 +28,8 @@ from cardvault.domain.errors import (
     UploadNotFound,
     UploadUsed,
 )
-from cardvault.domain.filetypes import FileType
+from cardvault.domain.files import filetypes
+from cardvault.domain.files.filetypes import FileType
 from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, DoomedObject, Upload
 
