@@ -34,9 +34,10 @@ from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from cardvault.domain import card_views, tag_operations
+from cardvault.domain import card_views
 from cardvault.domain.auth import keys
 from cardvault.domain.db import Database
+from cardvault.domain.tags import operations
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
 DATABASE = "cardvault_scale"
@@ -157,7 +158,7 @@ def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) 
     account = meta["account_id"]
     with db.transaction(write=False) as session:
         if name == "tag_list":
-            tag_operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
+            operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
         else:
             filters = card_views.CardFilter(
                 card_type=params.get("type"),

@@ -18,11 +18,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import cards, search, tag_counts
+from cardvault.domain import cards, search
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
-from cardvault.domain.tags import clean_tag, tag_key
+from cardvault.domain.tags import counts
+from cardvault.domain.tags.names import clean_tag, tag_key
 
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
 
@@ -140,10 +141,10 @@ def apply(
 ) -> None:
     """Keep what the engine said on the card (locked, the account's tags locked before it):
     its summary, its keywords as AI tags, and which engine said it."""
-    before = tag_counts.card_tally(card)
+    before = counts.card_tally(card)
     cards.replace_tags(card, "ai", snap(session, card, keywords))
     card.ai_summary, card.ai_engine = summary, engine
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
     search.index_card(session, card)
-    tag_counts.apply(session, account_id=card.account_id, before=before, after=tag_counts.card_tally(card))
+    counts.apply(session, account_id=card.account_id, before=before, after=counts.card_tally(card))

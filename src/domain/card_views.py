@@ -18,7 +18,7 @@ from cardvault.domain import processing, search
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import NotFound
 from cardvault.domain.models import Card, CardTag, FolderCard
-from cardvault.domain.tags import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag, tag_key
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
 

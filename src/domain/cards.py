@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import links, processing, search, tag_counts
+from cardvault.domain import links, processing, search
 from cardvault.domain.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -16,7 +16,8 @@ from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, 
 from cardvault.domain.files import filetypes, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
-from cardvault.domain.tags import clean_tags, tag_key
+from cardvault.domain.tags import counts
+from cardvault.domain.tags.names import clean_tags, tag_key
 
 MAX_CONTENT_BYTES = 512 * 1024
 FILE_CARD_TYPES = ("image", "video", "audio", "document")  # cards whose item is a file
@@ -116,9 +117,7 @@ def add_card(
     session.add(card)
     session.flush()
     search.index_card(session, card)
-    tag_counts.apply(
-        session, account_id=account_id, before=tag_counts.NONE, after=tag_counts.card_tally(card)
-    )
+    counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
     return card
 
 
@@ -225,7 +224,7 @@ def edit_card(
         lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = (card.content, card.notes, card.url, card.tags)
-    tags_before = tag_counts.card_tally(card)
+    tags_before = counts.card_tally(card)
     if content is not None:
         card.content = content
     if notes is not _UNSET:
@@ -246,9 +245,7 @@ def edit_card(
             stages = processing.queue(session, card, ["ai"])  # its summary and tags, anew
         session.flush()
         search.index_card(session, card)
-        tag_counts.apply(
-            session, account_id=account_id, before=tags_before, after=tag_counts.card_tally(card)
-        )
+        counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))
     return Edited(card, stages)
 
 
@@ -269,15 +266,13 @@ def forget_ai(session: Session, card: Card) -> None:
     written = (card.ai_summary, card.ai_transcript, card.ai_engine, card.transcript_source)
     if not card.ai_tags and all(value is None for value in written):
         return
-    tags_before = tag_counts.card_tally(card)
+    tags_before = counts.card_tally(card)
     card.ai_summary = card.ai_transcript = card.ai_engine = card.transcript_source = None
     replace_tags(card, "ai", [])
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
     search.index_card(session, card)
-    tag_counts.apply(
-        session, account_id=card.account_id, before=tags_before, after=tag_counts.card_tally(card)
-    )
+    counts.apply(session, account_id=card.account_id, before=tags_before, after=counts.card_tally(card))
 
 
 def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequence[str]) -> Card:
@@ -285,12 +280,12 @@ def set_ai_tags(session: Session, *, account_id: str, card_id: str, tags: Sequen
     clean = clean_tags(tags)
     lock_tags(session, account_id=account_id)  # before the card, as cardvault.domain.db says
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
-    before, names = tag_counts.card_tally(card), card.ai_tags
+    before, names = counts.card_tally(card), card.ai_tags
     replace_tags(card, "ai", clean)
     if card.ai_tags != names:
         card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
-    tag_counts.apply(session, account_id=account_id, before=before, after=tag_counts.card_tally(card))
+    counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))
     return card
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import tag_counts
 from cardvault.domain.cards import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash
 from cardvault.domain.models import Card
+from cardvault.domain.tags import counts
 
 PURGE_BATCH = 500
 DAY_MS = 86_400_000
@@ -33,10 +33,10 @@ def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
     lock_tags(session, account_id=account_id)
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.deleted_at is None:
-        tags = tag_counts.card_tally(card)
+        tags = counts.card_tally(card)
         card.deleted_at = now_ms()
         card.updated_at = max(card.deleted_at, card.updated_at)
-        tag_counts.apply(session, account_id=account_id, before=tags, after=tag_counts.NONE)
+        counts.apply(session, account_id=account_id, before=tags, after=counts.NONE)
     return card
 
 
@@ -47,9 +47,7 @@ def restore(session: Session, *, account_id: str, card_id: str) -> Card:
     if card.deleted_at is not None:
         card.deleted_at = None
         card.updated_at = max(now_ms(), card.updated_at)
-        tag_counts.apply(
-            session, account_id=account_id, before=tag_counts.NONE, after=tag_counts.card_tally(card)
-        )
+        counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
     return card
 
 

@@ -9,7 +9,7 @@ from cardvault.domain.models.declarative import Base
 
 
 class TagCounter(Base):
-    """How many of the account's cards outside Trash carry a tag (cardvault.domain.tag_counts)."""
+    """How many of the account's cards outside Trash carry a tag (cardvault.domain.tags.counts)."""
 
     __tablename__ = "tag_counters"
     __table_args__ = (Index("ix_tag_counters_account_cards", "account_id", text("cards DESC"), "name_key"),)

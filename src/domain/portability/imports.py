@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import cards, links, processing, search, tag_counts, trash
+from cardvault.domain import cards, links, processing, search, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
@@ -30,7 +30,8 @@ from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.portability import archive
-from cardvault.domain.tags import clean_tags, tag_key
+from cardvault.domain.tags import counts
+from cardvault.domain.tags.names import clean_tags, tag_key
 
 # cards.json and manifest.json are read whole (about 10x their size in memory): 256 MiB holds
 # about 100,000 cards of ordinary length.
@@ -354,7 +355,7 @@ def finish_card(
     sweeper's)."""
     lock_tags(session, account_id=account_id)
     card = cards.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
-    before = tag_counts.card_tally(card)
+    before = counts.card_tally(card)
     card.metadata_title, card.metadata_description = (
         _text(record, "metadataTitle"),
         _text(record, "metadataDescription"),
@@ -381,7 +382,7 @@ def finish_card(
     cards.replace_tags(card, "ai", clean_tags(_strings(record, "aiTags")))
     session.flush()
     search.index_card(session, card)
-    tag_counts.apply(session, account_id=account_id, before=before, after=tag_counts.card_tally(card))
+    counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))
     restored = {stage for stage, fields in _RESTORED_BY.items() if any(record.get(f) for f in fields)}
     wanted = processing.stages_for(card)
     _completed(session, card, [s for s in wanted if s in restored])

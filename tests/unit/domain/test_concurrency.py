@@ -19,11 +19,12 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards, folders, tag_operations
+from cardvault.domain import cards, folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
+from cardvault.domain.tags import operations
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import fresh_postgres_database
@@ -152,9 +153,7 @@ def start_operation(db: Database, account: str, rng: random.Random) -> str | Non
     )
     try:
         with db.transaction() as session:
-            return tag_operations.start_tag_operation(
-                session, account_id=account, kind=kind, tag=tag, to=to
-            ).id
+            return operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to).id
     except CardVaultError:  # no card has the tag any more, or one operation runs already
         return None
 
@@ -174,7 +173,7 @@ def run_operations(load: Load, db: Database, account: str, *, starts: bool) -> N
             continue
         try:
             with db.transaction() as session:
-                tag_operations.run_tag_batch(session, operation_id=operation_id, batch_size=BATCH_SIZE)
+                operations.run_tag_batch(session, operation_id=operation_id, batch_size=BATCH_SIZE)
         except DBAPIError as exc:
             load.fail(f"tag batch failed: {describe(exc)}")
             continue

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardvault.domain.errors import InvalidTag
-from cardvault.domain.tags import clean_tag, clean_tags, tag_key
+from cardvault.domain.tags.names import clean_tag, clean_tags, tag_key
 from cardvault.settings import SPEC_PATH
 
 TAG_SCHEMA = yaml.safe_load(SPEC_PATH.read_text())["components"]["schemas"]["TagName"]

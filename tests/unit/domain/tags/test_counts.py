@@ -7,9 +7,10 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select, text
 
-from cardvault.domain import cards, tag_counts, tag_operations, trash
+from cardvault.domain import cards, trash
 from cardvault.domain.db import Database
 from cardvault.domain.models import TagCounter, TagSpelling
+from cardvault.domain.tags import counts, operations
 
 COUNTED = {
     "cards": "SELECT t.name_key, count(DISTINCT t.card_pk) FROM card_tags t JOIN cards c ON c.pk = t.card_pk "
@@ -41,10 +42,10 @@ def counted(database: Database, account: str) -> tuple[dict[str, int], dict[tupl
 
 def run_operation(database: Database, account: str, kind: str, tag: str, to: str | None = None) -> None:
     with database.transaction() as session:
-        operation = tag_operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to)
+        operation = operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to)
     while True:
         with database.transaction() as session:
-            if not tag_operations.run_tag_batch(session, operation_id=operation.id, batch_size=2):
+            if not operations.run_tag_batch(session, operation_id=operation.id, batch_size=2):
                 return
 
 
@@ -105,7 +106,7 @@ def test_a_recount_rebuilds_the_counts_from_the_tag_rows(database: Database, acc
         session.execute(text("DELETE FROM tag_counters WHERE account_id = :a"), {"a": account_id})
     assert kept(database, account_id) != counted(database, account_id)
     with database.transaction() as session:
-        tag_counts.recount(session, account_id=account_id)
+        counts.recount(session, account_id=account_id)
     assert (
         kept(database, account_id)
         == counted(database, account_id)
@@ -124,7 +125,7 @@ def test_a_card_moved_to_trash_while_a_batch_runs_is_counted_once(
         moved = cards.add_card(session, account_id=account_id, content="x", tags=["old"]).id
         cards.add_card(session, account_id=account_id, content="y", tags=["new"])
     with database.transaction() as session:
-        operation = tag_operations.start_tag_operation(
+        operation = operations.start_tag_operation(
             session, account_id=account_id, kind="merge", tag="old", to="new"
         ).id
     with database.transaction() as session:
@@ -132,7 +133,7 @@ def test_a_card_moved_to_trash_while_a_batch_runs_is_counted_once(
 
         def batch() -> None:
             with database.transaction() as other:
-                tag_operations.run_tag_batch(other, operation_id=operation)
+                operations.run_tag_batch(other, operation_id=operation)
 
         worker = threading.Thread(target=batch)
         worker.start()
@@ -145,5 +146,5 @@ def test_a_card_moved_to_trash_while_a_batch_runs_is_counted_once(
 def run_operation_to_end(database: Database, operation: str) -> None:
     while True:
         with database.transaction() as session:
-            if not tag_operations.run_tag_batch(session, operation_id=operation):
+            if not operations.run_tag_batch(session, operation_id=operation):
                 return

@@ -8,11 +8,12 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain import card_views, cards, tag_operations
+from cardvault.domain import card_views, cards
 from cardvault.domain.card_views import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidTag, NotFound, TagExists, TagOperationRunning
 from cardvault.domain.models import CardTag
+from cardvault.domain.tags import operations
 
 SECRET = "k" * 40
 
@@ -27,7 +28,7 @@ def add(db: Database, account: str, tags: list[str], ai: list[str] | None = None
 
 def start(db: Database, account: str, kind: str, tag: str, to: str | None = None) -> str:
     with db.transaction() as session:
-        return tag_operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to).id
+        return operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to).id
 
 
 def run(db: Database, operation_id: str, batch_size: int = 2) -> int:
@@ -35,7 +36,7 @@ def run(db: Database, operation_id: str, batch_size: int = 2) -> int:
     batches = 0
     while True:
         with db.transaction() as session:
-            if not tag_operations.run_tag_batch(session, operation_id=operation_id, batch_size=batch_size):
+            if not operations.run_tag_batch(session, operation_id=operation_id, batch_size=batch_size):
                 return batches
         batches += 1
 
@@ -46,9 +47,9 @@ def tags_of(db: Database, account: str, card_id: str) -> tuple[list[str], list[s
         return card.tags, card.ai_tags
 
 
-def operation(db: Database, account: str, operation_id: str) -> tag_operations.TagOperation:
+def operation(db: Database, account: str, operation_id: str) -> operations.TagOperation:
     with db.transaction(write=False) as session:
-        return tag_operations.get_tag_operation(session, account_id=account, operation_id=operation_id)
+        return operations.get_tag_operation(session, account_id=account, operation_id=operation_id)
 
 
 class TestRename:
@@ -76,16 +77,16 @@ class TestRename:
         add(database, account_id, ["a"])
         add(database, account_id, ["B"])
         with database.transaction() as session, pytest.raises(TagExists):
-            tag_operations.start_tag_operation(session, account_id=account_id, kind="rename", tag="a", to="b")
+            operations.start_tag_operation(session, account_id=account_id, kind="rename", tag="a", to="b")
 
     def test_refuses_a_tag_no_card_has(self, database: Database, account_id: str) -> None:
         with database.transaction() as session, pytest.raises(NotFound):
-            tag_operations.start_tag_operation(session, account_id=account_id, kind="delete", tag="ghost")
+            operations.start_tag_operation(session, account_id=account_id, kind="delete", tag="ghost")
 
     def test_refuses_a_bad_tag_name(self, database: Database, account_id: str) -> None:
         add(database, account_id, ["a"])
         with database.transaction() as session, pytest.raises(InvalidTag):
-            tag_operations.start_tag_operation(
+            operations.start_tag_operation(
                 session, account_id=account_id, kind="rename", tag="a", to="x" * 65
             )
 
@@ -155,7 +156,7 @@ class TestBatches:
 
     def test_a_missing_operation_is_a_no_op(self, database: Database) -> None:
         with database.transaction() as session:
-            assert tag_operations.run_tag_batch(session, operation_id="tagop_missing") is False
+            assert operations.run_tag_batch(session, operation_id="tagop_missing") is False
 
     def test_other_accounts_are_never_touched(
         self, database: Database, new_account: Callable[[], str]
@@ -172,7 +173,7 @@ class TestBatches:
         add(database, account_id, ["t"])
         op = start(database, account_id, "delete", "t")
         assert operation(database, account_id, op).total == 1
-        assert tag_operations.TOTAL_CAP == 10_000
+        assert operations.TOTAL_CAP == 10_000
 
 
 class TestOneRunningOperationPerAccount:
@@ -180,7 +181,7 @@ class TestOneRunningOperationPerAccount:
         add(database, account_id, ["a", "b"])
         first = start(database, account_id, "delete", "a")
         with database.transaction() as session, pytest.raises(TagOperationRunning) as caught:
-            tag_operations.start_tag_operation(session, account_id=account_id, kind="delete", tag="b")
+            operations.start_tag_operation(session, account_id=account_id, kind="delete", tag="b")
         assert caught.value.details == {"operationId": first}
         run(database, first)
         start(database, account_id, "delete", "b")
@@ -215,11 +216,11 @@ class TestListTags:
         add(database, account_id, ["beta"])
         add(database, account_id, ["Beta", "gamma"])
         with database.transaction(write=False) as session:
-            first = tag_operations.list_tags(session, account_id=account_id, secret=SECRET, limit=2)
-            rest = tag_operations.list_tags(
+            first = operations.list_tags(session, account_id=account_id, secret=SECRET, limit=2)
+            rest = operations.list_tags(
                 session, account_id=account_id, secret=SECRET, limit=2, cursor=first.next_cursor
             )
-            by_count = tag_operations.list_tags(session, account_id=account_id, secret=SECRET, sort="count")
+            by_count = operations.list_tags(session, account_id=account_id, secret=SECRET, sort="count")
         assert [(t.name, t.count) for t in first.tags] == [("ALPHA", 1), ("Beta", 3)]  # tie: code-point order
         assert [(t.name, t.count) for t in rest.tags] == [("gamma", 1)] and rest.next_cursor is None
         assert [t.name for t in by_count.tags] == ["Beta", "ALPHA", "gamma"] and first.total == 3

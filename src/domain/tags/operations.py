@@ -13,7 +13,6 @@ from sqlalchemy import ColumnElement, case, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import tag_counts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import lock_tags
@@ -21,8 +20,9 @@ from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
 from cardvault.domain.search import tag_words
-from cardvault.domain.tag_counts import TagRow
-from cardvault.domain.tags import clean_tag, tag_key
+from cardvault.domain.tags import counts
+from cardvault.domain.tags.counts import TagRow
+from cardvault.domain.tags.names import clean_tag, tag_key
 
 TOTAL_CAP = 10_000
 BATCH_SIZE = 2000
@@ -144,7 +144,7 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
 
     to_name, to_key = operation.to_name or "", operation.to_key or ""
     keys = [from_key] if operation.kind == "delete" else [from_key, to_key]
-    rows_before = tag_counts.range_rows(session, account_id=account, keys=keys, after_pk=cursor, last_pk=last)
+    rows_before = counts.range_rows(session, account_id=account, keys=keys, after_pk=cursor, last_pk=last)
     recase = operation.kind != "delete" and to_key == from_key
     batch = (*carrying(from_key), CardTag.name != to_name) if recase else carrying(from_key)
     now = now_ms()
@@ -178,11 +178,11 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
             .values(name=to_name, name_key=to_key, words=tag_words(to_name))
             .execution_options(synchronize_session=False)
         )
-    tag_counts.apply(
+    counts.apply(
         session,
         account_id=account,
-        before=tag_counts.rows_tally(rows_before),
-        after=tag_counts.rows_tally(_changed_rows(operation, rows_before)),
+        before=counts.rows_tally(rows_before),
+        after=counts.rows_tally(_changed_rows(operation, rows_before)),
     )
     operation.cursor_pk = last
     operation.processed += looked_at
@@ -247,7 +247,7 @@ def list_tags(
     cursor: str | None = None,
 ) -> TagPage:
     """Return a page of the account's tags (user and AI) with how many cards outside Trash
-    carry each, read from the counts kept by cardvault.domain.tag_counts."""
+    carry each, read from the counts kept by cardvault.domain.tags.counts."""
     mine = TagCounter.account_id == account_id
     total = session.scalar(select(func.count()).select_from(TagCounter).where(mine)) or 0
     scope = f"tags:{account_id}:{sort}"
