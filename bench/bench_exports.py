@@ -44,8 +44,9 @@ from sqlalchemy import delete, select
 
 from bench.bench_cards import ROOT, _database
 from cardvault.adapters.blobs import BlobStore, LocalDiskStore, store_from_settings
-from cardvault.domain import cards, folders, search
+from cardvault.domain import folders, search
 from cardvault.domain.auth import accounts
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
@@ -115,7 +116,7 @@ def _load(db: Database, store: BlobStore, *, count: int, megabytes: int) -> dict
                               "file_kind": "archive", "file_extension": "zip"}  # fmt: skip
                 card = Card(id=new_id("crd"), account_id=account_id, is_favorited=i % 25 == 0,
                             created_at=start + i, updated_at=start + i, **fields)  # fmt: skip
-                cards.replace_tags(card, "user", [f"topic-{i % 20}", f"group-{i % 7}"])
+                editing.replace_tags(card, "user", [f"topic-{i % 20}", f"group-{i % 7}"])
                 batch.append(card)
             session.add_all(batch)
             session.flush()

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder
-from cardvault.domain import cards
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
@@ -100,7 +100,7 @@ def _restore(
         checked = _stored(db, store, archive, account_id, record["file"], record, purpose="card")
         card_type = record.get("type")
         with db.transaction(write=False) as session:
-            found = cards.check_file(
+            found = editing.check_file(
                 session,
                 store,
                 account_id=account_id,

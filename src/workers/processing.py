@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 from cardvault.adapters import ai, speech
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.images import SPEECH_TIMEOUT_SECONDS, Decoder, ImageRefused, Renditions
-from cardvault.domain import ai as ai_rules
 from cardvault.domain import links, processing, search
+from cardvault.domain.cards import ai as ai_rules
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.files import uploads

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.images import Decoder, ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards import Edited, forget_ai, get_card
+from cardvault.domain.cards.editing import Edited, forget_ai, get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import (

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.images import Decoder, ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards import Edited, get_card
+from cardvault.domain.cards.editing import Edited, get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardInTrash, InvalidInput, ServiceBusy, TypeMismatch, UnsupportedType
 from cardvault.domain.files import filetypes, uploads

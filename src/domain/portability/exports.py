@@ -22,7 +22,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import card_views
+from cardvault.domain.cards import reading
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import ExportFinished, ExportQuotaUsed, ExportRunning
 from cardvault.domain.ids import new_id
@@ -230,7 +230,7 @@ def _cards(session: Session, job: ExportJob, limit: int) -> list[SimpleNamespace
     """The next cards to snapshot, read with their tags and folders in one statement, as plain
     values (ORM objects took most of the time)."""
     query = (
-        select(*_READ, *card_views.gathered(session.get_bind().dialect.name))
+        select(*_READ, *reading.gathered(session.get_bind().dialect.name))
         .where(Card.account_id == job.account_id, Card.pk > job.cursor_pk, Card.pk <= job.last_card_pk)
         .order_by(Card.pk)
         .limit(limit)
@@ -238,7 +238,7 @@ def _cards(session: Session, job: ExportJob, limit: int) -> list[SimpleNamespace
     cards = []
     for row in session.execute(query):
         values = dict(row._mapping)
-        tags, ai_tags, folder_ids = card_views.unpack(values.pop("tag_list"), values.pop("folder_list"))
+        tags, ai_tags, folder_ids = reading.unpack(values.pop("tag_list"), values.pop("folder_list"))
         cards.append(SimpleNamespace(**values, tags=tags, ai_tags=ai_tags, folder_ids=folder_ids))
     return cards
 

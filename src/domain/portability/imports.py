@@ -22,7 +22,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import cards, links, processing, search, trash
+from cardvault.domain import links, processing, search
+from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
@@ -302,7 +303,7 @@ def add_card(
 ) -> Card:
     """Create the card with its content, user tags, file, flags and folders (its AI fields,
     archive and Trash come with ``finish_card``, after a caption file is attached)."""
-    card = cards.add_card(
+    card = editing.add_card(
         session,
         account_id=account_id,
         card_type=_text(record, "type"),
@@ -354,7 +355,7 @@ def finish_card(
     pk and the stages to send to the workers once this commits (queued here: a lost send is the
     sweeper's)."""
     lock_tags(session, account_id=account_id)
-    card = cards.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    card = editing.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = counts.card_tally(card)
     card.metadata_title, card.metadata_description = (
         _text(record, "metadataTitle"),
@@ -379,7 +380,7 @@ def finish_card(
     card.waveform = waveform if isinstance(waveform, dict) else None
     colors = record.get("colors")
     card.colors = colors if isinstance(colors, list) and all(isinstance(c, str) for c in colors) else None
-    cards.replace_tags(card, "ai", clean_tags(_strings(record, "aiTags")))
+    editing.replace_tags(card, "ai", clean_tags(_strings(record, "aiTags")))
     session.flush()
     search.index_card(session, card)
     counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))

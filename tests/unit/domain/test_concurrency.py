@@ -19,8 +19,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards, folders
+from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
@@ -108,7 +109,7 @@ def seed(db: Database) -> tuple[str, str, list[str], list[str]]:
         account = accounts.create_account(session, name=f"concurrency-{time.time_ns()}").id
         key = keys.issue_api_key(session, account_id=account)
         card_ids = [
-            cards.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
+            editing.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
             for i in range(CARDS)
         ]
         folder_ids = [

@@ -7,7 +7,7 @@ import time
 import pytest
 from sqlalchemy import update
 
-from cardvault.domain import cards
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import TagOperation
@@ -25,7 +25,7 @@ def bound(database: Database, settings: Settings) -> Database:
 
 def start_delete(db: Database, account: str, tag: str) -> str:
     with db.transaction() as session:
-        cards.add_card(session, account_id=account, tags=[tag])
+        editing.add_card(session, account_id=account, tags=[tag])
         return operations.start_tag_operation(session, account_id=account, kind="delete", tag=tag).id
 
 

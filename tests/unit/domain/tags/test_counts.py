@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select, text
 
-from cardvault.domain import cards, trash
+from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from cardvault.domain.models import TagCounter, TagSpelling
 from cardvault.domain.tags import counts, operations
@@ -55,16 +55,16 @@ def test_every_change_of_tags_or_trash_keeps_the_counts_exact(
     account, neighbour = new_account(), new_account()
     ids = []
     with database.transaction() as session:
-        cards.add_card(session, account_id=neighbour, content="n", tags=["work"])
+        editing.add_card(session, account_id=neighbour, content="n", tags=["work"])
         for tags, ai in (
             (["Work", "home"], ["work"]),
             (["WORK"], []),
             (["home", "x"], ["Home"]),
             ([], ["y"]),
         ):
-            card = cards.add_card(session, account_id=account, content="c", tags=tags)
+            card = editing.add_card(session, account_id=account, content="c", tags=tags)
             if ai:
-                cards.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
+                editing.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
             ids.append(card.id)
     steps: list[Callable[[], None]] = []
 
@@ -76,22 +76,22 @@ def test_every_change_of_tags_or_trash_keeps_the_counts_exact(
         return step
 
     steps += [
-        in_session(cards.update_card, card_id=ids[1], tags=["work", "Work2"]),
+        in_session(editing.update_card, card_id=ids[1], tags=["work", "Work2"]),
         in_session(trash.move_to_trash, card_id=ids[0]),
         in_session(trash.move_to_trash, card_id=ids[0]),
-        in_session(cards.update_card, card_id=ids[0], tags=["trashed"]),
+        in_session(editing.update_card, card_id=ids[0], tags=["trashed"]),
         lambda: run_operation(database, account, "rename", "home", "House"),
         in_session(trash.restore, card_id=ids[0]),
         # A merge into a tag the card has as the same kind of tag, and as the other kind.
-        in_session(cards.update_card, card_id=ids[1], tags=["work", "Work2", "House"]),
-        in_session(cards.set_ai_tags, card_id=ids[3], tags=["WORK2", "y"]),
-        in_session(cards.update_card, card_id=ids[3], tags=["house"]),
+        in_session(editing.update_card, card_id=ids[1], tags=["work", "Work2", "House"]),
+        in_session(editing.set_ai_tags, card_id=ids[3], tags=["WORK2", "y"]),
+        in_session(editing.update_card, card_id=ids[3], tags=["house"]),
         lambda: run_operation(database, account, "merge", "work2", "house"),
         lambda: run_operation(database, account, "rename", "HOUSE", "house"),
         in_session(trash.move_to_trash, card_id=ids[2]),
         lambda: run_operation(database, account, "delete", "work"),
         in_session(trash.delete_forever, card_id=ids[2]),
-        in_session(cards.set_ai_tags, card_id=ids[3], tags=["house", "y"]),
+        in_session(editing.set_ai_tags, card_id=ids[3], tags=["house", "y"]),
         in_session(trash.empty_trash),
     ]
     for number, step in enumerate(steps):
@@ -102,7 +102,7 @@ def test_every_change_of_tags_or_trash_keeps_the_counts_exact(
 
 def test_a_recount_rebuilds_the_counts_from_the_tag_rows(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        cards.add_card(session, account_id=account_id, content="c", tags=["a", "B"])
+        editing.add_card(session, account_id=account_id, content="c", tags=["a", "B"])
         session.execute(text("DELETE FROM tag_counters WHERE account_id = :a"), {"a": account_id})
     assert kept(database, account_id) != counted(database, account_id)
     with database.transaction() as session:
@@ -122,8 +122,8 @@ def test_a_card_moved_to_trash_while_a_batch_runs_is_counted_once(
     if database.dialect != "postgresql":
         pytest.skip("SQLite runs one writer at a time")
     with database.transaction() as session:
-        moved = cards.add_card(session, account_id=account_id, content="x", tags=["old"]).id
-        cards.add_card(session, account_id=account_id, content="y", tags=["new"])
+        moved = editing.add_card(session, account_id=account_id, content="x", tags=["old"]).id
+        editing.add_card(session, account_id=account_id, content="y", tags=["new"])
     with database.transaction() as session:
         operation = operations.start_tag_operation(
             session, account_id=account_id, kind="merge", tag="old", to="new"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain import card_views, cards
-from cardvault.domain.card_views import CardFilter
+from cardvault.domain.cards import editing, reading
+from cardvault.domain.cards.reading import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidTag, NotFound, TagExists, TagOperationRunning
 from cardvault.domain.models import CardTag
@@ -20,9 +20,9 @@ SECRET = "k" * 40
 
 def add(db: Database, account: str, tags: list[str], ai: list[str] | None = None) -> str:
     with db.transaction() as session:
-        card = cards.add_card(session, account_id=account, content="c", tags=tags)
+        card = editing.add_card(session, account_id=account, content="c", tags=tags)
         if ai:
-            cards.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
+            editing.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
         return card.id
 
 
@@ -43,7 +43,7 @@ def run(db: Database, operation_id: str, batch_size: int = 2) -> int:
 
 def tags_of(db: Database, account: str, card_id: str) -> tuple[list[str], list[str]]:
     with db.transaction(write=False) as session:
-        card = cards.get_card(session, account_id=account, card_id=card_id)
+        card = editing.get_card(session, account_id=account, card_id=card_id)
         return card.tags, card.ai_tags
 
 
@@ -95,17 +95,17 @@ class TestRename:
     ) -> None:
         card = add(database, account_id, ["from-tag"])
         with database.transaction(write=False) as session:
-            before = cards.get_card(session, account_id=account_id, card_id=card).updated_at
+            before = editing.get_card(session, account_id=account_id, card_id=card).updated_at
         run(database, start(database, account_id, "rename", "from-tag", "to-tag"))
         with database.transaction(write=False) as session:
-            after = cards.get_card(session, account_id=account_id, card_id=card)
-            page = card_views.list_cards(
+            after = editing.get_card(session, account_id=account_id, card_id=card)
+            page = reading.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(tag="TO-TAG")
             )
-            searched = card_views.list_cards(
+            searched = reading.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(q="to tag")
             )
-            old = card_views.list_cards(
+            old = reading.list_cards(
                 session,
                 account_id=account_id,
                 secret=SECRET,

@@ -1,5 +1,5 @@
 """Reading cards: one card or one page in a single statement, with each card's tags and folders
-gathered by the database beside its row, without ORM objects (writers use cardvault.domain.cards)."""
+gathered by the database beside its row, without ORM objects (writers use cardvault.domain.cards.editing)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PIL import ImageColor
 
-from cardvault.domain.colors import MAX_PALETTE, named, nearest_name, palette
+from cardvault.domain.cards.colors import MAX_PALETTE, named, nearest_name, palette
 
 # -- palette -----------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain import ai
+from cardvault.domain.cards import ai
 from cardvault.domain.models import Card
 
 

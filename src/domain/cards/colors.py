@@ -13,7 +13,7 @@ import functools
 
 from PIL import ImageColor
 
-from cardvault.domain.classify import COLOUR_SEPARATORS, HEX_COLOUR
+from cardvault.domain.cards.classify import COLOUR_SEPARATORS, HEX_COLOUR
 
 MAX_PALETTE = 64  # the colours of a palette card shown: its first distinct ones
 

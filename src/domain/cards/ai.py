@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import cards, search
+from cardvault.domain import search
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
@@ -142,7 +143,7 @@ def apply(
     """Keep what the engine said on the card (locked, the account's tags locked before it):
     its summary, its keywords as AI tags, and which engine said it."""
     before = counts.card_tally(card)
-    cards.replace_tags(card, "ai", snap(session, card, keywords))
+    editing.replace_tags(card, "ai", snap(session, card, keywords))
     card.ai_summary, card.ai_engine = summary, engine
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()

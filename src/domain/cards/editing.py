@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain import links, processing, search
-from cardvault.domain.classify import infer_card_type, url_in
+from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch

@@ -6,8 +6,9 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import event, insert, text
 
-from cardvault.domain import card_views, cards, folders, trash
-from cardvault.domain.card_views import CardFilter
+from cardvault.domain import folders
+from cardvault.domain.cards import editing, reading, trash
+from cardvault.domain.cards.reading import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import NotFound
 from cardvault.domain.ids import new_id
@@ -37,7 +38,7 @@ class TestCardView:
         self, database: Database, account_id: str
     ) -> None:
         with database.transaction() as session:
-            card = cards.add_card(session, account_id=account_id, content="x", tags=["b", "A", "c"])
+            card = editing.add_card(session, account_id=account_id, content="x", tags=["b", "A", "c"])
             first = folders.create_folder(session, account_id=account_id, name="First")
             second = folders.create_folder(session, account_id=account_id, name="Second")
         with database.transaction() as session:
@@ -46,7 +47,7 @@ class TestCardView:
             folders.add_cards(session, account_id=account_id, folder_id=first.id, card_ids=[card.id])
         stop = _statements(database)
         with database.transaction(write=False, snapshot=False) as session:
-            view = card_views.get_card_view(session, account_id=account_id, card_id=card.id)
+            view = reading.get_card_view(session, account_id=account_id, card_id=card.id)
             if database.dialect == "postgresql":  # no BEGIN and COMMIT around a single statement
                 assert session.connection().connection.driver_connection.autocommit is True
         sent = stop()
@@ -58,18 +59,18 @@ class TestCardView:
     ) -> None:
         owner, other = new_account(), new_account()
         with database.transaction() as session:
-            card = cards.add_card(session, account_id=owner, content="mine")
+            card = editing.add_card(session, account_id=owner, content="mine")
         with database.transaction(write=False) as session, pytest.raises(NotFound):
-            card_views.get_card_view(session, account_id=other, card_id=card.id)
+            reading.get_card_view(session, account_id=other, card_id=card.id)
 
     def test_a_page_is_one_statement_and_a_total_one_more(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
             for i in range(3):
-                cards.add_card(session, account_id=account_id, content=f"c{i}", tags=[f"t{i}"])
+                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=[f"t{i}"])
         for with_total, statements in ((False, 1), (True, 2)):
             stop = _statements(database)
             with database.transaction(write=False, snapshot=with_total) as session:
-                page = card_views.list_cards(
+                page = reading.list_cards(
                     session, account_id=account_id, secret=SECRET, filters=CardFilter(), with_total=with_total
                 )
             assert len(stop()) == statements
@@ -81,15 +82,15 @@ class TestTagAndFolderFilters:
     def test_a_card_carrying_a_tag_twice_is_listed_once(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
             made = [
-                cards.add_card(session, account_id=account_id, content=f"c{i}", tags=["Read"])
+                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["Read"])
                 for i in range(4)
             ]
             for card in made:
-                cards.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=["read"])
+                editing.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=["read"])
         seen, cursor = [], None
         while True:
             with database.transaction(write=False) as session:
-                page = card_views.list_cards(
+                page = reading.list_cards(
                     session,
                     account_id=account_id,
                     secret=SECRET,
@@ -107,7 +108,8 @@ class TestTagAndFolderFilters:
     def test_date_bounds_apply_with_a_tag_or_folder_filter(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
             made = [
-                cards.add_card(session, account_id=account_id, content=f"c{i}", tags=["t"]) for i in range(5)
+                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["t"])
+                for i in range(5)
             ]
             folder = folders.create_folder(session, account_id=account_id, name="F")
         with database.transaction() as session:
@@ -117,13 +119,13 @@ class TestTagAndFolderFilters:
         middle = made[2].created_at
         for by in ({"tag": "T"}, {"folder": folder.id}):
             with database.transaction(write=False) as session:
-                before = card_views.list_cards(
+                before = reading.list_cards(
                     session,
                     account_id=account_id,
                     secret=SECRET,
                     filters=CardFilter(created_before=middle, **by),
                 )
-                after = card_views.list_cards(
+                after = reading.list_cards(
                     session,
                     account_id=account_id,
                     secret=SECRET,
@@ -134,17 +136,17 @@ class TestTagAndFolderFilters:
 
     def test_a_folder_lists_its_cards_in_list_order(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
-            made = [cards.add_card(session, account_id=account_id, content=f"c{i}") for i in range(3)]
+            made = [editing.add_card(session, account_id=account_id, content=f"c{i}") for i in range(3)]
             folder = folders.create_folder(session, account_id=account_id, name="F")
         with database.transaction() as session:  # added newest first: the list still goes by createdAt
             folders.add_cards(
                 session, account_id=account_id, folder_id=folder.id, card_ids=[c.id for c in made[::-1]]
             )
         with database.transaction(write=False) as session:
-            newest = card_views.list_cards(
+            newest = reading.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(folder=folder.id)
             )
-            oldest = card_views.list_cards(
+            oldest = reading.list_cards(
                 session,
                 account_id=account_id,
                 secret=SECRET,
@@ -158,18 +160,18 @@ class TestTagSearch:
         self, database: Database, account_id: str
     ) -> None:
         with database.transaction() as session:
-            gone = cards.add_card(session, account_id=account_id, content="x", tags=["zebra"])
+            gone = editing.add_card(session, account_id=account_id, content="x", tags=["zebra"])
         with database.transaction() as session:
             trash.move_to_trash(session, account_id=account_id, card_id=gone.id)
         with database.transaction() as session:
             trash.delete_forever(session, account_id=account_id, card_id=gone.id)
         with database.transaction() as session:
-            kept = cards.add_card(session, account_id=account_id, content="y", tags=["yak"])
+            kept = editing.add_card(session, account_id=account_id, content="y", tags=["yak"])
         with database.transaction(write=False) as session:
             found = {
                 q: [
                     c.id
-                    for c in card_views.list_cards(
+                    for c in reading.list_cards(
                         session, account_id=account_id, secret=SECRET, filters=CardFilter(q=q)
                     ).cards
                 ]
@@ -181,9 +183,9 @@ class TestTagSearch:
         self, database: Database, account_id: str
     ) -> None:
         with database.transaction() as session:
-            cards.add_card(session, account_id=account_id, content="x", tags=["reading list"])
+            editing.add_card(session, account_id=account_id, content="x", tags=["reading list"])
             plan = _plan(
-                session, *card_views.list_query(session, account_id=account_id, filters=CardFilter(q="read"))
+                session, *reading.list_query(session, account_id=account_id, filters=CardFilter(q="read"))
             )
         if database.dialect == "sqlite":
             assert "SCAN card_tag_search VIRTUAL TABLE" in plan and "SCAN card_tags" not in plan, plan
@@ -194,7 +196,8 @@ class TestTagSearch:
         # VACUUM may renumber the hidden rowids of card_tags; the tag index is keyed by card.
         with database.transaction() as session:
             made = [
-                cards.add_card(session, account_id=account_id, content="x", tags=[f"w{i}x"]) for i in range(6)
+                editing.add_card(session, account_id=account_id, content="x", tags=[f"w{i}x"])
+                for i in range(6)
             ]
         for card in made[:3]:
             with database.transaction() as session:
@@ -211,7 +214,7 @@ class TestTagSearch:
             found = {
                 i: [
                     c.id
-                    for c in card_views.list_cards(
+                    for c in reading.list_cards(
                         session, account_id=account_id, secret=SECRET, filters=CardFilter(q=f"w{i}")
                     ).cards
                 ]
@@ -245,9 +248,7 @@ class TestPlans:
             connection.execute(text("ANALYZE"))
             connection.commit()
         with database.transaction(write=False) as session:
-            plan = _plan(
-                session, *card_views.list_query(session, account_id=account_id, filters=CardFilter())
-            )
+            plan = _plan(session, *reading.list_query(session, account_id=account_id, filters=CardFilter()))
         assert "ix_cards_account_created" in plan and "ix_cards_deleted_at" not in plan, plan
         assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
 

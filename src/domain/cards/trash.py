@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards import get_card
+from cardvault.domain.cards.editing import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from cardvault.adapters.blobs import LocalDiskStore
-from cardvault.domain import card_views, cards
-from cardvault.domain.card_views import CardFilter
+from cardvault.domain.cards import editing, reading
+from cardvault.domain.cards.reading import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import (
     ContentTooLarge,
@@ -21,16 +21,16 @@ from cardvault.domain.errors import (
 SECRET = "k" * 40
 
 
-def add(database: Database, account_id: str, **fields: object) -> cards.Card:
+def add(database: Database, account_id: str, **fields: object) -> editing.Card:
     with database.transaction() as session:
-        return cards.add_card(session, account_id=account_id, **fields)  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, **fields)  # type: ignore[arg-type]
 
 
 def listing(
     database: Database, account_id: str, limit: int = 50, cursor: str | None = None, **filters: object
-) -> card_views.CardPage:
+) -> reading.CardPage:
     with database.transaction(write=False) as session:
-        return card_views.list_cards(
+        return reading.list_cards(
             session,
             account_id=account_id,
             secret=SECRET,
@@ -46,7 +46,7 @@ class TestAddCard:
         content = "  # Title\r\n\n\tcafe\u0301 \u00a0 trailing  \n\n"
         card = add(database, account_id, content=content)
         with database.transaction(write=False) as session:
-            assert cards.get_card(session, account_id=account_id, card_id=card.id).content == content
+            assert editing.get_card(session, account_id=account_id, card_id=card.id).content == content
 
     def test_accepts_exactly_512_kib_and_refuses_one_byte_more(
         self, database: Database, account_id: str
@@ -83,7 +83,7 @@ class TestAddCard:
         store = LocalDiskStore(tmp_path, secret_key="k" * 48, public_url="http://127.0.0.1:9")
         for file_key in ("uploads/nope", "upl_" + "a" * 26):
             with database.transaction(write=False) as session, pytest.raises(UploadNotFound):
-                cards.check_file(
+                editing.check_file(
                     session, store, account_id=account_id, file_key=file_key, file_etag='"x"',
                     card_type=None, content=None,
                 )  # fmt: skip
@@ -97,27 +97,27 @@ class TestGetCard:
         owner, other = new_account(), new_account()
         card = add(database, owner, content="mine")
         with database.transaction(write=False) as session, pytest.raises(NotFound):
-            cards.get_card(session, account_id=other, card_id=card.id)
+            editing.get_card(session, account_id=other, card_id=card.id)
 
 
 class TestUpdateCard:
     def test_sets_only_the_given_fields(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a", notes="n", tags=["x"])
         with database.transaction() as session:
-            updated = cards.update_card(session, account_id=account_id, card_id=card.id, tags=["y", "Y"])
+            updated = editing.update_card(session, account_id=account_id, card_id=card.id, tags=["y", "Y"])
         assert (updated.content, updated.notes, updated.tags) == ("a", "n", ["y"])
 
     def test_null_notes_clear_them(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, notes="n")
         with database.transaction() as session:
             assert (
-                cards.update_card(session, account_id=account_id, card_id=card.id, notes=None).notes is None
+                editing.update_card(session, account_id=account_id, card_id=card.id, notes=None).notes is None
             )
 
     def test_recasing_a_tag_keeps_one_tag(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, tags=["work", "home"])
         with database.transaction() as session:
-            updated = cards.update_card(
+            updated = editing.update_card(
                 session, account_id=account_id, card_id=card.id, tags=["Home", "WORK"]
             )
         assert updated.tags == ["Home", "WORK"]
@@ -125,20 +125,20 @@ class TestUpdateCard:
     def test_updated_at_moves_only_when_something_changes(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a")
         with database.transaction() as session:
-            same = cards.update_card(session, account_id=account_id, card_id=card.id, content="a")
+            same = editing.update_card(session, account_id=account_id, card_id=card.id, content="a")
         assert same.updated_at == card.updated_at
         with database.transaction() as session:
-            changed = cards.update_card(session, account_id=account_id, card_id=card.id, content="b")
+            changed = editing.update_card(session, account_id=account_id, card_id=card.id, content="b")
         assert changed.updated_at >= card.updated_at and changed.content == "b"
 
     def test_a_too_large_content_changes_nothing(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a", tags=["t"])
         with database.transaction() as session, pytest.raises(ContentTooLarge):
-            cards.update_card(
+            editing.update_card(
                 session, account_id=account_id, card_id=card.id, tags=["u"], content="x" * 524289
             )
         with database.transaction(write=False) as session:
-            again = cards.get_card(session, account_id=account_id, card_id=card.id)
+            again = editing.get_card(session, account_id=account_id, card_id=card.id)
         assert (again.content, again.tags) == ("a", ["t"])
 
 
@@ -146,15 +146,15 @@ class TestMarkDone:
     def test_keeps_the_first_completion_time(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, url="https://example.com")
         with database.transaction() as session:
-            first = cards.mark_done(session, account_id=account_id, card_id=card.id).completed_at
+            first = editing.mark_done(session, account_id=account_id, card_id=card.id).completed_at
         with database.transaction() as session:
-            second = cards.mark_done(session, account_id=account_id, card_id=card.id).completed_at
+            second = editing.mark_done(session, account_id=account_id, card_id=card.id).completed_at
         assert first is not None and first == second
 
     def test_refuses_a_card_that_is_not_a_link(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="text")
         with database.transaction() as session, pytest.raises(TypeMismatch):
-            cards.mark_done(session, account_id=account_id, card_id=card.id)
+            editing.mark_done(session, account_id=account_id, card_id=card.id)
 
 
 class TestListCards:
@@ -190,7 +190,7 @@ class TestListCards:
         link = add(database, account_id, url="https://example.com")
         text = add(database, account_id, content="hello")
         with database.transaction() as session:
-            cards.set_favorite(session, account_id=account_id, card_id=text.id, is_favorited=True)
+            editing.set_favorite(session, account_id=account_id, card_id=text.id, is_favorited=True)
         assert [c.id for c in listing(database, account_id, card_type="link").cards] == [link.id]
         assert [c.id for c in listing(database, account_id, favorited=True).cards] == [text.id]
         assert [c.id for c in listing(database, account_id, favorited=False).cards] == [link.id]
@@ -202,15 +202,15 @@ class TestListCards:
         card = add(database, account_id, content="x")
         for tags, moves in ((["a"], True), (["A"], True), (["A"], False)):
             with database.transaction() as session:
-                cards.get_card(session, account_id=account_id, card_id=card.id).updated_at = 1
-                after = cards.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=tags)
+                editing.get_card(session, account_id=account_id, card_id=card.id).updated_at = 1
+                after = editing.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=tags)
                 assert (after.ai_tags, after.updated_at > 1) == (tags, moves)
 
     def test_tag_filter_ignores_case_and_covers_ai_tags(self, database: Database, account_id: str) -> None:
         tagged = add(database, account_id, tags=["Reading"])
         ai = add(database, account_id)
         with database.transaction() as session:
-            cards.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
+            editing.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
         assert {c.id for c in listing(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
 
     def test_search_matches_every_word_as_a_prefix_ignoring_case(
@@ -232,7 +232,7 @@ class TestListCards:
         card = add(database, owner, content="alpha")
         add(database, other, content="alpha")
         with database.transaction() as session:
-            cards.update_card(
+            editing.update_card(
                 session, account_id=owner, card_id=card.id, content="beta", url="https://zulu.example"
             )
         assert listing(database, owner, q="alpha").total == 0

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardvault.domain.classify import _QUOTE_PAIRS, infer_card_type, is_quote, url_in
+from cardvault.domain.cards.classify import _QUOTE_PAIRS, infer_card_type, is_quote, url_in
 
 
 @pytest.mark.parametrize(
