@@ -37,10 +37,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from bench.bench_cards import _database
-from cardvault.domain import accounts, credentials, keys, oauth
+from cardvault.domain.auth import accounts, credentials, keys, oauth
+from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
-from cardvault.domain.passwords import PasswordParams, Passwords
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
 

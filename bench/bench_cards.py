@@ -26,7 +26,8 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench.load import LoadResult, run_load
-from cardvault.domain import accounts, cards, keys
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +57,7 @@ def _seed(url: str, count: int) -> tuple[str, str]:
     for start in range(0, count, 1000):
         with db.transaction() as session:
             for i in range(start, min(start + 1000, count)):
-                card = cards.add_card(
+                card = editing.add_card(
                     session,
                     account_id=account.id,
                     content=f"Card {i}: notes about topic {i % 97} and idea {i % 13}",

@@ -45,11 +45,15 @@ from sqlalchemy import delete, select
 from bench.bench_cards import ROOT, _database
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain import accounts, cards, exports, folders, search, tag_counts
+from cardvault.domain import folders, search
+from cardvault.domain.auth import accounts
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
+from cardvault.domain.portability import exports
+from cardvault.domain.tags import counts
 from cardvault.settings import Settings
 
 FILE_MB = 5  # about this many MB of random bytes per file card
@@ -113,7 +117,7 @@ def _load(db: Database, store: BlobStore, *, count: int, megabytes: int) -> dict
                               "file_kind": "archive", "file_extension": "zip"}  # fmt: skip
                 card = Card(id=new_id("crd"), account_id=account_id, is_favorited=i % 25 == 0,
                             created_at=start + i, updated_at=start + i, **fields)  # fmt: skip
-                cards.replace_tags(card, "user", [f"topic-{i % 20}", f"group-{i % 7}"])
+                editing.replace_tags(card, "user", [f"topic-{i % 20}", f"group-{i % 7}"])
                 batch.append(card)
             session.add_all(batch)
             session.flush()
@@ -122,8 +126,8 @@ def _load(db: Database, store: BlobStore, *, count: int, megabytes: int) -> dict
             for c in batch[::10]:
                 session.add(FolderCard(folder_id=folder_ids[c.pk % 10], card_pk=c.pk, added_at=c.created_at,
                                        card_created_at=c.created_at))  # fmt: skip
-            tally = tag_counts.tally((c.pk, r.name_key, r.name) for c in batch for r in c.tag_rows)
-            tag_counts.apply(session, account_id=account_id, before=tag_counts.NONE, after=tally)
+            tally = counts.tally((c.pk, r.name_key, r.name) for c in batch for r in c.tag_rows)
+            counts.apply(session, account_id=account_id, before=counts.NONE, after=tally)
     return {"account_id": account_id, "files": files, "file_bytes": files * size}
 
 

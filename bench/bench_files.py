@@ -31,7 +31,7 @@ from PIL import Image
 
 from bench.bench_cards import _database, _free_port, _start
 from cardvault.adapters.decoder import Decoder
-from cardvault.domain import accounts, keys
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 
 UPLOAD_BYTES = 50 * 1000 * 1000

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench.bench_cards import _database, _free_port, _start
 from bench.load import LoadResult, _read_response
-from cardvault.domain import accounts, keys
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 
 TICK = os.sysconf("SC_CLK_TCK")

@@ -53,7 +53,9 @@ import yaml
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import _free_port
-from cardvault.domain import accounts, cards, folders, keys, trash
+from cardvault.domain import folders
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from cardvault.handlers.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 
@@ -62,7 +64,7 @@ BIN = Path(sys.executable).parent
 SPEC = ROOT / "openapi" / "cardvault.yaml"
 POSTGRES = os.environ.get("CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 DATABASE_NAME = "cardvault_hostile"
-CONTENT_BYTES = cards.MAX_CONTENT_BYTES
+CONTENT_BYTES = editing.MAX_CONTENT_BYTES
 TRIVIAL = "trivial"
 AIM = 5.0  # the ratio the goal aims at
 POLL_SECONDS = 0.005
@@ -442,7 +444,7 @@ def seed(url: str, count: int) -> Seeded:
         key = keys.issue_api_key(session, account_id=account)
 
     def add(session: Any, content: str, tags: tuple[str, ...] = ()) -> str:
-        return cards.add_card(session, account_id=account, content=content, tags=tags).id
+        return editing.add_card(session, account_id=account, content=content, tags=tags).id
 
     search_ids: list[str] = []
     n = len(VOCABULARY)
@@ -459,7 +461,7 @@ def seed(url: str, count: int) -> Seeded:
         for card_id in trashed:
             trash.move_to_trash(session, account_id=account, card_id=card_id)
         for card_id in archived:
-            cards.set_archived(session, account_id=account, card_id=card_id, is_archived=True)
+            editing.set_archived(session, account_id=account, card_id=card_id, is_archived=True)
         link_id = add(session, "https://example.com/articles/42")
         card_id = add(session, "A small card to read.", ("reading",))
         folder_id = folders.create_folder(session, account_id=account, name="Main").id
@@ -471,7 +473,7 @@ def seed(url: str, count: int) -> Seeded:
         with db.transaction() as session:
             for i in range(start, start + 20):
                 big = add(session, _fill(f"big {i} ", "x"))
-                cards.set_archived(session, account_id=account, card_id=big, is_archived=True)
+                editing.set_archived(session, account_id=account, card_id=big, is_archived=True)
                 big_archived.append(big)
     if db.dialect == "postgresql":
         # Statistics, as autovacuum would have them after a bulk load; without them the planner

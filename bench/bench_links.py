@@ -35,7 +35,9 @@ from PIL import Image  # noqa: E402
 
 from bench.bench_cards import ROOT, _database, _free_port  # noqa: E402
 from bench.bench_files import _peak_rss_mb  # noqa: E402
-from cardvault.domain import accounts, cards, processing  # noqa: E402
+from cardvault.domain import processing  # noqa: E402
+from cardvault.domain.auth import accounts  # noqa: E402
+from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
@@ -101,7 +103,7 @@ def _cards(db: Database, account_id: str, base: str, first: int, count: int) -> 
     with db.transaction() as session:
         pks = []
         for n in range(first, first + count):
-            card = cards.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html")
+            card = editing.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html")
             processing.queue(session, card)
             pks.append(card.pk)
     return pks

@@ -53,7 +53,9 @@ from bench.bench_links import BIN, _worker_pids  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.decoder import Decoder  # noqa: E402
-from cardvault.domain import accounts, cards, processing  # noqa: E402
+from cardvault.domain import processing  # noqa: E402
+from cardvault.domain.auth import accounts  # noqa: E402
+from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
@@ -248,12 +250,14 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     text = _text()
     with db.transaction() as session:
         account_id = accounts.create_account(session, name="bench-ai").id
-        cards.add_card(session, account_id=account_id, content="x", tags=["license", "software", "copyright"])
+        editing.add_card(
+            session, account_id=account_id, content="x", tags=["license", "software", "copyright"]
+        )
     _bare_ai(text)  # warm
 
     def ours() -> None:
         with db.transaction() as session:
-            card = cards.add_card(session, account_id=account_id, content=text, card_type="text")
+            card = editing.add_card(session, account_id=account_id, content=text, card_type="text")
             processing.queue(session, card)
             pk = card.pk
         run_stage(pk, "ai")
@@ -294,10 +298,10 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
         idle = sum(_peak_rss_mb(pid) for pid in _worker_pids(worker.pid)[1:])
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-rss").id
-            clip = cards.add_card(session, account_id=account_id, content="", card_type="text")
+            clip = editing.add_card(session, account_id=account_id, content="", card_type="text")
             clip.type, clip.file_object, clip.file_kind = "video", key, "video"
             clip.mime_type, clip.file_name, clip.file_size = "video/mp4", "clip.mp4", video.stat().st_size
-            text = cards.add_card(session, account_id=account_id, content=_text(), card_type="text")
+            text = editing.add_card(session, account_id=account_id, content=_text(), card_type="text")
             sent = [(clip.pk, s) for s in processing.queue(session, clip)] + [
                 (text.pk, s) for s in processing.queue(session, text)
             ]

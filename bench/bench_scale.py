@@ -34,8 +34,10 @@ from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from cardvault.domain import card_views, keys, tag_operations
+from cardvault.domain.auth import keys
+from cardvault.domain.cards import reading
 from cardvault.domain.db import Database
+from cardvault.domain.tags import operations
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
 DATABASE = "cardvault_scale"
@@ -156,16 +158,16 @@ def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) 
     account = meta["account_id"]
     with db.transaction(write=False) as session:
         if name == "tag_list":
-            tag_operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
+            operations.list_tags(session, account_id=account, secret="x" * 32, limit=100)
         else:
-            filters = card_views.CardFilter(
+            filters = reading.CardFilter(
                 card_type=params.get("type"),
                 tag=params.get("tag"),
                 q=params.get("q"),
                 favorited={"true": True, "false": False}.get(params.get("favorited", "")),
                 folder=params.get("folder"),
             )
-            card_views.list_cards(
+            reading.list_cards(
                 session,
                 account_id=account,
                 secret="x" * 32,

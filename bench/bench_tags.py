@@ -29,9 +29,10 @@ import redis
 from sqlalchemy import create_engine, text
 
 from bench.bench_cards import POSTGRES, _free_port
-from cardvault.domain import accounts, keys, tag_counts
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
+from cardvault.domain.tags import counts
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -98,7 +99,7 @@ def _seed(url: str, count: int) -> tuple[str, str]:
             if statement.strip():
                 connection.execute(text(statement), {"a": account})
     with db.transaction() as session:
-        tag_counts.recount(session, account_id=account)  # the rows above went around the domain
+        counts.recount(session, account_id=account)  # the rows above went around the domain
     with db.engine.begin() as connection:
         connection.execute(text("ANALYZE"))
     db.dispose()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cardvault.domain.search import index_words, tag_words
-from cardvault.domain.tags import tag_key
+from cardvault.domain.tags.names import tag_key
 
 TYPES = [
     ("link", 45),

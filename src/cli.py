@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from cardvault.adapters import speech
-from cardvault.domain import accounts, keys, oauth
+from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput

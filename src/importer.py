@@ -1,5 +1,5 @@
 """``cardvault import ZIP --account NAME``: restore an export into an account, a card at a time
-(cardvault.domain.imports has the rules), with a progress bar on a terminal and one plain line
+(cardvault.domain.portability.imports has the rules), with a progress bar on a terminal and one plain line
 per step otherwise (logs, CI). A card that cannot be restored is reported and skipped; the
 others are kept. The restored cards' processing (renditions, posters, the link stages) is sent
 to the workers (with Redis, at once; on the embedded default, the server's sweeper sends it
@@ -23,10 +23,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
-from cardvault.domain import captions, cards, imports, uploads
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
+from cardvault.domain.portability import imports
 from cardvault.settings import spec_document
 from cardvault.workers.processing import send_stage
 
@@ -97,7 +99,7 @@ def _restore(
         checked = _stored(db, store, archive, account_id, record["file"], record, purpose="card")
         card_type = record.get("type")
         with db.transaction(write=False) as session:
-            found = cards.check_file(
+            found = editing.check_file(
                 session,
                 store,
                 account_id=account_id,

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, keys
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings

@@ -1,4 +1,4 @@
-"""A link card's page: fetched through the SSRF-safe fetcher, read (cardvault.domain.link_pages)
+"""A link card's page: fetched through the SSRF-safe fetcher, read (cardvault.adapters.pages)
 and kept on the card; and its image, fetched the same way.
 
 Fetch failures are sorted into the stage's error codes: those no retry can help fail the stage

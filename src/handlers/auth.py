@@ -10,7 +10,7 @@ import anyio.to_thread
 from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
 from sqlalchemy.exc import DBAPIError
 
-from cardvault.domain import credentials, keys, oauth
+from cardvault.domain.auth import credentials, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import is_busy
 from cardvault.handlers import runtime

@@ -1,4 +1,4 @@
-"""Card operations: thin edges over cardvault.domain.cards."""
+"""Card operations: thin edges over cardvault.domain.cards.editing."""
 
 from __future__ import annotations
 
@@ -8,21 +8,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import (
-    captions,
-    card_views,
-    cards,
-    colors,
-    filetypes,
-    links,
-    processing,
-    thumbnails,
-    trash,
-    uploads,
-)
-from cardvault.domain.card_views import CardView
+from cardvault.domain import links, processing
+from cardvault.domain.cards import colors, editing, reading, trash
+from cardvault.domain.cards.reading import CardView
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
+from cardvault.domain.files import captions, filetypes, thumbnails, uploads
 from cardvault.domain.models import Card, CardStage
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
@@ -211,7 +202,7 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
     card_type, content, file = body.get("cardType"), body.get("content"), None
     if body.get("fileKey") is not None:
         with rt.db.transaction(write=False) as session:
-            checked = cards.check_file(
+            checked = editing.check_file(
                 session,
                 rt.store,
                 account_id=user,
@@ -223,7 +214,7 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         card_type, content = checked.card_type, checked.content
         file = uploads.copy_for_card(rt.store, checked.checked)
     with rt.db.transaction() as session:
-        card = cards.add_card(
+        card = editing.add_card(
             session,
             account_id=user,
             card_type=card_type,
@@ -267,7 +258,7 @@ def list_cards(
     processing_state: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
-    filters = card_views.CardFilter(
+    filters = reading.CardFilter(
         sort=sort,
         card_type=type_,
         tag=tag,
@@ -281,7 +272,7 @@ def list_cards(
     )
     groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
-        page = card_views.list_cards(
+        page = reading.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
@@ -301,19 +292,19 @@ def list_cards(
 
 def get_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False, snapshot=False) as session:
-        card = card_views.get_card_view(session, account_id=user, card_id=card_id)
+        card = reading.get_card_view(session, account_id=user, card_id=card_id)
     return _card_json(card)
 
 
 def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
-        return _extended(session, cards.get_card(session, account_id=user, card_id=card_id))
+        return _extended(session, editing.get_card(session, account_id=user, card_id=card_id))
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
     notes = {"notes": body["notes"]} if "notes" in body else {}
     with runtime.current().db.transaction() as session:
-        edited = cards.edit_card(
+        edited = editing.edit_card(
             session,
             account_id=user,
             card_id=card_id,
@@ -330,18 +321,20 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
 
 def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        card = cards.set_favorite(session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"])
+        card = editing.set_favorite(
+            session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"]
+        )
         return _card_json(card)
 
 
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _done_card_json(session, cards.mark_done(session, account_id=user, card_id=card_id))
+        return _done_card_json(session, editing.mark_done(session, account_id=user, card_id=card_id))
 
 
 def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
     with runtime.current().db.transaction() as session:
-        edited = cards.refresh(session, account_id=user, card_id=card_id)
+        edited = editing.refresh(session, account_id=user, card_id=card_id)
         _send_stages(session, edited.card.pk, edited.stages)
     return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
 
@@ -366,14 +359,14 @@ def delete_card(card_id: str, user: str) -> tuple[None, int]:
 def archive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         return _extended(
-            session, cards.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
+            session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
         )
 
 
 def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         return _extended(
-            session, cards.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
+            session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
         )
 
 

@@ -1,4 +1,4 @@
-"""ZIP exports: thin edges over cardvault.domain.exports; the archive is made by a worker."""
+"""ZIP exports: thin edges over cardvault.domain.portability.exports; the archive is made by a worker."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import datetime
 import functools
 from typing import Any
 
-from cardvault.domain import exports
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import ExportRunning
 from cardvault.domain.models import ExportJob
+from cardvault.domain.portability import exports
 from cardvault.handlers import runtime
 from cardvault.workers.exports import CONTENT_TYPE, run_export
 

@@ -1,10 +1,10 @@
-"""API key operations: thin edges over cardvault.domain.keys."""
+"""API key operations: thin edges over cardvault.domain.auth.keys."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import credentials, keys
+from cardvault.domain.auth import credentials, keys
 from cardvault.domain.models import ApiKey
 from cardvault.handlers import operations, runtime
 

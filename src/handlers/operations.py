@@ -17,9 +17,9 @@ from connexion.context import context, scope
 from connexion.lifecycle import ConnexionResponse
 
 from cardvault.adapters.limiter import Allowance, Policy
-from cardvault.domain import idempotency, rate_limits
 from cardvault.domain.errors import InsufficientScope, RateLimited
-from cardvault.domain.idempotency import StoredResponse
+from cardvault.domain.guards import idempotency, rate_limits
+from cardvault.domain.guards.idempotency import StoredResponse
 from cardvault.handlers import runtime
 from cardvault.settings import Settings
 

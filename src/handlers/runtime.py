@@ -12,9 +12,9 @@ from contextvars import ContextVar
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.limiter import Limiter
+from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.db import Database
 from cardvault.domain.errors import IdempotencyKeyInUse
-from cardvault.domain.passwords import PasswordParams, Passwords
 from cardvault.settings import Settings
 
 CACHE_SECONDS = 5.0  # a revoked key or token stops working within this long

@@ -1,13 +1,13 @@
-"""Tag operations: thin edges over cardvault.domain.tag_operations; work is sent to workers."""
+"""Tag operations: thin edges over cardvault.domain.tags.operations; work is sent to workers."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-from cardvault.domain import tag_operations
 from cardvault.domain.db import after_commit
 from cardvault.domain.models import TagOperation
+from cardvault.domain.tags import operations
 from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
 from cardvault.workers.tags import run_tag_operation
@@ -33,7 +33,7 @@ def _operation_json(operation: TagOperation) -> dict[str, Any]:
 
 def _start(user: str, kind: str, tag: str, to: str | None) -> tuple[dict[str, Any], int, dict[str, str]]:
     with runtime.current().db.transaction() as session:
-        operation = tag_operations.start_tag_operation(session, account_id=user, kind=kind, tag=tag, to=to)
+        operation = operations.start_tag_operation(session, account_id=user, kind=kind, tag=tag, to=to)
         # Sent once the row is committed (which, under an Idempotency-Key, is after this block);
         # the sweeper covers a lost send.
         after_commit(session, functools.partial(run_tag_operation.send, operation.id))
@@ -54,14 +54,14 @@ def delete_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, di
 
 def get_tag_operation(operation_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
-        operation = tag_operations.get_tag_operation(session, account_id=user, operation_id=operation_id)
+        operation = operations.get_tag_operation(session, account_id=user, operation_id=operation_id)
         return _operation_json(operation)
 
 
 def list_tags(user: str, sort: str = "name", limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
-        page = tag_operations.list_tags(
+        page = operations.list_tags(
             session, account_id=user, secret=rt.settings.secret_key, sort=sort, limit=limit, cursor=cursor
         )
     return page_json(

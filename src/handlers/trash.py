@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import card_views, trash
+from cardvault.domain.cards import reading, trash
 from cardvault.domain.db import after_commit
 from cardvault.handlers import runtime
 from cardvault.handlers.cards import list_item_json, stages_for_list
@@ -18,11 +18,11 @@ def list_trash(
     rt = runtime.current()
     groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
-        page = card_views.list_cards(
+        page = reading.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
-            filters=card_views.CardFilter(in_trash=True, archived="include"),
+            filters=reading.CardFilter(in_trash=True, archived="include"),
             limit=limit,
             cursor=cursor,
             with_total="total" in groups,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import uploads
+from cardvault.domain.files import uploads
 from cardvault.handlers import runtime
 
 

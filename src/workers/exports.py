@@ -2,7 +2,7 @@
 ``cards.json``, ``folders.json``, ``manifest.json``) through zipstream-ng straight into the
 blob store, with a heartbeat every few seconds that also notices a cancel or a lost lease.
 Memory does not grow with the cards or the size of files; only the ZIP's central directory,
-about 1 KB a file, is held until the end. The layout is cardvault.domain.archive's."""
+about 1 KB a file, is held until the end. The layout is cardvault.domain.portability.archive's."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import dramatiq
 import zipstream
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import archive, exports
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportItem, ExportJob
+from cardvault.domain.portability import archive, exports
 from cardvault.workers.broker import blob_store, database, settings
 
 log = logging.getLogger("cardvault.exports")

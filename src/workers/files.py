@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from cardvault.domain import uploads
+from cardvault.domain.files import uploads
 from cardvault.workers.broker import blob_store, database
 
 BATCH = 500

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from cardvault.domain import idempotency
+from cardvault.domain.guards import idempotency
 from cardvault.workers.broker import database
 
 BATCH = 5000

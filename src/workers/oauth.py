@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from cardvault.domain import oauth, web_sessions
+from cardvault.domain.auth import oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.workers.broker import database
 

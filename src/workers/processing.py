@@ -28,10 +28,11 @@ from cardvault.adapters.decoder import SPEECH_TIMEOUT_SECONDS, Decoder
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.images import ImageRefused, Renditions
 from cardvault.adapters.pages import Page
-from cardvault.domain import ai as ai_rules
-from cardvault.domain import links, processing, search, uploads
+from cardvault.domain import links, processing, search
+from cardvault.domain.cards import ai as ai_rules
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
+from cardvault.domain.files import uploads
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import blob_store, database, settings

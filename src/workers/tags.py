@@ -7,7 +7,7 @@ from typing import Any
 
 import dramatiq
 
-from cardvault.domain import tag_operations
+from cardvault.domain.tags import operations
 from cardvault.workers.broker import database, settings
 
 SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time limit
@@ -28,7 +28,7 @@ def run_tag_operation(operation_id: str) -> None:
     deadline = time.monotonic() + SLICE_SECONDS
     while True:
         with db.transaction() as session:
-            running = tag_operations.run_tag_batch(session, operation_id=operation_id, batch_size=batch_size)
+            running = operations.run_tag_batch(session, operation_id=operation_id, batch_size=batch_size)
         if not running:
             return
         if time.monotonic() > deadline:
@@ -41,7 +41,7 @@ def fail_tag_operation(message: dict[str, Any], retry_info: dict[str, Any]) -> N
     """Record that an operation failed for good after its retries ran out."""
     operation_id = message["args"][0]
     with database().transaction() as session:
-        tag_operations.fail_tag_operation(
+        operations.fail_tag_operation(
             session,
             operation_id=operation_id,
             error=f"The operation failed {retry_info.get('retries', 0)} times and was stopped.",
@@ -51,7 +51,7 @@ def fail_tag_operation(message: dict[str, Any], retry_info: dict[str, Any]) -> N
 def resume_stale(older_than_seconds: float) -> int:
     """Re-send every running operation whose heartbeat is older than this; return how many."""
     with database().transaction(write=False) as session:
-        stale = tag_operations.stale_tag_operations(session, older_than_ms=int(older_than_seconds * 1000))
+        stale = operations.stale_tag_operations(session, older_than_ms=int(older_than_seconds * 1000))
     for operation_id in stale:
         run_tag_operation.send(operation_id)
     return len(stale)

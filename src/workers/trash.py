@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from cardvault.domain import trash
+from cardvault.domain.cards import trash
 from cardvault.workers.broker import database, settings
 from cardvault.workers.files import delete_doomed_objects
 

@@ -24,9 +24,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from cardvault.domain import exports
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
+from cardvault.domain.portability import exports
 from tests.conftest import fresh_postgres_database
 from tests.contract.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
 

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cardvault.domain import accounts, keys
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.db import Database
 from cardvault.domain.models import Account
-from cardvault.domain.passwords import PasswordParams, Passwords
 
 
 def run(

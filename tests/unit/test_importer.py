@@ -17,10 +17,10 @@ from sqlalchemy import select
 
 from cardvault import importer
 from cardvault.adapters.blobs import store_from_settings
-from cardvault.domain import archive, imports
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
+from cardvault.domain.portability import archive, imports
 from cardvault.settings import Settings
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run

@@ -9,7 +9,7 @@ from typing import Any
 from connexion.json_schema import Draft4ResponseValidator
 from jsonschema import Draft4Validator
 
-from cardvault.domain.credentials import SCOPES
+from cardvault.domain.auth.credentials import SCOPES
 from cardvault.settings import RATE_LIMITS, SPEC_PATH, spec_document
 
 

@@ -11,7 +11,7 @@ from cardvault.adapters.media import MediaRefused
 
 MAX_SECONDS = 7 * 24 * 3600  # a duration a header states beyond this is not believed
 
-# The demuxer for each sniffed type (cardvault.domain.filetypes): never FFmpeg's own guess.
+# The demuxer for each sniffed type (cardvault.domain.files.filetypes): never FFmpeg's own guess.
 FORMATS = {
     "video/mp4": "mp4",
     "video/quicktime": "mov",

@@ -19,7 +19,7 @@ from authlib.oauth2 import OAuth2Error
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from cardvault.domain import credentials
+from cardvault.domain.auth import credentials
 from cardvault.domain.models import Account
 from cardvault.handlers import runtime
 from cardvault.handlers.web import pages

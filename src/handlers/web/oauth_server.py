@@ -12,7 +12,7 @@ Tightened against Authlib's defaults:
 - The redirect URI must be sent and match a registered one exactly (no default URI).
 - Refresh tokens rotate (Authlib's default is not to issue a new one), and the spend of a code
   or a refresh token happens in one conditional UPDATE while it is being checked, not after the
-  new tokens are saved, so concurrent uses get exactly one success (see domain/oauth.py).
+  new tokens are saved, so concurrent uses get exactly one success (see domain/auth/oauth.py).
 - Authorization responses carry ``iss`` (RFC 9207)."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 from sqlalchemy.orm import Session
 
-from cardvault.domain import credentials, oauth
+from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import OAuthClient, OAuthCode, OAuthGrant
 

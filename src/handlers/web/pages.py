@@ -17,7 +17,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from cardvault.domain import web_sessions
+from cardvault.domain.auth import web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.handlers import runtime
 

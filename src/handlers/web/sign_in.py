@@ -16,9 +16,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from cardvault.adapters.limiter import Policy
-from cardvault.domain import accounts, rate_limits, web_sessions
+from cardvault.domain.auth import accounts, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import RateLimited
+from cardvault.domain.guards import rate_limits
 from cardvault.domain.models import Account
 from cardvault.handlers import runtime
 from cardvault.handlers.web import pages

@@ -19,10 +19,13 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards, folders, keys, tag_operations
+from cardvault.domain import folders
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
+from cardvault.domain.tags import operations
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import fresh_postgres_database
@@ -106,7 +109,7 @@ def seed(db: Database) -> tuple[str, str, list[str], list[str]]:
         account = accounts.create_account(session, name=f"concurrency-{time.time_ns()}").id
         key = keys.issue_api_key(session, account_id=account)
         card_ids = [
-            cards.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
+            editing.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
             for i in range(CARDS)
         ]
         folder_ids = [
@@ -151,9 +154,7 @@ def start_operation(db: Database, account: str, rng: random.Random) -> str | Non
     )
     try:
         with db.transaction() as session:
-            return tag_operations.start_tag_operation(
-                session, account_id=account, kind=kind, tag=tag, to=to
-            ).id
+            return operations.start_tag_operation(session, account_id=account, kind=kind, tag=tag, to=to).id
     except CardVaultError:  # no card has the tag any more, or one operation runs already
         return None
 
@@ -173,7 +174,7 @@ def run_operations(load: Load, db: Database, account: str, *, starts: bool) -> N
             continue
         try:
             with db.transaction() as session:
-                tag_operations.run_tag_batch(session, operation_id=operation_id, batch_size=BATCH_SIZE)
+                operations.run_tag_batch(session, operation_id=operation_id, batch_size=BATCH_SIZE)
         except DBAPIError as exc:
             load.fail(f"tag batch failed: {describe(exc)}")
             continue

@@ -13,7 +13,8 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, cards, keys
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, is_busy
 from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card
@@ -148,8 +149,8 @@ class TestPostgresConflicts:
         if database.dialect != "postgresql":
             pytest.skip("deadlock detection is PostgreSQL's")
         with database.transaction() as session:
-            one = cards.add_card(session, account_id=account_id, content="1").id
-            two = cards.add_card(session, account_id=account_id, content="2").id
+            one = editing.add_card(session, account_id=account_id, content="1").id
+            two = editing.add_card(session, account_id=account_id, content="2").id
         errors: list[BaseException] = []
         both_hold_one = threading.Barrier(2)
 
@@ -176,7 +177,7 @@ class TestPostgresConflicts:
         if database.dialect != "postgresql":
             pytest.skip("snapshot isolation errors are PostgreSQL's")
         with database.transaction() as session:
-            card = cards.add_card(session, account_id=account_id, content="0").id
+            card = editing.add_card(session, account_id=account_id, content="0").id
         update = text("UPDATE cards SET content = :c WHERE id = :id")
         with database.engine.connect().execution_options(isolation_level="REPEATABLE READ") as reader:
             reader.execute(text("SELECT content FROM cards WHERE id = :id"), {"id": card})

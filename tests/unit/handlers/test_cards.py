@@ -6,7 +6,7 @@ from typing import ClassVar
 import pytest
 from sqlalchemy import insert
 
-from cardvault.domain import card_views
+from cardvault.domain.cards import reading
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card
@@ -244,7 +244,7 @@ class TestListCards:
                 "created_at": 1,
                 "updated_at": 1,
             }
-            for _ in range(card_views.TOTAL_CAP + 1)
+            for _ in range(reading.TOTAL_CAP + 1)
         ]
         with database.transaction() as session:
             session.execute(insert(Card), rows)

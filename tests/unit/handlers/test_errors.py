@@ -3,7 +3,7 @@
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import credentials
+from cardvault.domain.auth import credentials
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings

@@ -17,8 +17,8 @@ from sqlalchemy import update
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain.db import Database
-from cardvault.domain.exports import WEEK_MS
 from cardvault.domain.models import ExportJob
+from cardvault.domain.portability.exports import WEEK_MS
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api
 from tests.unit.handlers.test_captions import VTT, attach

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, text, update
 from starlette.testclient import TestClient
 
 from cardvault.domain.db import Database
-from cardvault.domain.idempotency import KEEP_MS, lock_key
+from cardvault.domain.guards.idempotency import KEEP_MS, lock_key
 from cardvault.domain.models import Card, IdempotencyKey
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings

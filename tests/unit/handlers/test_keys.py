@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event, update
 from starlette.testclient import TestClient
 
-from cardvault.domain import credentials, keys
+from cardvault.domain.auth import credentials, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey

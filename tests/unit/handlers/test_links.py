@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings
@@ -200,8 +200,8 @@ class TestDone:
 
 def give_ai_fields(database: Database, account_id: str, card_id: str) -> None:
     with database.transaction() as session:
-        cards.set_ai_tags(session, account_id=account_id, card_id=card_id, tags=["tides", "sea"])
-        card = cards.get_card(session, account_id=account_id, card_id=card_id)
+        editing.set_ai_tags(session, account_id=account_id, card_id=card_id, tags=["tides", "sea"])
+        card = editing.get_card(session, account_id=account_id, card_id=card_id)
         card.ai_summary, card.ai_transcript = "About tides.", "high water, low water"
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import accounts, keys
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
@@ -70,14 +70,14 @@ def test_wrong_methods_on_the_spec_and_docs_say_what_is_allowed(app_client: Test
 
 def test_concurrent_done_keeps_the_first_completion_time(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        card_id = cards.add_card(session, account_id=account_id, url="https://example.com").id
+        card_id = editing.add_card(session, account_id=account_id, url="https://example.com").id
     results: list[int | None] = []
     barrier = threading.Barrier(8)
 
     def done() -> None:
         barrier.wait()
         with database.transaction() as session:
-            results.append(cards.mark_done(session, account_id=account_id, card_id=card_id).completed_at)
+            results.append(editing.mark_done(session, account_id=account_id, card_id=card_id).completed_at)
 
     run_together(done, 8)
     assert len(set(results)) == 1 and results[0] is not None
@@ -85,7 +85,7 @@ def test_concurrent_done_keeps_the_first_completion_time(database: Database, acc
 
 def test_concurrent_tag_edits_of_one_card_all_succeed(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        card_id = cards.add_card(session, account_id=account_id, tags=["a"]).id
+        card_id = editing.add_card(session, account_id=account_id, tags=["a"]).id
     errors: list[Exception] = []
     barrier = threading.Barrier(8)
     counter = iter(range(8))
@@ -95,14 +95,14 @@ def test_concurrent_tag_edits_of_one_card_all_succeed(database: Database, accoun
         barrier.wait()
         try:
             with database.transaction() as session:
-                cards.update_card(session, account_id=account_id, card_id=card_id, tags=["a", f"b{n}"])
+                editing.update_card(session, account_id=account_id, card_id=card_id, tags=["a", f"b{n}"])
         except Exception as exc:
             errors.append(exc)
 
     run_together(edit, 8)
     assert errors == []
     with database.transaction(write=False) as session:
-        tags = cards.get_card(session, account_id=account_id, card_id=card_id).tags
+        tags = editing.get_card(session, account_id=account_id, card_id=card_id).tags
     assert tags[0] == "a" and len(tags) == 2
 
 

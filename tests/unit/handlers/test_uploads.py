@@ -19,8 +19,9 @@ from starlette.testclient import TestClient
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain import accounts, keys, uploads
+from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
+from cardvault.domain.files import uploads
 from cardvault.domain.models import Card, Upload
 from cardvault.handlers.app import create_app
 from cardvault.settings import Settings

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from cardvault.domain import card_views, cards, processing
-from cardvault.domain.card_views import CardFilter
+from cardvault.domain import processing
+from cardvault.domain.cards import editing, reading
+from cardvault.domain.cards.reading import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
@@ -47,7 +48,7 @@ def bound(tmp_path: Path, database: Database) -> Database:
 
 def add(db: Database, account: str, content: str, **fields: Any) -> int:
     with db.transaction() as session:
-        card = cards.add_card(session, account_id=account, content=content, card_type="text", **fields)
+        card = editing.add_card(session, account_id=account, content=content, card_type="text", **fields)
         assert processing.queue(session, card) == ("ai",)
         return card.pk
 
@@ -94,7 +95,7 @@ def test_keywords_take_the_accounts_spelling_and_leave_out_the_cards_own_tags(
     bound: Database, account_id: str
 ) -> None:
     with bound.transaction() as session:  # the account already tags with these spellings
-        cards.add_card(
+        editing.add_card(
             session,
             account_id=account_id,
             content="x",
@@ -139,7 +140,7 @@ def test_content_changed_while_the_stage_ran_keeps_nothing_and_queues_it_again(
         assert isinstance(taken, processing.Taken)
         card_id = taken.card.id
     with bound.transaction() as session:
-        edited = cards.edit_card(session, account_id=account_id, card_id=card_id, content="Tide tables.")
+        edited = editing.edit_card(session, account_id=account_id, card_id=card_id, content="Tide tables.")
         assert edited.stages == ("ai",)
     assert stage(bound, pk) == ("pending", 0, None)
     run_stage(pk, "ai")
@@ -151,7 +152,7 @@ def test_a_refresh_clears_the_fields_and_the_rerun_brings_them_back(bound: Datab
     run_stage(pk, "ai")
     first = read(bound, pk)
     with bound.transaction() as session:
-        refreshed = cards.refresh(session, account_id=account_id, card_id=first.id)
+        refreshed = editing.refresh(session, account_id=account_id, card_id=first.id)
         assert refreshed.stages == ("ai",)
     cleared = read(bound, pk)
     assert (cleared.ai_summary, cleared.ai_tags, cleared.ai_engine) == (None, [], None)
@@ -166,9 +167,7 @@ def test_a_refresh_clears_the_fields_and_the_rerun_brings_them_back(bound: Datab
 
 def search_for(db: Database, account_id: str, q: str) -> list[int]:
     with db.transaction(write=False) as session:
-        found = card_views.list_cards(
-            session, account_id=account_id, secret="s" * 48, filters=CardFilter(q=q)
-        )
+        found = reading.list_cards(session, account_id=account_id, secret="s" * 48, filters=CardFilter(q=q))
     return [view.pk for view in found.cards]
 
 
@@ -198,7 +197,7 @@ def test_a_link_is_described_from_its_page_text_after_the_page(
     )
     pages.routes["/bread"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
     with database.transaction() as session:
-        card = cards.add_card(session, account_id=account_id, content=pages.url("/bread"))
+        card = editing.add_card(session, account_id=account_id, content=pages.url("/bread"))
         assert processing.queue(session, card) == ("linkMetadata",)  # ai waits for the page
         pk = card.pk
     run_stage(pk, "ai")  # early: nothing happens
@@ -241,7 +240,7 @@ def test_a_providers_answer_is_kept_with_its_model(
     assert card.ai_engine == {"kind": "provider", "model": "stub-1", "language": "en"}
     assert search_for(database, account_id, "leavening") == [pk]  # the summary finds the card
     with database.transaction() as session:
-        cards.refresh(session, account_id=account_id, card_id=card.id)
+        editing.refresh(session, account_id=account_id, card_id=card.id)
     assert search_for(database, account_id, "leavening") == []  # cleared, and out of the index
     asked = json.loads(pages.posted[0])
     assert asked["model"] == "stub-1" and SOURDOUGH in asked["messages"][1]["content"]

@@ -15,9 +15,11 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-from cardvault.domain import accounts, cards, tag_operations
+from cardvault.domain.auth import accounts
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardTag, TagOperation
+from cardvault.domain.tags import operations
 from tests.conftest import IN_CI, fresh_postgres_database, shared_redis_url
 
 REDIS_URL = shared_redis_url()
@@ -67,9 +69,9 @@ def test_a_killed_worker_leaves_the_operation_to_another_and_every_card_changes_
     for start in range(0, CARDS, 500):
         with db.transaction() as session:
             for i in range(start, start + 500):
-                cards.add_card(session, account_id=account, content=f"card {i}", tags=["keep", "Old"])
+                editing.add_card(session, account_id=account, content=f"card {i}", tags=["keep", "Old"])
     with db.transaction() as session:
-        operation_id = tag_operations.start_tag_operation(
+        operation_id = operations.start_tag_operation(
             session, account_id=account, kind="rename", tag="old", to="New"
         ).id
 

@@ -18,9 +18,11 @@ from sqlalchemy import insert, update
 
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain import cards, exports, folders
+from cardvault.domain import folders
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
+from cardvault.domain.portability import exports
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import exports as actors
@@ -43,7 +45,7 @@ def start(db: Database, account: str, *, notes: int = 3) -> str:
     with db.transaction() as session:
         folder = folders.create_folder(session, account_id=account, name="Box")
         for number in range(notes):
-            card = cards.add_card(session, account_id=account, content=f"note {number}", tags=["t"])
+            card = editing.add_card(session, account_id=account, content=f"note {number}", tags=["t"])
             folders.add_cards(session, account_id=account, folder_id=folder.id, card_ids=[card.id])
         return exports.start_export(session, account_id=account).id
 
@@ -215,7 +217,7 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     store.write(key, iter([b"CV"]), content_type="application/octet-stream")
     os.truncate(store.open(key), big)  # a hole: 4 GiB of zeros after the first two bytes
     with bound.transaction() as session:
-        card = cards.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="")
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "disk.img", big
         job_id = exports.start_export(session, account_id=account_id).id
     with bound.transaction() as session:
@@ -301,7 +303,7 @@ def test_a_file_that_cannot_be_opened_is_tried_then_left_out(
     path.unlink()
     path.mkdir()  # there (the store knows it), yet it cannot be read
     with bound.transaction() as session:
-        card = cards.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="")
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
         job_id = exports.start_export(session, account_id=account_id).id
     actors.run_export(job_id)

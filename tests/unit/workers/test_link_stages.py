@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 from sqlalchemy import text
 
-from cardvault.domain import cards, processing
+from cardvault.domain import processing
+from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
@@ -66,7 +67,7 @@ def bound(tmp_path: Path, database: Database, pages: PageServer) -> Database:
 
 def link(db: Database, account: str, url: str) -> int:
     with db.transaction() as session:
-        card = cards.add_card(session, account_id=account, content=url)
+        card = editing.add_card(session, account_id=account, content=url)
         assert processing.queue(session, card) == ("linkMetadata",)
         return card.pk
 
@@ -210,7 +211,7 @@ def test_an_attempt_outrun_by_a_refresh_records_nothing(
         assert processing.start(session, card_pk=pk, stage="linkMetadata", stale_before=0) is not None
         card_id = session.get(Card, pk).id  # type: ignore[union-attr]
     with bound.transaction() as session:
-        cards.refresh(session, account_id=account_id, card_id=card_id)
+        editing.refresh(session, account_id=account_id, card_id=card_id)
     with bound.transaction() as session:  # the old attempt's lease no longer holds
         row = session.get(CardStage, (pk, "linkMetadata"))
         assert row is not None and (row.state, row.attempts, row.lease) == ("pending", 0, None)

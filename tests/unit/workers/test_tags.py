@@ -7,10 +7,11 @@ import time
 import pytest
 from sqlalchemy import update
 
-from cardvault.domain import cards, tag_operations
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import TagOperation
+from cardvault.domain.tags import operations
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import tags as actors
@@ -24,13 +25,13 @@ def bound(database: Database, settings: Settings) -> Database:
 
 def start_delete(db: Database, account: str, tag: str) -> str:
     with db.transaction() as session:
-        cards.add_card(session, account_id=account, tags=[tag])
-        return tag_operations.start_tag_operation(session, account_id=account, kind="delete", tag=tag).id
+        editing.add_card(session, account_id=account, tags=[tag])
+        return operations.start_tag_operation(session, account_id=account, kind="delete", tag=tag).id
 
 
 def state(db: Database, account: str, operation_id: str) -> tuple[str, int, int]:
     with db.transaction(write=False) as session:
-        op = tag_operations.get_tag_operation(session, account_id=account, operation_id=operation_id)
+        op = operations.get_tag_operation(session, account_id=account, operation_id=operation_id)
         return op.status, op.processed, op.changed
 
 
@@ -52,7 +53,7 @@ def test_retries_exhausted_mark_the_operation_failed(bound: Database, account_id
     status, _, _ = state(bound, account_id, operation_id)
     assert status == "failed"
     with bound.transaction(write=False) as session:
-        failed = tag_operations.get_tag_operation(session, account_id=account_id, operation_id=operation_id)
+        failed = operations.get_tag_operation(session, account_id=account_id, operation_id=operation_id)
     assert failed.error and failed.running_account_id is None
     actors.run_tag_operation(operation_id)  # a late message does nothing
     assert state(bound, account_id, operation_id)[0] == "failed"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from cardvault.domain import cards, processing
+from cardvault.domain import processing
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
@@ -42,7 +43,7 @@ def audio_card(
         key = f"accounts/{account_id}/files/test/sound.ogg"
         broker.blob_store().put(key, data, content_type="audio/ogg")
     with db.transaction() as session:
-        card = cards.add_card(session, account_id=account_id, content="", card_type="text")
+        card = editing.add_card(session, account_id=account_id, content="", card_type="text")
         session.flush()
         session.execute(
             update(Card)
@@ -132,7 +133,7 @@ def test_the_sweeper_leaves_a_running_stage_alone_until_it_may_be_taken_over(
     with database.transaction() as session:
         made = []
         for _ in range(4):
-            card = cards.add_card(session, account_id=account_id, content="x", card_type="text")
+            card = editing.add_card(session, account_id=account_id, content="x", card_type="text")
             session.flush()
             made.append(card.pk)
         rows = [

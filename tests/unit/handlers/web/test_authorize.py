@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from cardvault.domain import credentials, oauth
+from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import OAuthCode, OAuthToken

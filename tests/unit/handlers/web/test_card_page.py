@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from cardvault.domain import cards, folders, keys, trash
+from cardvault.domain import folders
+from cardvault.domain.auth import keys
+from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from tests.unit.handlers.web.conftest import Person, sign_in
 
@@ -33,7 +35,7 @@ _HOSTILE = [
 
 def _card(database: Database, account_id: str, **fields: object) -> str:
     with database.transaction() as session:
-        return cards.add_card(session, account_id=account_id, **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, **fields).id  # type: ignore[arg-type]
 
 
 class TestCardPage:

@@ -25,7 +25,9 @@ from sqlalchemy import event, func, select
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cardvault.domain import cards, folders, keys, oauth
+from cardvault.domain import folders
+from cardvault.domain.auth import keys, oauth
+from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey, Card, OAuthCode, OAuthGrant, OAuthToken, WebSession
@@ -488,7 +490,7 @@ class TestRegressionCardPageRendersOffTheEventLoop:
         on unclosed image/link brackets: a 512 KiB text card of "![" holds every request of the
         process for ~26 s on each view. Here 120 KB (~3 s) are enough to show it."""
         with database.transaction() as session:
-            card_id = cards.add_card(
+            card_id = editing.add_card(
                 session, account_id=person.account_id, content="![" * 60_000, card_type="text"
             ).id
         sign_in(browser, person)
@@ -513,7 +515,7 @@ class TestRegressionCardHeading:
         take ~3 s, a 512 KiB first line several minutes, on the event loop (every request of the
         process waits)."""
         with database.transaction() as session:
-            card_id = cards.add_card(
+            card_id = editing.add_card(
                 session, account_id=person.account_id, content="# " + "#" * 40_000 + "x", card_type="text"
             ).id
         sign_in(browser, person)
@@ -1094,7 +1096,7 @@ class TestCorpusCardPage:
     ) -> None:
         hostile = '"><script>alert(1)</script><img src=x onerror=alert(1)>'
         with database.transaction() as session:
-            card = cards.add_card(
+            card = editing.add_card(
                 session,
                 account_id=person.account_id,
                 url="https://example.com/a?b=%22%3E%3Cscript%3E",
@@ -1125,7 +1127,7 @@ class TestCorpusCardPage:
     ) -> None:
         owner, other = make_person(), make_person()
         with database.transaction() as session:
-            card_id = cards.add_card(session, account_id=owner.account_id, content="owner only").id
+            card_id = editing.add_card(session, account_id=owner.account_id, content="owner only").id
         sign_in(browser, other)
         for variant in (card_id, card_id.upper(), card_id + "%00", card_id + "%20"):
             response = browser.get(f"/cards/{variant}")

@@ -1,0 +1,1 @@
+"""Signing in: accounts, passwords, API keys, OAuth records, browser sessions, client secrets."""

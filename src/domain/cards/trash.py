@@ -1,0 +1,86 @@
+"""Trash: cards moved there leave lists and search, keep their data, and are deleted for good
+on request or once they have been there longer than the retention period."""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy.orm import Session
+
+from cardvault.domain.cards.editing import get_card
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import lock_tags
+from cardvault.domain.errors import CardNotInTrash
+from cardvault.domain.models import Card
+from cardvault.domain.tags import counts
+
+PURGE_BATCH = 500
+DAY_MS = 86_400_000
+
+
+def retention_ms(days: float) -> int:
+    """How long a card stays in Trash, in milliseconds."""
+    return int(days * DAY_MS)
+
+
+def purge_at(deleted_at: int | None, *, days: float) -> int:
+    """When a card that went to Trash at ``deleted_at`` will be deleted for good."""
+    return (deleted_at or 0) + retention_ms(days)
+
+
+def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Move the card to Trash; moving it again keeps the first time."""
+    # The card's tags leave the tag counts: no tag batch may run meanwhile (cardvault.domain.db).
+    lock_tags(session, account_id=account_id)
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is None:
+        tags = counts.card_tally(card)
+        card.deleted_at = now_ms()
+        card.updated_at = max(card.deleted_at, card.updated_at)
+        counts.apply(session, account_id=account_id, before=tags, after=counts.NONE)
+    return card
+
+
+def restore(session: Session, *, account_id: str, card_id: str) -> Card:
+    """Take the card out of Trash, back where it was (archived cards return to the archive)."""
+    lock_tags(session, account_id=account_id)  # its tags come back into the tag counts
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is not None:
+        card.deleted_at = None
+        card.updated_at = max(now_ms(), card.updated_at)
+        counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
+    return card
+
+
+def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
+    """Delete a card in Trash with everything attached to it."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if card.deleted_at is None:
+        raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
+    session.delete(card)
+
+
+def _delete_locked(session: Session, condition: ColumnElement[bool], limit: int) -> list[int]:
+    """Lock up to ``limit`` matching cards in pk order (the lock order in cardvault.domain.db)
+    and delete them; return their pks."""
+    pks = list(
+        session.scalars(select(Card.pk).where(condition).order_by(Card.pk).limit(limit).with_for_update())
+    )
+    if pks:
+        session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
+    return pks
+
+
+def empty_trash(session: Session, *, account_id: str) -> int:
+    """Delete every card of the account's Trash; return how many."""
+    in_trash = (Card.account_id == account_id) & Card.deleted_at.is_not(None)
+    deleted = after = 0
+    # Each batch starts after the last one, so the whole transaction locks in ascending pk; a card
+    # moved to Trash meanwhile behind it stays for the next time.
+    while pks := _delete_locked(session, in_trash & (Card.pk > after), PURGE_BATCH):
+        deleted, after = deleted + len(pks), pks[-1]
+    return deleted
+
+
+def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
+    """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
+    return len(_delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit))

@@ -1,0 +1,154 @@
+"""Replacing a link card's image with an uploaded one, and resetting it.
+
+The replacement is an upload issued for that card (``purpose`` thumbnail): JPEG, PNG, WebP, GIF
+(its first frame) or AVIF by its bytes, under 20 MB, at most 10,000 px a side. It is decoded
+in the decoder's child process into three WebP renditions (1200, 256 and 48 px), which become
+the card's ``linkPreviewImageUrl``, ``compactUrl`` and ``placeholderUrl``; ``thumbnailOverridden``
+keeps them through refreshes and new link previews until the image is reset."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.decoder import Decoder
+from cardvault.adapters.images import ImageRefused
+from cardvault.domain import processing
+from cardvault.domain.cards.editing import Edited, get_card
+from cardvault.domain.clock import now_ms
+from cardvault.domain.errors import CardInTrash, InvalidInput, ServiceBusy, TypeMismatch, UnsupportedType
+from cardvault.domain.files import filetypes, uploads
+from cardvault.domain.models import Card
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "image/avif")
+MAX_BYTES = filetypes.MAX_BYTES["image"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    """An uploaded image made into the renditions a link card shows."""
+
+    upload_id: str
+    large: str  # object keys
+    compact: str
+    placeholder: str
+
+    @property
+    def keys(self) -> list[str]:
+        return [self.large, self.compact, self.placeholder]
+
+
+def _keys(account_id: str, card_id: str, upload_id: str) -> tuple[str, str, str]:
+    return uploads.replacement_keys(account_id=account_id, card_id=card_id, upload_id=upload_id)
+
+
+def _link_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=for_update)
+    if card.deleted_at is not None:
+        raise CardInTrash("The card is in Trash; restore it first.")
+    if card.type != "link":
+        raise TypeMismatch(f"Only a link card's image can be replaced; this card is {card.type}.")
+    return card
+
+
+def issue_upload(
+    session: Session,
+    store: BlobStore,
+    *,
+    account_id: str,
+    card_id: str,
+    file_name: str,
+    file_size: int,
+    mime_type: str,
+) -> uploads.Issued:
+    """An upload URL for the card's new image."""
+    return uploads.issue_for_card(
+        session,
+        store,
+        card=_link_card(session, account_id=account_id, card_id=card_id),
+        purpose="thumbnail",
+        accepted=IMAGE_TYPES,
+        refusal=f"{mime_type} is not an accepted image type: JPEG, PNG, WebP, GIF or AVIF.",
+        max_file_size=MAX_BYTES,
+        file_name=file_name,
+        file_size=file_size,
+        mime_type=mime_type,
+    )
+
+
+def check(
+    session: Session, store: BlobStore, *, account_id: str, card_id: str, file_key: str
+) -> uploads.CheckedUpload | Card:
+    """Check the card and its upload: the checked upload, or the card itself when this upload
+    is already its image (a repeated PUT)."""
+    card = _link_card(session, account_id=account_id, card_id=card_id)
+    if card.thumbnail_object == _keys(account_id, card.id, file_key)[0]:
+        return card
+    checked = uploads.check(
+        session,
+        store,
+        account_id=account_id,
+        file_key=file_key,
+        file_etag=None,
+        purpose="thumbnail",
+        card_id=card.id,
+    )
+    if checked.file_type.mime_type not in IMAGE_TYPES:
+        raise UnsupportedType(
+            "The file is not an accepted image (JPEG, PNG, WebP, GIF or AVIF), judged by its bytes.",
+            detected=checked.file_type.card_type,
+        )
+    return checked
+
+
+def render(
+    store: BlobStore, decoder: Decoder, checked: uploads.CheckedUpload, *, card_id: str
+) -> Replacement:
+    """Decode the uploaded image in the decoder's child and store its renditions."""
+    upload = checked.upload
+    with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
+        original = Path(workdir) / "image"
+        store.download(upload.object_key, original)
+        try:
+            made = decoder.renditions(original, large=True)
+        except ImageRefused as refused:
+            if refused.code == "DECODE_BUSY":  # other images hold the decoder: retry in a moment
+                raise ServiceBusy() from None
+            raise InvalidInput(
+                f"The image cannot be used: {refused}", details={"reason": refused.code}
+            ) from None
+    large, compact, placeholder = _keys(upload.account_id, card_id, upload.id)
+    assert made.large is not None
+    store.put(large, made.large, content_type="image/webp")
+    store.put(compact, made.compact, content_type="image/webp")
+    store.put(placeholder, made.placeholder, content_type="image/webp")
+    return Replacement(upload_id=upload.id, large=large, compact=compact, placeholder=placeholder)
+
+
+def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Card:
+    """Make the renditions the card's image (the old ones are doomed by the database)."""
+    card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
+    card.thumbnail_object = replacement.large
+    card.compact_object = replacement.compact
+    card.placeholder_object = replacement.placeholder
+    card.thumbnail_overridden = True
+    card.updated_at = now_ms()
+    return card
+
+
+def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
+    """Drop a replaced image: the card shows its page's image again, once its ``linkPreview``
+    stage (queued here) made it. Resetting a card whose image was not replaced changes
+    nothing."""
+    card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    if not card.thumbnail_overridden:
+        return Edited(card)
+    card.thumbnail_object = card.compact_object = card.placeholder_object = None
+    card.thumbnail_overridden = False
+    card.updated_at = now_ms()
+    return Edited(card, processing.queue(session, card, ["linkPreview"]) if card.url else ())

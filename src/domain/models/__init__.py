@@ -1,0 +1,46 @@
+"""ORM models, one module per feature. Times are integer milliseconds since the epoch, as the API
+shows them. Every model is imported here, so ``Base.metadata`` (and Alembic) sees every table."""
+
+from cardvault.domain.models.auth import (
+    Account,
+    ApiKey,
+    OAuthClient,
+    OAuthCode,
+    OAuthGrant,
+    OAuthToken,
+    WebSession,
+)
+from cardvault.domain.models.cards import Card, CardTag
+from cardvault.domain.models.declarative import Base
+from cardvault.domain.models.files import DoomedObject, Upload
+from cardvault.domain.models.folders import Folder, FolderCard
+from cardvault.domain.models.guards import IdempotencyKey
+from cardvault.domain.models.ownership import get_owned
+from cardvault.domain.models.pipeline import CardStage
+from cardvault.domain.models.portability import ExportItem, ExportJob
+from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
+
+__all__ = [
+    "Account",
+    "ApiKey",
+    "Base",
+    "Card",
+    "CardStage",
+    "CardTag",
+    "DoomedObject",
+    "ExportItem",
+    "ExportJob",
+    "Folder",
+    "FolderCard",
+    "IdempotencyKey",
+    "OAuthClient",
+    "OAuthCode",
+    "OAuthGrant",
+    "OAuthToken",
+    "TagCounter",
+    "TagOperation",
+    "TagSpelling",
+    "Upload",
+    "WebSession",
+    "get_owned",
+]
