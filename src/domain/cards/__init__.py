@@ -1,3 +1,4 @@
-"""Cards: adding and editing them, reading one or a page, their type and colours, Trash, and the
-ai stage's rules (what text is described and how keywords become the card's AI tags), which
-change a card and its tags, so they sit with the cards rather than with the pipeline's table."""
+"""Cards: adding and editing them, reading one or a page, their type and colours, and Trash.
+
+The ai stage's rules (``ai``: what text of a card is described, how keywords become its AI tags)
+live here, not beside the pipeline's table: they change a card and its tags, nothing else."""

@@ -1,5 +1,7 @@
-"""ORM models, one module per feature. Times are integer milliseconds since the epoch, as the API
-shows them. Every model is imported here, so ``Base.metadata`` (and Alembic) sees every table."""
+"""ORM models, one module per feature; every model is imported here so Base.metadata has them all.
+
+Times are integer milliseconds since the epoch, as the API shows them. Alembic's environment
+(``migrations/env.py``) reads ``Base.metadata`` from this package: a new model module is imported here."""
 
 from cardvault.domain.models.auth import (
     Account,
