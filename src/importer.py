@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jsonschema import Draft7Validator
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT7
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -160,9 +160,10 @@ def _stored(
     if purpose == "card":
         name, mime = record.get("fileName"), record.get("mimeType")
     else:
-        facts = record.get("captionsFile") if isinstance(record.get("captionsFile"), dict) else {}
+        facts = record.get("captionsFile")
+        facts = facts if isinstance(facts, dict) else {}
         name = facts.get("fileName")
-        mime = captions.CONTENT_TYPES.get(facts.get("format"), "text/plain")
+        mime = captions.CONTENT_TYPES.get(facts.get("format", ""), "text/plain")
     name = name if isinstance(name, str) and name else posixpath.basename(str(path))
     mime = mime if isinstance(mime, str) and mime else "application/octet-stream"
     with db.transaction() as session:
@@ -189,7 +190,7 @@ def _servable() -> imports.Servable:
     """Whether a value is what the API shows, by the spec's schema of it (``link``: the
     extended card's link fields, by theirs)."""
     spec = _json_schema(spec_document()[1])
-    registry: Registry[Any] = Registry().with_resource(_SPEC, Resource(contents=spec, specification=DRAFT7))
+    registry: Registry[Any] = Registry().with_resource(_SPEC, DRAFT7.create_resource(spec))
     fields: dict[str, Any] = {}
     for part in spec["components"]["schemas"]["DoneCard"]["allOf"]:
         target = spec["components"]["schemas"][part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part

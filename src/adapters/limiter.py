@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import threading
 import time
+from typing import cast
 
 import limits
 import redis
@@ -115,7 +116,9 @@ class Limiter:
         they exist, a second round trip). A Redis that has lost them (restarted, flushed) gets
         the library's calls, which load them again."""
         name, expiry, now = storage.prefixed_key(item.key_for(key)), item.get_expiry(), time.time()
-        pipeline = storage.get_connection().pipeline(transaction=False)
+        # limits types the connection as a protocol of the few commands it calls; a RedisStorage's
+        # is the redis.Redis it made from the URL.
+        pipeline = cast("redis.Redis", storage.get_connection()).pipeline(transaction=False)
         pipeline.evalsha(storage.lua_acquire_moving_window.sha, 1, name, now, item.amount, expiry, 1)
         pipeline.evalsha(storage.lua_moving_window.sha, 1, name, now - expiry, item.amount)
         acquired, window = pipeline.execute(raise_on_error=False)

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import CursorResult, Delete, Engine, Update, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -109,6 +109,12 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
         pool_pre_ping=True,
         connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
     )
+
+
+def rows_changed(session: Session, statement: Update | Delete) -> int:
+    """Run an UPDATE or DELETE and return how many rows it matched."""
+    # Session.execute is typed as returning Result; a DML statement's is a CursorResult.
+    return cast("CursorResult[Any]", session.execute(statement)).rowcount
 
 
 def after_commit(session: Session, action: Callable[[], object]) -> None:

@@ -44,8 +44,8 @@ def _save(session: Session, folder: Folder, **values: object) -> None:
             session.add(folder)
             session.flush()
     except IntegrityError:
-        name = values.get("name", folder.name)
-        raise FolderExists(f"A folder named {name!r} exists.", details={"name": name}) from None
+        taken = values.get("name", folder.name)
+        raise FolderExists(f"A folder named {taken!r} exists.", details={"name": taken}) from None
 
 
 def create_folder(session: Session, *, account_id: str, name: str, color: str | None = None) -> Folder:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cardvault.adapters.blobs import (
     CHUNK,
@@ -16,6 +16,9 @@ from cardvault.adapters.blobs import (
     UploadTarget,
     content_disposition,
 )
+
+if TYPE_CHECKING:  # boto3's generated stubs, installed with the test tools
+    from types_boto3_s3.type_defs import CompletedPartTypeDef, GetObjectRequestTypeDef
 
 PART = 16 * 1024 * 1024  # bytes of each part of an S3 multipart upload (S3 takes 5 MiB to 5 GiB)
 
@@ -94,11 +97,15 @@ class S3Store:
     def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
         from botocore.exceptions import ClientError
 
-        extra = {"IfMatch": etag} if etag else {}
+        request: GetObjectRequestTypeDef = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "Range": f"bytes=0-{max(length, 1) - 1}",
+        }
+        if etag:
+            request["IfMatch"] = etag
         try:
-            answer = self._client.get_object(
-                Bucket=self.bucket, Key=key, Range=f"bytes=0-{max(length, 1) - 1}", **extra
-            )
+            answer = self._client.get_object(**request)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
                 raise ObjectChanged(key) from exc
@@ -131,9 +138,11 @@ class S3Store:
     def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
         from botocore.exceptions import ClientError
 
-        extra = {"Range": f"bytes={start}-"} if start else {}
+        request: GetObjectRequestTypeDef = {"Bucket": self.bucket, "Key": key}
+        if start:
+            request["Range"] = f"bytes={start}-"
         try:
-            answer = self._client.get_object(Bucket=self.bucket, Key=key, **extra)
+            answer = self._client.get_object(**request)
         except ClientError as exc:
             if self._missing(exc):
                 raise FileNotFoundError(key) from exc
@@ -148,7 +157,8 @@ class S3Store:
         # Parts of PART bytes as they fill (boto3's upload_fileobj over a stream buffered
         # far more); on any error the upload is aborted, so no part is kept.
         upload = self._client.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType=content_type)
-        upload_id, parts, size = upload["UploadId"], [], 0
+        upload_id, size = upload["UploadId"], 0
+        parts: list[CompletedPartTypeDef] = []
         buffer = bytearray()
         try:
             for chunk in chunks:
@@ -168,7 +178,7 @@ class S3Store:
             raise
         return StoredObject(key=key, size=size, etag=answer["ETag"], content_type=content_type)
 
-    def _part(self, key: str, upload_id: str, number: int, data: bytes) -> dict[str, Any]:
+    def _part(self, key: str, upload_id: str, number: int, data: bytes) -> CompletedPartTypeDef:
         answer = self._client.upload_part(
             Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data
         )

@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, bindparam, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain.auth import credentials
+from cardvault.domain.db import rows_changed
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account, ApiKey, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
@@ -127,7 +128,8 @@ def spend_code(session: Session, *, code: str, client_id: str, now: int) -> OAut
     if not credentials.is_well_formed(code, credentials.AUTHORIZATION_CODE):
         return None
     digest = credentials.digest(code)
-    spent = session.execute(
+    spent = rows_changed(
+        session,
         update(OAuthCode)
         .where(
             OAuthCode.code_hash == digest,
@@ -135,10 +137,10 @@ def spend_code(session: Session, *, code: str, client_id: str, now: int) -> OAut
             OAuthCode.used_at.is_(None),
             OAuthCode.expires_at > now,
         )
-        .values(used_at=now)
+        .values(used_at=now),
     )
     row = session.get(OAuthCode, digest)
-    if spent.rowcount == 1:  # type: ignore[attr-defined]
+    if spent == 1:
         return row
     if row is not None and row.client_id == client_id and row.used_at is not None and row.grant_id:
         revoke_grant(session, grant_id=row.grant_id, now=now)
@@ -233,12 +235,13 @@ def spend_refresh_token(
     if grant is None:
         return None
     digest = credentials.digest(token)
-    spent = session.execute(
+    spent = rows_changed(
+        session,
         update(OAuthToken)
         .where(OAuthToken.token_hash == digest, OAuthToken.spent_at.is_(None), OAuthToken.expires_at > now)
-        .values(spent_at=now)
+        .values(spent_at=now),
     )
-    if spent.rowcount == 1:  # type: ignore[attr-defined]
+    if spent == 1:
         return grant
     if session.scalar(select(OAuthToken.spent_at).where(OAuthToken.token_hash == digest)) is not None:
         revoke_grant(session, grant_id=grant.id, now=now)

@@ -10,7 +10,7 @@ when it is taken."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -320,7 +320,7 @@ def doom(session: Session, keys: list[str]) -> None:
     )
 
 
-def _keys_of(uploads: list[Upload]) -> Iterator[str]:
+def _keys_of(uploads: Sequence[Upload]) -> Iterator[str]:
     for upload in uploads:
         yield upload.object_key
         if upload.attached_at is None and upload.purpose == "card":

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
+from cardvault.domain.db import rows_changed
 from cardvault.domain.errors import IdempotencyKeyInUse, IdempotencyKeyReused, ServiceBusy
 from cardvault.domain.models import IdempotencyKey
 
@@ -149,4 +150,4 @@ def forget_expired(session: Session, *, batch_size: int) -> int:
         .limit(batch_size)
     )
     pk = tuple_(IdempotencyKey.account_id, IdempotencyKey.key)
-    return session.execute(delete(IdempotencyKey).where(pk.in_(expired))).rowcount
+    return rows_changed(session, delete(IdempotencyKey).where(pk.in_(expired)))

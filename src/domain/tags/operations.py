@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import lock_tags
+from cardvault.domain.db import lock_tags, rows_changed
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
@@ -156,12 +156,13 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
         .order_by(Card.pk)
         .with_for_update()
     )
-    changed = session.execute(
+    changed = rows_changed(
+        session,
         update(Card)
         .where(Card.pk.in_(locked.scalar_subquery()))
         .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
-        .execution_options(synchronize_session=False)
-    ).rowcount
+        .execution_options(synchronize_session=False),
+    )
     if operation.kind == "delete":
         session.execute(delete(CardTag).where(*batch).execution_options(synchronize_session=False))
     else:
@@ -197,6 +198,7 @@ def _changed_rows(operation: TagOperation, rows: list[TagRow]) -> list[TagRow]:
     from_key, to_key, to_name = operation.from_key, operation.to_key, operation.to_name or ""
     if operation.kind == "delete":
         return [row for row in rows if row.name_key != from_key]
+    assert to_key is not None, "a rename or merge names its target"
     if to_key == from_key:
         return [row._replace(name=to_name) for row in rows]
     # A card that already has the target tag (of the same kind) keeps its own copy.
