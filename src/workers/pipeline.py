@@ -73,30 +73,19 @@ def send_stage(card_pk: int, stage: str) -> None:
     ACTORS[stage].send(card_pk)
 
 
-@dramatiq.actor(
-    actor_name="run_stage",
-    queue_name="files",
-    max_retries=pipeline.MAX_ATTEMPTS,
-    min_backoff=MIN_BACKOFF_MS,
-    time_limit=pipeline.STAGE_SECONDS * 1000,
-)
-def run_stage(card_pk: int, stage: str) -> None:
+def _pass_on(card_pk: int, stage: str) -> None:
     """Pass a message queued by an older release on to the stage's own actor."""
     if stage in ACTORS:
         send_stage(card_pk, stage)
 
 
-@dramatiq.actor(
-    actor_name="run_transcript_stage",
-    queue_name="transcripts",
-    max_retries=pipeline.MAX_ATTEMPTS,
-    min_backoff=MIN_BACKOFF_MS,
-    time_limit=pipeline.TRANSCRIPT_SECONDS * 1000,
-)
-def run_transcript_stage(card_pk: int, stage: str) -> None:
-    """Pass a message queued by an older release on to the stage's own actor."""
-    if stage in ACTORS:
-        send_stage(card_pk, stage)
+def _previous(name: str, queue: str, seconds: int) -> dramatiq.Actor[[int, str], None]:
+    options = {"max_retries": pipeline.MAX_ATTEMPTS, "min_backoff": MIN_BACKOFF_MS}
+    return dramatiq.actor(_pass_on, actor_name=name, queue_name=queue, time_limit=seconds * 1000, **options)
+
+
+run_stage = _previous("run_stage", "files", pipeline.STAGE_SECONDS)
+run_transcript_stage = _previous("run_transcript_stage", "transcripts", pipeline.TRANSCRIPT_SECONDS)
 
 
 def _take_over_ms(stage: pipeline.Stage | None = None) -> int:
