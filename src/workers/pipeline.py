@@ -56,13 +56,12 @@ def _declare(stage: pipeline.Stage) -> dramatiq.Actor[[int], None]:
 
     run_one.__doc__ = f"Run the {stage.name} stage of one card, if it is still to be run."
     return dramatiq.actor(
-        run_one,
         actor_name=stage.actor_name,
         queue_name=stage.queue,
         max_retries=stage.retries,
         min_backoff=MIN_BACKOFF_MS,
         time_limit=stage.seconds * 1000,
-    )
+    )(run_one)
 
 
 ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
@@ -80,8 +79,13 @@ def _pass_on(card_pk: int, stage: str) -> None:
 
 
 def _previous(name: str, queue: str, seconds: int) -> dramatiq.Actor[[int, str], None]:
-    options = {"max_retries": pipeline.MAX_ATTEMPTS, "min_backoff": MIN_BACKOFF_MS}
-    return dramatiq.actor(_pass_on, actor_name=name, queue_name=queue, time_limit=seconds * 1000, **options)
+    return dramatiq.actor(
+        actor_name=name,
+        queue_name=queue,
+        max_retries=pipeline.MAX_ATTEMPTS,
+        min_backoff=MIN_BACKOFF_MS,
+        time_limit=seconds * 1000,
+    )(_pass_on)
 
 
 run_stage = _previous("run_stage", "files", pipeline.STAGE_SECONDS)

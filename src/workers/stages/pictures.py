@@ -3,6 +3,7 @@ under names of the attempt's own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from cardvault.adapters.images import ImageRefused, Renditions
@@ -26,7 +27,7 @@ def decode(path: Path, *, large: bool) -> Renditions:
         raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None
 
 
-def store_pictures(card: Card, lease: str, pictures: dict[str, bytes | None]) -> dict[str, object]:
+def store_pictures(card: Card, lease: str, pictures: Mapping[str, bytes | None]) -> dict[str, object]:
     """Store WebP pictures under names of this attempt's own (its lease): a new file never
     meets an old picture's cache, and what an outrun attempt stored (and dooms) is never what
     a later one recorded. Answers the card's columns for them."""
