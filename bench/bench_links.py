@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--sqlite", action="store_true")
     args = parser.parse_args()
     redis.Redis.from_url(BENCH_REDIS).flushdb()
-    from cardvault.workers.processing import run_stage
+    from cardvault.workers.pipeline import send_stage
 
     with tempfile.TemporaryDirectory() as workdir:
         root = Path(workdir) / "site"
@@ -191,7 +191,7 @@ def main() -> None:
                     pks = _cards(db, account_id, base, first, args.links)
                     started = time.perf_counter()
                     for pk in pks:
-                        run_stage.send(pk, "linkMetadata")
+                        send_stage(pk, "linkMetadata")
                     while _settled(db, pks) < 2 * len(pks):
                         time.sleep(0.02)
                     ours.append(args.links / (time.perf_counter() - started))

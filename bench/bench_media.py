@@ -238,7 +238,7 @@ def bench_speech(rounds: int, workdir: Path) -> dict[str, Any] | None:
 
 def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     from cardvault.workers import broker
-    from cardvault.workers.processing import run_stage
+    from cardvault.workers.pipeline import ACTORS
 
     url = _database("sqlite", workdir)
     db = Database.from_url(url)
@@ -260,7 +260,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
             card = editing.add_card(session, account_id=account_id, content=text, card_type="text")
             processing.queue(session, card)
             pk = card.pk
-        run_stage(pk, "ai")
+        ACTORS["ai"](pk)
 
     mine, bare = _alternate(rounds, ours, lambda: _bare_ai(text))
     with db.transaction(write=False) as session:
@@ -287,7 +287,7 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
     key = "accounts/bench/files/video/clip.mp4"
     store_from_settings(settings).put(key, video.read_bytes(), content_type="video/mp4")
     from cardvault.workers import broker
-    from cardvault.workers.processing import run_stage
+    from cardvault.workers.pipeline import send_stage
 
     broker.bind(settings, db)
     worker = subprocess.Popen(
@@ -307,7 +307,7 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
             ]
             pks = [clip.pk, text.pk]
         for pk, stage in sent:
-            run_stage.send(pk, stage)
+            send_stage(pk, stage)
         deadline = time.monotonic() + 300
         while True:
             with db.transaction(write=False) as session:

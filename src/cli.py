@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from cardvault.adapters import speech
+from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -180,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             "tags",
             "trash",
             "housekeeping",
-            "files",
-            "transcripts",
+            *pipeline.queues(),  # the stages' queues, from the table
             "exports",
         ]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which

@@ -30,7 +30,7 @@ from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
 from cardvault.domain.portability import imports
 from cardvault.settings import spec_document
-from cardvault.workers.processing import send_stage
+from cardvault.workers.pipeline import send_stage
 
 PLAIN_EVERY = 100  # cards between plain progress lines
 

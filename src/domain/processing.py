@@ -10,16 +10,10 @@ server error) up to MAX_ATTEMPTS times, waiting longer each time, and then fails
 the last reason. A stage can also be ``skipped``: nothing to do for this card (a link page with
 no image), with the reason as its error code.
 
-Stages by card type, in the order they run (a stage named in AFTER waits for that one to
-settle, whatever its outcome, except that ``linkPreview`` is skipped when its page was not read
-and ``transcript`` when its file could not be read):
-- ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
-- ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
-  ``ai`` (of the page's text);
-- ``image`` with a file: ``renditions`` (and the main colours);
-- ``audio`` and ``video`` with a file: ``media`` (duration, waveform, poster, scrub strip), then
-  ``transcript``, then ``ai`` (of the transcript);
-- ``document`` with a file: ``media`` (preview, facts and text), then ``ai``."""
+Which stages a card runs, in which order and after which, is the table in
+cardvault.domain.pipeline; a stage named there as waiting for another waits for that one to
+settle, whatever its outcome, except that it is skipped (with the table's code) when that one
+did not complete."""
 
 from __future__ import annotations
 
@@ -33,29 +27,8 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import BY_NAME, MAX_ATTEMPTS, ORDER, stages_of_kind, waits_for
 
-MAX_ATTEMPTS = 5
-_MEDIA = ("media", "transcript", "ai")
-STAGES = {
-    "text": ("ai",),
-    "quote": ("ai",),
-    "link": ("linkMetadata", "linkPreview", "ai"),
-    "image": ("renditions",),
-    "audio": _MEDIA,
-    "video": _MEDIA,
-    "document": ("media", "ai"),
-}
-_AFTER_MEDIA = {"transcript": "media", "ai": "transcript"}
-# By card type: a stage, and the stage it waits for.
-AFTER = {
-    "link": {"linkPreview": "linkMetadata", "ai": "linkMetadata"},
-    "audio": _AFTER_MEDIA,
-    "video": _AFTER_MEDIA,
-    "document": {"ai": "media"},
-}
-# A stage skipped when the one it waits for did not complete, and its code.
-SKIPPED_AFTER_FAILURE = {"linkPreview": "NO_PAGE", "transcript": "NO_MEDIA"}
-ORDER = ("linkMetadata", "linkPreview", "renditions", "media", "transcript", "ai")
 STATES = ("pending", "running", "completed", "failed", "skipped")
 
 
@@ -98,15 +71,10 @@ def stages_for(card: Card) -> tuple[str, ...]:
     """The stages a card runs: a text or quote card's, a link card's with a URL, a file card's
     with its file (none for a palette, a link without a URL or a card without its file)."""
     if card.type in ("text", "quote"):
-        return STAGES[card.type]
+        return stages_of_kind(card.type)
     if card.type == "link":
-        return STAGES["link"] if card.url else ()
-    return STAGES.get(card.type, ()) if card.file_object is not None else ()
-
-
-def waits_for(card_type: str, stage: str) -> str | None:
-    """The stage this one waits for on a card of this type, if any."""
-    return AFTER.get(card_type, {}).get(stage)
+        return stages_of_kind("link") if card.url else ()
+    return stages_of_kind(card.type) if card.file_object is not None else ()
 
 
 def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -157,9 +125,10 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> T
         if first is not None and first.state in ("pending", "running"):
             row.updated_at = now  # the sweeper's oldest-first window goes to others
             return None  # the stage it follows sends it when it is done
-        skipped_code = SKIPPED_AFTER_FAILURE.get(stage)
-        if stage == "transcript" and card.captions_object is not None:
-            skipped_code = None  # a caption file needs nothing the file's reading made
+        table_row = BY_NAME[stage]
+        skipped_code = table_row.skipped_after_failure
+        if table_row.runs_anyway_with and getattr(card, table_row.runs_anyway_with) is not None:
+            skipped_code = None
         if first is not None and first.state in ("failed", "skipped") and skipped_code:
             _settle(row, "skipped", skipped_code, now)
             return Settled(card.type)
@@ -215,11 +184,6 @@ def release(
         .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
         .values(**values)
     )
-
-
-def followers(card_type: str, stage: str) -> tuple[str, ...]:
-    """The stages that wait for this one on a card of this type (sent when it settles)."""
-    return tuple(name for name, before in AFTER.get(card_type, {}).items() if before == stage)
 
 
 def unsettled(

@@ -19,7 +19,7 @@ from cardvault.handlers import runtime
 from cardvault.handlers.pages import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.processing import send_stage
+from cardvault.workers.pipeline import send_stage
 
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
 _NO_FILE = {

@@ -5,12 +5,17 @@ inside the API process (the embedded default)."""
 
 from __future__ import annotations
 
+import functools
+
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 
 from cardvault.adapters.blobs import BlobStore, store_from_settings
+from cardvault.adapters.decoder import Decoder
+from cardvault.adapters.fetcher import Fetcher
 from cardvault.domain.db import Database
+from cardvault.domain.pipeline import DECODER_WAIT, SPEECH_WAIT
 from cardvault.settings import Settings
 
 # Redis redelivers a dead worker's unacknowledged messages once its heartbeat is this old; our
@@ -35,10 +40,22 @@ _context: dict[str, object] = {}
 
 
 def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> None:
-    """Give this process's actors their settings, database and blob store."""
+    """Give this process's actors their settings, database and blob store, and build their
+    decoders and fetcher. The decoders are built by the first binding and kept by later ones
+    (tests bind often): each keeps a child process, started on its first use."""
     _context["settings"] = settings
     _context["db"] = db
     _context["store"] = store or store_from_settings(settings)
+    _context["fetcher"] = _fetcher_for(settings.fetch_ports, settings.fetch_allow_loopback)
+    if "decoder" not in _context:
+        _context["decoder"] = Decoder(wait=DECODER_WAIT)
+        # Speech recognition has a child of its own: it keeps the model loaded.
+        _context["speech"] = Decoder(wait=SPEECH_WAIT)
+
+
+@functools.cache
+def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool) -> Fetcher:
+    return Fetcher(ports=ports, allow_loopback=allow_loopback)
 
 
 def settings() -> Settings:
@@ -54,6 +71,21 @@ def blob_store() -> BlobStore:
 def database() -> Database:
     """The database bound for this process's actors."""
     return _context["db"]  # type: ignore[return-value]
+
+
+def decoder() -> Decoder:
+    """The decoder bound for this process's actors: images, media and documents, in its child."""
+    return _context["decoder"]  # type: ignore[return-value]
+
+
+def speech_decoder() -> Decoder:
+    """The decoder bound for this process's speech recognition (one file at a time)."""
+    return _context["speech"]  # type: ignore[return-value]
+
+
+def fetcher() -> Fetcher:
+    """The one outbound HTTP client bound for this process's actors."""
+    return _context["fetcher"]  # type: ignore[return-value]
 
 
 def is_embedded() -> bool:

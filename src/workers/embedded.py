@@ -8,7 +8,7 @@ import threading
 import dramatiq
 
 from cardvault.workers import broker as _broker
-from cardvault.workers import exports, files, idempotency, oauth, processing, tags, trash  # noqa: F401  (declares the actors)
+from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _lock = threading.Lock()

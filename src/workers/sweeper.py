@@ -11,7 +11,7 @@ import time
 
 import dramatiq
 
-from cardvault.workers import exports, files, idempotency, oauth, processing, tags, trash
+from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -48,7 +48,7 @@ class Sweeper(dramatiq.Middleware):
                 resumed = exports.resume_stale(older_than)
                 if resumed:
                     log.info("re-sent %d stale exports", resumed)
-                resent = processing.resend_unsettled(int(older_than * 1000))
+                resent = pipeline.resend_unsettled(int(older_than * 1000))
                 if resent:
                     log.info("re-sent %d processing stages", resent)
                 if time.monotonic() >= next_purge:

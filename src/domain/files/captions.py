@@ -1,5 +1,5 @@
 """An audio or video card's caption file: the transcript stage's source when the file itself
-has no subtitle track (cardvault.workers.processing).
+has no subtitle track (cardvault.workers.stages.transcript).
 
 The file is an upload issued for that card (``purpose`` captions), at most MAX_BYTES: WebVTT or
 SubRip by its bytes (UTF-8, a byte order mark allowed). Its cues are read in the decoder's child

@@ -19,7 +19,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
 from cardvault.workers import broker
-from cardvault.workers.processing import TryAgain, run_stage
+from cardvault.workers.pipeline import ACTORS, TryAgain
 from tests.conftest import app_env
 from tests.contract.servers import PageServer, page_server
 
@@ -71,7 +71,7 @@ def read(db: Database, pk: int) -> Card:
 
 def test_a_text_card_gets_a_summary_tags_and_the_engine(bound: Database, account_id: str) -> None:
     pk = add(bound, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     card = read(bound, pk)
     assert stage(bound, pk) == ("completed", 1, None)
     assert card.ai_engine == {"kind": "offline", "model": "textrank+yake", "language": "en"}
@@ -79,13 +79,13 @@ def test_a_text_card_gets_a_summary_tags_and_the_engine(bound: Database, account
     assert all(sentence.strip() + "." in SOURDOUGH for sentence in card.ai_summary.split(".")[:-1])
     assert 1 <= len(card.ai_tags) <= 6 and any("sourdough" in tag for tag in card.ai_tags)
     assert card.tags == []  # the user's tags are not the AI's
-    run_stage(pk, "ai")  # a repeated message changes nothing
+    ACTORS["ai"](pk)  # a repeated message changes nothing
     assert read(bound, pk).updated_at == card.updated_at and stage(bound, pk) == ("completed", 1, None)
 
 
 def test_the_summary_and_tags_are_searchable(bound: Database, account_id: str) -> None:
     pk = add(bound, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     card = read(bound, pk)
     assert card.ai_summary is not None
     assert search_for(bound, account_id, card.ai_tags[0].split()[0]) == [pk]
@@ -103,7 +103,7 @@ def test_keywords_take_the_accounts_spelling_and_leave_out_the_cards_own_tags(
             tags=["Sourdough-Starter", "Flours"],
         )
     pk = add(bound, account_id, SOURDOUGH, tags=["Bread"])
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     tags = read(bound, pk).ai_tags
     assert "Flours" in tags and "flour" not in tags  # the account's spelling, plural and all
     assert "bread" not in [t.lower() for t in tags]  # the card's own tag
@@ -111,14 +111,14 @@ def test_keywords_take_the_accounts_spelling_and_leave_out_the_cards_own_tags(
 
 def test_a_short_text_gets_tags_but_no_summary(bound: Database, account_id: str) -> None:
     pk = add(bound, account_id, "Sourdough starter feeding schedule for the weekend bakes.")
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     card = read(bound, pk)
     assert card.ai_summary is None and card.ai_tags and stage(bound, pk) == ("completed", 1, None)
 
 
 def test_an_empty_text_is_skipped(bound: Database, account_id: str) -> None:
     pk = add(bound, account_id, "   ")
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     assert stage(bound, pk) == ("skipped", 1, "NO_TEXT")
     assert read(bound, pk).ai_engine is None
 
@@ -126,7 +126,7 @@ def test_an_empty_text_is_skipped(bound: Database, account_id: str) -> None:
 def test_with_ai_off_the_stage_is_skipped(tmp_path: Path, database: Database, account_id: str) -> None:
     bind(tmp_path, database, CARDVAULT_AI="false")
     pk = add(database, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     assert stage(database, pk) == ("skipped", 1, "AI_OFF")
     assert read(database, pk).ai_summary is None
 
@@ -143,20 +143,20 @@ def test_content_changed_while_the_stage_ran_keeps_nothing_and_queues_it_again(
         edited = editing.edit_card(session, account_id=account_id, card_id=card_id, content="Tide tables.")
         assert edited.stages == ("ai",)
     assert stage(bound, pk) == ("pending", 0, None)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     assert read(bound, pk).ai_summary is None  # the new, short text has none
 
 
 def test_a_refresh_clears_the_fields_and_the_rerun_brings_them_back(bound: Database, account_id: str) -> None:
     pk = add(bound, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     first = read(bound, pk)
     with bound.transaction() as session:
         refreshed = editing.refresh(session, account_id=account_id, card_id=first.id)
         assert refreshed.stages == ("ai",)
     cleared = read(bound, pk)
     assert (cleared.ai_summary, cleared.ai_tags, cleared.ai_engine) == (None, [], None)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     again = read(bound, pk)
     assert (again.ai_summary, again.ai_tags, again.ai_engine) == (
         first.ai_summary,
@@ -200,10 +200,10 @@ def test_a_link_is_described_from_its_page_text_after_the_page(
         card = editing.add_card(session, account_id=account_id, content=pages.url("/bread"))
         assert processing.queue(session, card) == ("linkMetadata",)  # ai waits for the page
         pk = card.pk
-    run_stage(pk, "ai")  # early: nothing happens
+    ACTORS["ai"](pk)  # early: nothing happens
     assert stage(database, pk) == ("pending", 0, None)
-    run_stage(pk, "linkMetadata")
-    run_stage(pk, "ai")
+    ACTORS["linkMetadata"](pk)
+    ACTORS["ai"](pk)
     described = read(database, pk)
     assert stage(database, pk) == ("completed", 1, None)
     assert described.ai_summary is not None and "starter" in described.ai_summary
@@ -234,7 +234,7 @@ def test_a_providers_answer_is_kept_with_its_model(
     )
     bind(tmp_path, database, CARDVAULT_AI_BASE_URL=pages.url("/v1"), CARDVAULT_AI_MODEL="stub-1")
     pk = add(database, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     card = read(database, pk)
     assert (card.ai_summary, card.ai_tags) == ("On leavening with wild yeast.", ["sourdough", "baking"])
     assert card.ai_engine == {"kind": "provider", "model": "stub-1", "language": "en"}
@@ -252,7 +252,7 @@ def test_a_providers_bad_answer_fails_the_stage_and_writes_nothing(
     pages.routes["/v1/chat/completions"] = answering({"summary": "x", "tags": ["a"] * 7, "language": "en"})
     bind(tmp_path, database, CARDVAULT_AI_BASE_URL=pages.url("/v1"), CARDVAULT_AI_MODEL="stub-1")
     pk = add(database, account_id, SOURDOUGH)
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     card = read(database, pk)
     assert stage(database, pk) == ("failed", 1, "AI_BAD_ANSWER")
     assert (card.ai_summary, card.ai_tags, card.ai_engine) == (None, [], None)
@@ -268,7 +268,7 @@ def test_a_busy_provider_is_retried(
     bind(tmp_path, database, CARDVAULT_AI_BASE_URL=pages.url("/v1"), CARDVAULT_AI_MODEL="stub-1")
     pk = add(database, account_id, SOURDOUGH)
     with pytest.raises(TryAgain):
-        run_stage(pk, "ai")
+        ACTORS["ai"](pk)
     assert stage(database, pk) == ("pending", 1, "AI_UNAVAILABLE")
-    run_stage(pk, "ai")
+    ACTORS["ai"](pk)
     assert stage(database, pk) == ("completed", 2, None) and read(database, pk).ai_tags == ["bread"]

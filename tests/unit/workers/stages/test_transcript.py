@@ -15,10 +15,10 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
 from cardvault.workers import broker
-from cardvault.workers import processing as worker
+from cardvault.workers import pipeline as worker
 from tests.conftest import app_env
 from tests.speech_extra import FOX, require_speech
-from tests.unit.workers.test_ai_stage import read, stage
+from tests.unit.workers.stages.test_ai import read, stage
 
 
 def bind(tmp_path: Path, database: Database, **env: str) -> Settings:
@@ -70,17 +70,17 @@ def test_a_caption_file_serves_when_the_file_cannot_be_read(
 ) -> None:
     bind(tmp_path, database)
     broken = audio_card(database, account_id, b"OggS" + bytes(200), captions="Hello there.")
-    worker.run_transcript_stage(broken, "transcript")
+    worker.ACTORS["transcript"](broken)
     assert stage(database, broken, "transcript") == ("completed", 1, None)
     assert (read(database, broken).ai_transcript, read(database, broken).transcript_source) == (
         "Hello there.",
         "captions",
     )
     after_failed_media = audio_card(database, account_id, b"OggS", captions="Hi.", media="failed")
-    worker.run_transcript_stage(after_failed_media, "transcript")
+    worker.ACTORS["transcript"](after_failed_media)
     assert read(database, after_failed_media).transcript_source == "captions"
     without = audio_card(database, account_id, b"OggS", media="failed")
-    worker.run_transcript_stage(without, "transcript")
+    worker.ACTORS["transcript"](without)
     assert stage(database, without, "transcript") == ("skipped", 0, "NO_MEDIA")
 
 
@@ -89,10 +89,10 @@ def test_a_card_without_a_file_uses_its_caption_file_or_is_skipped(
 ) -> None:
     bind(tmp_path, database)
     legacy = audio_card(database, account_id, None, captions="Old words.")
-    worker.run_transcript_stage(legacy, "transcript")
+    worker.ACTORS["transcript"](legacy)
     assert read(database, legacy).ai_transcript == "Old words."
     bare = audio_card(database, account_id, None)
-    worker.run_transcript_stage(bare, "transcript")
+    worker.ACTORS["transcript"](bare)
     assert stage(database, bare, "transcript") == ("skipped", 1, "NO_MEDIA")
 
 
@@ -102,15 +102,15 @@ def test_a_transcript_finding_speech_recognition_busy_gives_its_thread_back_unco
     require_speech()
     bind(tmp_path, database, CARDVAULT_SPEECH="true")
     pk = audio_card(database, account_id, FOX.read_bytes())
-    assert worker._speech._lock.acquire(timeout=60)  # another file is being transcribed
+    assert broker.speech_decoder()._lock.acquire(timeout=60)  # another file is being transcribed
     try:
-        worker.run_transcript_stage(pk, "transcript")  # waits SPEECH_WAIT, then returns
+        worker.ACTORS["transcript"](pk)  # waits SPEECH_WAIT, then returns
     finally:
-        worker._speech._lock.release()
+        broker.speech_decoder()._lock.release()
     assert stage(database, pk, "transcript") == ("pending", 0, "DECODE_BUSY")
     delayed = broker.broker.queues["transcripts.DQ"]  # type: ignore[attr-defined]
     assert delayed.qsize() == 1  # sent again SPEECH_BUSY_DELAY_MS later
-    worker.run_transcript_stage(pk, "transcript")
+    worker.ACTORS["transcript"](pk)
     assert stage(database, pk, "transcript") == ("completed", 1, None)
     assert "quick brown fox" in (read(database, pk).ai_transcript or "").lower()
 

@@ -18,7 +18,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
 from cardvault.workers import broker
-from cardvault.workers.processing import TryAgain, run_stage
+from cardvault.workers.pipeline import ACTORS, TryAgain
 from tests.conftest import app_env
 from tests.contract.servers import PageServer, page_server
 
@@ -92,7 +92,7 @@ def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
     pages.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
     pages.routes["/cover.png"] = (200, {"Content-Type": "image/png"}, png())
     pk = link(bound, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     read = card(bound, pk)
     assert read.metadata_title == "Reading tide tables"
     assert read.link_meta is not None
@@ -101,12 +101,12 @@ def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
     assert read.link_meta["category"] == "article"
     assert stages(bound, pk)["linkMetadata"] == ("completed", 1, None)
     queued = [m.decode() for m in broker.broker.queues["files"].queue]  # type: ignore[attr-defined]
-    assert any('"linkPreview"' in m for m in queued)  # the stage that waited for it was sent
-    run_stage(pk, "linkPreview")
+    assert any('"link_preview_stage"' in m for m in queued)  # the stage that waited for it was sent
+    ACTORS["linkPreview"](pk)
     shown = card(bound, pk)
     assert shown.thumbnail_object and shown.compact_object and shown.placeholder_object
     assert stages(bound, pk)["linkPreview"] == ("completed", 1, None)
-    run_stage(pk, "linkPreview")  # a repeated message changes nothing
+    ACTORS["linkPreview"](pk)  # a repeated message changes nothing
     assert card(bound, pk).thumbnail_object == shown.thumbnail_object
     assert pages.hits == {"/tides": 1, "/cover.png": 1}
 
@@ -116,7 +116,7 @@ def test_the_preview_waits_for_the_page(bound: Database, account_id: str, pages:
     pk = link(bound, account_id, pages.url("/tides"))
     with bound.transaction() as session:  # as a migration leaves it: the sweeper's oldest
         session.execute(text("UPDATE card_stages SET updated_at = 0 WHERE card_pk = :pk"), {"pk": pk})
-    run_stage(pk, "linkPreview")  # early (the sweeper re-sent it): nothing happens
+    ACTORS["linkPreview"](pk)  # early (the sweeper re-sent it): nothing happens
     assert stages(bound, pk)["linkPreview"] == ("pending", 0, None)
     with bound.transaction(write=False) as session:  # but it goes to the back of the sweeper's line
         waiting = session.get(CardStage, (pk, "linkPreview"))
@@ -131,11 +131,11 @@ def test_a_server_error_is_retried_with_its_reason_kept_then_fails_for_good(
     pk = link(bound, account_id, pages.url("/busy"))
     for attempt in range(1, processing.MAX_ATTEMPTS):
         with pytest.raises(TryAgain):
-            run_stage(pk, "linkMetadata")
+            ACTORS["linkMetadata"](pk)
         assert stages(bound, pk)["linkMetadata"] == ("pending", attempt, "SOURCE_UNAVAILABLE")
-    run_stage(pk, "linkMetadata")  # the last attempt fails for good, with the reason
+    ACTORS["linkMetadata"](pk)  # the last attempt fails for good, with the reason
     assert stages(bound, pk)["linkMetadata"] == ("failed", processing.MAX_ATTEMPTS, "SOURCE_UNAVAILABLE")
-    run_stage(pk, "linkPreview")
+    ACTORS["linkPreview"](pk)
     assert stages(bound, pk)["linkPreview"] == ("skipped", 0, "NO_PAGE")
     assert pages.hits["/busy"] == processing.MAX_ATTEMPTS
 
@@ -149,8 +149,8 @@ def test_a_server_that_recovers_completes_the_stage(
     ]
     pk = link(bound, account_id, pages.url("/flaky"))
     with pytest.raises(TryAgain):
-        run_stage(pk, "linkMetadata")
-    run_stage(pk, "linkMetadata")
+        ACTORS["linkMetadata"](pk)
+    ACTORS["linkMetadata"](pk)
     assert stages(bound, pk)["linkMetadata"] == ("completed", 2, None)
     assert card(bound, pk).metadata_title == "Reading tide tables"
 
@@ -170,7 +170,7 @@ def test_a_failure_no_retry_can_help_fails_at_once(
 ) -> None:
     pages.routes["/page"] = answer
     pk = link(bound, account_id, pages.url("/page"))
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     assert stages(bound, pk)["linkMetadata"] == ("failed", 1, code)
     assert card(bound, pk).link_meta is None
     assert pages.hits["/page"] == 1
@@ -182,7 +182,7 @@ def test_loopback_is_refused_without_the_test_setting(
     bind(tmp_path, database, pages, CARDVAULT_TEST_FETCH_LOOPBACK="false")
     pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
     pk = link(database, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     assert stages(database, pk)["linkMetadata"] == ("failed", 1, "BLOCKED_ADDRESS")
     assert pages.hits == {}  # refused before any connection
 
@@ -192,8 +192,8 @@ def test_with_fetching_off_the_link_stages_are_skipped(
 ) -> None:
     bind(tmp_path, database, pages, CARDVAULT_FETCH_LINKS="false")
     pk = link(database, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
-    run_stage(pk, "linkPreview")
+    ACTORS["linkMetadata"](pk)
+    ACTORS["linkPreview"](pk)
     assert stages(database, pk) == {
         "linkMetadata": ("skipped", 1, "FETCHING_OFF"),
         "linkPreview": ("skipped", 0, "NO_PAGE"),
@@ -216,17 +216,17 @@ def test_an_attempt_outrun_by_a_refresh_records_nothing(
         row = session.get(CardStage, (pk, "linkMetadata"))
         assert row is not None and (row.state, row.attempts, row.lease) == ("pending", 0, None)
         assert not processing.finish(session, card_pk=pk, stage="linkMetadata", lease="old")
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     assert stages(bound, pk)["linkMetadata"] == ("completed", 1, None)
 
 
 def test_a_replaced_image_skips_the_preview(bound: Database, account_id: str, pages: PageServer) -> None:
     pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
     pk = link(bound, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     with bound.transaction() as session:
         session.get(Card, pk).thumbnail_overridden = True  # type: ignore[union-attr]
-    run_stage(pk, "linkPreview")
+    ACTORS["linkPreview"](pk)
     assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
     assert "/cover.png" not in pages.hits
 
@@ -237,8 +237,8 @@ def test_a_broken_image_fails_the_preview_and_keeps_the_page(
     pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
     pages.routes["/cover.png"] = (200, {"Content-Type": "image/png"}, png()[:100])
     pk = link(bound, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
-    run_stage(pk, "linkPreview")
+    ACTORS["linkMetadata"](pk)
+    ACTORS["linkPreview"](pk)
     assert stages(bound, pk) == {
         "linkMetadata": ("completed", 1, None),
         "linkPreview": ("failed", 1, "IMAGE_UNREADABLE"),
@@ -255,10 +255,10 @@ def test_a_stage_whose_attempts_ran_out_fails_and_sends_the_one_waiting(
         row = session.get(CardStage, (pk, "linkMetadata"))
         assert row is not None
         row.attempts, row.error_code = processing.MAX_ATTEMPTS, "FETCH_TIMEOUT"
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
     assert stages(bound, pk)["linkMetadata"] == ("failed", processing.MAX_ATTEMPTS, "FETCH_TIMEOUT")
     queued = [m.decode() for m in broker.broker.queues["files"].queue]  # type: ignore[attr-defined]
-    assert any('"linkPreview"' in m for m in queued)
+    assert any('"link_preview_stage"' in m for m in queued)
     assert pages.hits == {}
 
 
@@ -267,7 +267,7 @@ def test_an_image_replaced_while_the_preview_ran_stays(
 ) -> None:
     pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
     pk = link(bound, account_id, pages.url("/tides"))
-    run_stage(pk, "linkMetadata")
+    ACTORS["linkMetadata"](pk)
 
     def replaced_meanwhile() -> tuple[int, dict[str, str], bytes]:
         with bound.transaction() as session:
@@ -277,7 +277,7 @@ def test_an_image_replaced_while_the_preview_ran_stays(
         return 200, {"Content-Type": "image/png"}, png()
 
     pages.routes["/cover.png"] = replaced_meanwhile  # while the stage fetches the image
-    run_stage(pk, "linkPreview")
+    ACTORS["linkPreview"](pk)
     assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
     assert card(bound, pk).thumbnail_object == "accounts/x/thumbnails/mine.webp"
     with bound.transaction(write=False) as session:  # what the attempt stored goes
@@ -292,5 +292,5 @@ def test_a_page_that_breaks_the_reader_fails_for_good(
     pk = link(bound, account_id, pages.url("/odd"))
     with pytest.MonkeyPatch.context() as patch:  # the reader meets what it does not foresee
         patch.setattr("cardvault.adapters.pages.page_category", lambda *_: int("nope"))
-        run_stage(pk, "linkMetadata")
+        ACTORS["linkMetadata"](pk)
     assert stages(bound, pk)["linkMetadata"] == ("failed", 1, "PAGE_UNREADABLE")

@@ -1,0 +1,132 @@
+"""The processing pipeline's table of stages: for each stage, the card kinds it runs for, the
+stage it waits for (by card kind), the code it is skipped with when that one did not complete,
+its queue, its time limit and its retries. The table's order is the order stages run (and show
+in ``processingStatus``). Everything else reads it: the bookkeeping (cardvault.domain.processing),
+the recorder and its actors (cardvault.workers.pipeline), the sweeper and the worker command.
+
+Stages by card kind, as the table says:
+- ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
+- ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
+  ``ai`` (of the page's text);
+- ``image`` with a file: ``renditions`` (and the main colours);
+- ``audio`` and ``video`` with a file: ``media`` (duration, waveform, poster, scrub strip), then
+  ``transcript``, then ``ai`` (of the transcript);
+- ``document`` with a file: ``media`` (preview, facts and text), then ``ai``.
+
+Adding a stage = one row in STAGES + one module in ``src/workers/stages/``:
+1. add a ``Stage`` row here, where it runs in the order (its name is the spec's
+   ``ProcessingStageName``; add the name to the spec's enum, and a migration that queues it for
+   existing cards if they should run it);
+2. add ``src/workers/stages/<module>.py`` (``Stage.module``: the name in snake case) with
+   ``BASIS``, ``WRITES_TAGS``, ``run(card, lease)``, ``skipped_by(card)`` and
+   ``apply(session, card, fields)`` (cardvault.workers.stages says what each is);
+its actor, named ``Stage.actor_name``, is declared from the row by cardvault.workers.pipeline, and
+tests/unit/workers/test_pipeline.py fails while either half is missing."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+
+from cardvault.adapters.decoder import SPEECH_TIMEOUT_SECONDS
+
+# A stage waits at most DECODER_WAIT for the decoder (then DECODE_BUSY, retried), well inside
+# its time limit: Dramatiq's limit must never interrupt a thread holding or taking the lock.
+DECODER_WAIT = 30.0
+# Speech recognition has a child of its own (it keeps the model loaded): one file at a time per
+# worker process. Another transcript waits at most SPEECH_WAIT for it (then it is sent again
+# later: cardvault.workers.stages.transcript).
+SPEECH_WAIT = 5.0
+
+# A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
+# decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
+# one that runs longer, and another worker takes over a running stage only when it has run
+# longer than that (its worker died). The transcript stage, which may wait for speech
+# recognition and run it, has a queue and bounds of its own.
+STAGE_SECONDS = 240
+TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
+TAKE_OVER_MARGIN_SECONDS = 30
+TAKE_OVER_SECONDS = STAGE_SECONDS + TAKE_OVER_MARGIN_SECONDS
+MAX_ATTEMPTS = 5  # a stage failing for a passing reason fails for good on its fifth attempt
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One row of the table."""
+
+    name: str  # as the interface names it (ProcessingStageName)
+    kinds: tuple[str, ...]  # the card kinds it runs for
+    after: Mapping[str, str] = dataclasses.field(default_factory=dict)  # by kind: the stage it waits for
+    skipped_after_failure: str | None = None  # its code when the stage it waits for did not complete
+    # A card field that, when set, lets it run though the stage it waits for did not complete.
+    runs_anyway_with: str | None = None
+    queue: str = "files"
+    seconds: int = STAGE_SECONDS  # Dramatiq's time limit of one attempt
+    retries: int = MAX_ATTEMPTS  # Dramatiq's retries of an attempt that failed for a passing reason
+
+    @property
+    def take_over_seconds(self) -> int:
+        """How long a running attempt may go without a result before another worker takes it."""
+        return self.seconds + TAKE_OVER_MARGIN_SECONDS
+
+    @property
+    def module(self) -> str:
+        """Its module's name in cardvault.workers.stages: the name in snake case."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
+
+    @property
+    def actor_name(self) -> str:
+        """Its Dramatiq actor's name."""
+        return f"{self.module}_stage"
+
+
+_MEDIA = ("audio", "video")
+STAGES = (
+    Stage("linkMetadata", kinds=("link",)),
+    Stage(
+        "linkPreview",
+        kinds=("link",),
+        after={"link": "linkMetadata"},
+        skipped_after_failure="NO_PAGE",
+    ),
+    Stage("renditions", kinds=("image",)),
+    Stage("media", kinds=(*_MEDIA, "document")),
+    Stage(
+        "transcript",
+        kinds=_MEDIA,
+        after=dict.fromkeys(_MEDIA, "media"),
+        skipped_after_failure="NO_MEDIA",
+        runs_anyway_with="captions_object",  # a caption file needs nothing the file's reading made
+        queue="transcripts",
+        seconds=TRANSCRIPT_SECONDS,
+    ),
+    Stage(
+        "ai",
+        kinds=("text", "quote", "link", *_MEDIA, "document"),
+        after={"link": "linkMetadata", **dict.fromkeys(_MEDIA, "transcript"), "document": "media"},
+    ),
+)
+BY_NAME = {stage.name: stage for stage in STAGES}
+ORDER = tuple(BY_NAME)
+
+
+def stages_of_kind(kind: str) -> tuple[str, ...]:
+    """The stages a card of this kind runs, in order (none for a kind the table does not name)."""
+    return tuple(stage.name for stage in STAGES if kind in stage.kinds)
+
+
+def waits_for(card_type: str, stage: str) -> str | None:
+    """The stage this one waits for on a card of this type, if any."""
+    row = BY_NAME.get(stage)
+    return None if row is None else row.after.get(card_type)
+
+
+def followers(card_type: str, stage: str) -> tuple[str, ...]:
+    """The stages that wait for this one on a card of this type (sent when it settles)."""
+    return tuple(row.name for row in STAGES if row.after.get(card_type) == stage)
+
+
+def queues() -> tuple[str, ...]:
+    """The queues the stages' actors use."""
+    return tuple(dict.fromkeys(stage.queue for stage in STAGES))

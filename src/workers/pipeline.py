@@ -1,0 +1,208 @@
+"""The processing pipeline's recorder and actors: one message runs one stage of one card. The
+stage's row is the truth (cardvault.domain.processing): a message for a stage that is done,
+failed, or taken by a live worker does nothing, only the attempt holding the stage's lease
+records a result, and the sweeper re-sends stages whose worker went quiet.
+
+Each row of the table (cardvault.domain.pipeline) gets an actor here, with the row's name,
+queue, time limit and retries, and a module in cardvault.workers.stages: its ``run`` does the
+slow part outside any transaction and returns its result; ``apply`` writes the result into the
+card, in the transaction that records the stage, if the lease still holds and the card still
+is what the result was made from (its ``BASIS``). A stage that fails for a passing reason is
+put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
+failed with a stable error code.
+
+``run_stage`` and ``run_transcript_stage`` are the actors of the release before one actor per
+stage: they pass messages still queued for them on to the stage's own actor. They can go one
+release after this one, once no queue holds their messages."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from types import ModuleType
+
+import dramatiq
+from sqlalchemy.orm import Session
+
+from cardvault.domain import pipeline, processing
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import after_commit, lock_tags
+from cardvault.domain.files import uploads
+from cardvault.domain.models import Card
+from cardvault.domain.processing import StageFailed, StageSkipped
+from cardvault.workers.broker import database, settings
+from cardvault.workers.files import delete_doomed_objects
+from cardvault.workers.stages import Deferred
+
+log = logging.getLogger("cardvault.processing")
+MIN_BACKOFF_MS = 2_000
+
+
+class TryAgain(Exception):
+    """A stage's attempt failed for a reason that may pass: Dramatiq retries it with backoff."""
+
+
+def _module(stage: pipeline.Stage) -> ModuleType:
+    return importlib.import_module(f"cardvault.workers.stages.{stage.module}")
+
+
+MODULES = {stage.name: _module(stage) for stage in pipeline.STAGES}
+
+
+def _declare(stage: pipeline.Stage) -> dramatiq.Actor[[int], None]:
+    def run_one(card_pk: int) -> None:
+        run(card_pk, stage.name)
+
+    run_one.__doc__ = f"Run the {stage.name} stage of one card, if it is still to be run."
+    return dramatiq.actor(
+        actor_name=stage.actor_name,
+        queue_name=stage.queue,
+        max_retries=stage.retries,
+        min_backoff=MIN_BACKOFF_MS,
+        time_limit=stage.seconds * 1000,
+    )(run_one)
+
+
+ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
+
+
+def send_stage(card_pk: int, stage: str) -> None:
+    """Send one stage of one card to the actor that runs it."""
+    ACTORS[stage].send(card_pk)
+
+
+def _pass_on(card_pk: int, stage: str) -> None:
+    """Pass a message queued by an older release on to the stage's own actor."""
+    if stage in ACTORS:
+        send_stage(card_pk, stage)
+
+
+def _previous(name: str, queue: str, seconds: int) -> dramatiq.Actor[[int, str], None]:
+    return dramatiq.actor(
+        actor_name=name,
+        queue_name=queue,
+        max_retries=pipeline.MAX_ATTEMPTS,
+        min_backoff=MIN_BACKOFF_MS,
+        time_limit=seconds * 1000,
+    )(_pass_on)
+
+
+run_stage = _previous("run_stage", "files", pipeline.STAGE_SECONDS)
+run_transcript_stage = _previous("run_transcript_stage", "transcripts", pipeline.TRANSCRIPT_SECONDS)
+
+
+def _take_over_ms(stage: pipeline.Stage | None = None) -> int:
+    """How long a running stage may go without a result before another worker takes it."""
+    seconds = pipeline.TAKE_OVER_SECONDS if stage is None else stage.take_over_seconds
+    return int(max(settings().stale_seconds, seconds) * 1000)
+
+
+def run(card_pk: int, stage: str) -> None:
+    """Run one stage of one card, if it is still to be run, and record its result."""
+    row = pipeline.BY_NAME.get(stage)
+    if row is None:
+        return
+    work = MODULES[stage]
+    stale_before = now_ms() - _take_over_ms(row)
+    with database().transaction() as session:
+        taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
+        if isinstance(taken, processing.Settled):
+            _send_followers(session, card_pk, taken.card_type, stage)
+        if not isinstance(taken, processing.Taken):
+            return
+        session.expunge(taken.card)
+    card, lease = taken.card, taken.lease
+    try:
+        fields = work.run(card, lease)
+    except StageSkipped as skipped:
+        _settle(card, stage, lease, "skipped", skipped.code)
+        return
+    except Deferred as deferred:
+        with database().transaction() as session:
+            processing.release(
+                session, card_pk=card_pk, stage=stage, lease=lease, error_code=deferred.code, counted=False
+            )
+        ACTORS[stage].send_with_options(args=(card_pk,), delay=deferred.delay_ms)
+        return
+    except StageFailed as failed:
+        if failed.transient and taken.attempts < pipeline.MAX_ATTEMPTS:
+            log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
+            with database().transaction() as session:
+                processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=failed.code)
+            raise TryAgain(failed.code) from None
+        log.info("stage %s of card %s failed: %s", stage, card.id, failed)
+        _settle(card, stage, lease, "failed", failed.code)
+        return
+    except Exception:  # the store out of reach, or the like: Dramatiq retries with backoff
+        with database().transaction() as session:
+            processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=None)
+        raise
+    _record(card, stage, lease, work, fields)
+
+
+def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object]) -> None:
+    """Keep the attempt's result, if its lease still holds and the card still is what it was
+    made from; else doom the objects it stored."""
+    with database().transaction() as session:
+        if work.WRITES_TAGS:
+            lock_tags(session, account_id=card.account_id)  # before the card (cardvault.domain.db)
+        kept = session.get(Card, card.pk, with_for_update=True)
+        current = kept is not None and all(getattr(kept, f) == getattr(card, f) for f in work.BASIS)
+        skipped = work.skipped_by(kept) if kept is not None else None
+        current = current and processing.finish(
+            session,
+            card_pk=card.pk,
+            stage=stage,
+            lease=lease,
+            state="skipped" if skipped else "completed",
+            error_code=skipped,
+        )
+        if current and kept is not None:
+            if not skipped:
+                work.apply(session, kept, fields)
+            _send_followers(session, card.pk, card.type, stage)
+        # What this attempt stored and the card does not hold belongs to nobody.
+        made = [
+            str(value)
+            for name, value in fields.items()
+            if name.endswith("_object") and (kept is None or getattr(kept, name) != value)
+        ]
+        if made:
+            uploads.doom(session, made)
+        if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
+            after_commit(session, delete_doomed_objects.send)
+
+
+def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> None:
+    with database().transaction() as session:
+        if processing.finish(
+            session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
+        ):
+            _send_followers(session, card.pk, card.type, stage)
+
+
+def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) -> None:
+    for follower in pipeline.followers(card_type, stage):
+        after_commit(session, functools.partial(send_stage, card_pk, follower))
+
+
+def resend_unsettled(older_than_ms: int) -> int:
+    """Send again every stage pending with no sign of life for ``older_than_ms`` (its message
+    was lost) or running past its time (its worker died); return how many."""
+    now = now_ms()
+    default = _take_over_ms()
+    with database().transaction(write=False) as session:
+        found = processing.unsettled(
+            session,
+            older_than=now - older_than_ms,
+            taken_over_before=now - default,
+            long_stages={
+                stage.name: now - _take_over_ms(stage)
+                for stage in pipeline.STAGES
+                if _take_over_ms(stage) != default
+            },
+        )
+    for card_pk, stage in found:
+        send_stage(card_pk, stage)
+    return len(found)

@@ -1,0 +1,69 @@
+"""The pipeline's table and its workers agree: every row has a stage module and an actor with
+the row's queue and limits, every stage module and stage actor has a row (a half-added stage
+fails here), and the actors of the release before one actor per stage pass their queued
+messages on."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+
+import pytest
+
+from cardvault.domain import pipeline as table
+from cardvault.workers import broker, embedded, pipeline, stages
+
+# Modules of cardvault.workers.stages that are not stages.
+SHARED = {"pictures"}
+# The actors of the previous release, kept for the messages still queued for them.
+LEGACY = {"run_stage", "run_transcript_stage"}
+
+
+@pytest.mark.parametrize("row", table.STAGES, ids=lambda row: row.name)
+def test_every_stage_in_the_table_has_a_module_with_its_work_and_an_actor(row: table.Stage) -> None:
+    module = importlib.import_module(f"cardvault.workers.stages.{row.module}")
+    assert all(callable(getattr(module, name, None)) for name in ("run", "skipped_by", "apply"))
+    assert isinstance(module.BASIS, tuple) and isinstance(module.WRITES_TAGS, bool)
+    actor = broker.broker.get_actor(row.actor_name)
+    assert actor is pipeline.ACTORS[row.name]
+    assert (actor.queue_name, actor.options["time_limit"], actor.options["max_retries"]) == (
+        row.queue,
+        row.seconds * 1000,
+        row.retries,
+    )
+
+
+def test_every_stage_module_and_stage_actor_is_in_the_table() -> None:
+    assert embedded  # every actor of the workers is declared
+    found = {info.name for info in pkgutil.iter_modules(stages.__path__)} - SHARED
+    assert found == {row.module for row in table.STAGES}
+    on_stage_queues = {
+        name
+        for name, actor in broker.broker.actors.items()
+        if actor.queue_name in table.queues() or name.endswith("_stage")
+    }
+    assert on_stage_queues - LEGACY == {row.actor_name for row in table.STAGES}
+
+
+def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:
+    for row in table.STAGES:
+        for kind, before in row.after.items():
+            assert kind in row.kinds
+            assert table.ORDER.index(before) < table.ORDER.index(row.name)
+            assert kind in table.BY_NAME[before].kinds
+
+
+LEGACY_QUEUES = [("run_stage", "files"), ("run_transcript_stage", "transcripts")]
+
+
+@pytest.mark.parametrize(("legacy", "queue"), LEGACY_QUEUES)
+def test_a_message_for_an_actor_of_the_previous_release_goes_on_to_the_stages_own_actor(
+    legacy: str, queue: str
+) -> None:
+    broker.broker.flush_all()
+    stage = "transcript" if queue == "transcripts" else "linkMetadata"
+    broker.broker.get_actor(legacy)(7, stage)
+    sent = [json.loads(m) for m in broker.broker.queues[queue].queue]  # type: ignore[attr-defined]
+    assert [(m["actor_name"], m["args"]) for m in sent] == [(table.BY_NAME[stage].actor_name, [7])]
+    broker.broker.flush_all()
