@@ -26,6 +26,7 @@ from sqlalchemy import ColumnElement, and_, case, exists, literal, literal_colum
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
+from cardvault.domain.db import rows_changed
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.pipeline import BY_NAME, MAX_ATTEMPTS, ORDER, stages_of_kind, waits_for
 
@@ -157,12 +158,14 @@ def finish(
     False when the lease is no longer current (the card is gone, or was refreshed, or another
     worker took the stage over): the attempt's result must then be dropped."""
     now = now_ms()
-    done = session.execute(
-        update(CardStage)
-        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
-        .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None)
+    return bool(
+        rows_changed(
+            session,
+            update(CardStage)
+            .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
+            .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None),
+        )
     )
-    return bool(done.rowcount)
 
 
 def release(

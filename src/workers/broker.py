@@ -30,7 +30,10 @@ def _build() -> dramatiq.Broker:
         stub = StubBroker()
         stub.emit_after("process_boot")
         return stub
-    return RedisBroker(url=url, heartbeat_timeout=HEARTBEAT_TIMEOUT_MS, maintenance_chance=MAINTENANCE_CHANCE)
+    # RedisBroker.__init__ has no annotations (Dramatiq types its public API, not this class).
+    return RedisBroker(  # type: ignore[no-untyped-call]
+        url=url, heartbeat_timeout=HEARTBEAT_TIMEOUT_MS, maintenance_chance=MAINTENANCE_CHANCE
+    )
 
 
 broker = _build()
