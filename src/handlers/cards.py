@@ -12,7 +12,7 @@ from cardvault.domain import processing
 from cardvault.domain.cards import editing, reading, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
-from cardvault.domain.files import captions, thumbnails, uploads
+from cardvault.domain.files import captions, file_cards, thumbnails
 from cardvault.domain.models import Card
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
@@ -23,40 +23,25 @@ from cardvault.workers.processing import send_stage
 
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
-    """A file card's upload is checked and copied before the card's write transaction, which
-    then only marks it taken: the store's calls (an S3 copy of a large file) hold no lock."""
     rt = runtime.current()
-    card_type, content, file = body.get("cardType"), body.get("content"), None
-    if body.get("fileKey") is not None:
-        with rt.db.transaction(write=False) as session:
-            checked = editing.check_file(
-                session,
-                rt.store,
-                account_id=user,
-                file_key=body["fileKey"],
-                file_etag=body.get("fileEtag"),
-                card_type=card_type,
-                content=content,
-            )
-        card_type, content = checked.card_type, checked.content
-        file = uploads.copy_for_card(rt.store, checked.checked)
-    with rt.db.transaction() as session:
-        card = editing.add_card(
-            session,
-            account_id=user,
-            card_type=card_type,
-            content=content,
-            notes=body.get("notes"),
-            tags=body.get("tags", ()),
-            url=body.get("url"),
-            source=body.get("source"),
-            file=file,
-            file_name=body.get("fileName"),
-            file_size=body.get("fileSize"),
-            mime_type=body.get("mimeType"),
-        )
+    with file_cards.adding_card(
+        rt.db,
+        rt.store,
+        account_id=user,
+        card_type=body.get("cardType"),
+        content=body.get("content"),
+        notes=body.get("notes"),
+        tags=body.get("tags", ()),
+        url=body.get("url"),
+        source=body.get("source"),
+        file_key=body.get("fileKey"),
+        file_etag=body.get("fileEtag"),
+        file_name=body.get("fileName"),
+        file_size=body.get("fileSize"),
+        mime_type=body.get("mimeType"),
+    ) as (session, card):
         _send_stages(session, card.pk, processing.queue(session, card))
-        if file is not None:
+        if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
     return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
