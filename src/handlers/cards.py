@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from cardvault.domain import processing
 from cardvault.domain.cards import editing, reading, trash
+from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.files import captions, file_cards, thumbnails
+from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
@@ -183,42 +185,46 @@ def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
 
 
 def create_card_thumbnail_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    rt = runtime.current()
-    with rt.db.transaction() as session:
-        issued = thumbnails.issue_upload(
-            session,
-            rt.store,
-            account_id=user,
-            card_id=card_id,
-            file_name=body["fileName"],
-            file_size=body["fileSize"],
-            mime_type=body["mimeType"],
-        )
-    return upload_json(issued)
+    return _issue_upload(thumbnails.issue_upload, card_id, body, user)
 
 
 def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    """Check, then decode and store outside any transaction (it takes a while), then apply."""
-    rt = runtime.current()
-    with rt.db.transaction(write=False) as session:
-        checked = thumbnails.check(
-            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
-        )
-        if isinstance(checked, Card):  # a repeated PUT: this image is the card's already
-            return card_json.extended(session, checked)
-    # Renditions made for nothing (this request then fails) stay until the upload is 24 hours
-    # old and is deleted with them: a retry with the same upload makes and uses the same ones.
-    replacement = thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id)
-    with rt.db.transaction() as session:
-        card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
-        after_commit(session, delete_doomed_objects.send)  # the image it replaces
-        return card_json.extended(session, card)
+    """The uploaded image, decoded and stored as the card's renditions."""
+    return _replace_file(
+        card_id,
+        user,
+        body["fileKey"],
+        check=thumbnails.check,
+        make=lambda rt, checked: thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id),
+        apply=lambda session, made: thumbnails.apply(
+            session, account_id=user, card_id=card_id, replacement=made
+        ),
+    )
 
 
 def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    return _issue_upload(captions.issue_upload, card_id, body, user)
+
+
+def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    """The uploaded caption file, its cues read and the file kept as the card's."""
+    return _replace_file(
+        card_id,
+        user,
+        body["fileKey"],
+        check=captions.check,
+        make=lambda rt, checked: captions.read(rt.store, rt.decoder, *checked, card_id=card_id),
+        apply=lambda session, made: captions.apply(session, account_id=user, card_id=card_id, attached=made),
+    )
+
+
+def _issue_upload(
+    issue: Callable[..., Issued], card_id: str, body: dict[str, Any], user: str
+) -> dict[str, Any]:
+    """An upload URL for a file the card takes (its image, its caption file)."""
     rt = runtime.current()
     with rt.db.transaction() as session:
-        issued = captions.issue_upload(
+        issued = issue(
             session,
             rt.store,
             account_id=user,
@@ -230,20 +236,27 @@ def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -
     return upload_json(issued)
 
 
-def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    """Check, then read the cues and keep the file outside any transaction, then apply."""
+def _replace_file(
+    card_id: str,
+    user: str,
+    file_key: str,
+    *,
+    check: Callable[..., Any],
+    make: Callable[[runtime.Runtime, Any], Any],
+    apply: Callable[[Session, Any], Edited],
+) -> dict[str, Any]:
+    """Check the card and its upload, then make what the card keeps from the file outside any
+    transaction (it takes a while), then apply it."""
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
-        checked = captions.check(
-            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
-        )
+        checked = check(session, rt.store, account_id=user, card_id=card_id, file_key=file_key)
         if isinstance(checked, Card):  # a repeated PUT: this file is the card's already
             return card_json.extended(session, checked)
-    # A copy kept for nothing (this request then fails) is deleted with its upload after 24
-    # hours; a retry with the same upload makes and uses the same one.
-    attached = captions.read(rt.store, rt.decoder, *checked, card_id=card_id)
+    # What is made for nothing (this request then fails) is deleted with its upload once that
+    # is 24 hours old; a retry with the same upload makes and uses the same objects.
+    made = make(rt, checked)
     with rt.db.transaction() as session:
-        edited = captions.apply(session, account_id=user, card_id=card_id, attached=attached)
+        edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
         _send_stages(session, edited.card.pk, edited.stages)
         return card_json.extended(session, edited.card)

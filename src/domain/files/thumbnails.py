@@ -129,8 +129,9 @@ def render(
     return Replacement(upload_id=upload.id, large=large, compact=compact, placeholder=placeholder)
 
 
-def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Card:
-    """Make the renditions the card's image (the old ones are doomed by the database)."""
+def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Edited:
+    """Make the renditions the card's image (the old ones are doomed by the database); it
+    queues no stage."""
     card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
     uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
     card.thumbnail_object = replacement.large
@@ -138,7 +139,7 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     card.placeholder_object = replacement.placeholder
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
-    return card
+    return Edited(card)
 
 
 def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
