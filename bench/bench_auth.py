@@ -41,7 +41,7 @@ from cardvault.domain.auth import accounts, credentials, keys, oauth
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 
 _LOOKUP = text(

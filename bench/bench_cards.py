@@ -138,7 +138,7 @@ def main() -> None:
             "CARDVAULT_VALIDATE_RESPONSES": "false",
         }
         servers = {
-            "api": ["--factory", "cardvault.handlers.app:app_from_env"],
+            "api": ["--factory", "cardvault.handlers.http.app:app_from_env"],
             "baseline": ["bench.baseline:app"],
         }
         workloads = {"get_card": f"/v1/cards/{card_id}", "list_cards_50": "/v1/cards?limit=50"}

@@ -68,7 +68,7 @@ def bench_upload(rounds: int, workdir: Path) -> dict[str, object]:
     }
     source = workdir / "source.bin"
     source.write_bytes(os.urandom(UPLOAD_BYTES))
-    server = _start(["--factory", "cardvault.handlers.app:app_from_env"], env, port)
+    server = _start(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
     headers = {"Authorization": f"Bearer {key}"}
     app_seconds, copy_seconds = [], []
     try:

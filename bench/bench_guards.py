@@ -122,7 +122,7 @@ def main() -> None:
             "CARDVAULT_VALIDATE_RESPONSES": "false",
             "CARDVAULT_REDIS_URL": REDIS,
         }
-        target = ["--factory", "cardvault.handlers.app:app_from_env"]
+        target = ["--factory", "cardvault.handlers.http.app:app_from_env"]
         servers = {
             "bare": ({**env, "CARDVAULT_RATE_LIMIT_CARDS": "off"}, False),
             "limited": (env, False),

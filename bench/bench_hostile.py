@@ -57,7 +57,7 @@ from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
-from cardvault.handlers.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
+from cardvault.handlers.http.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

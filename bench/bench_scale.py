@@ -244,7 +244,7 @@ def main() -> None:
     if args.only:
         workloads = {k: v for k, v in workloads.items() if k in args.only}
     port = _free_port()
-    process = _start(["--factory", "cardvault.handlers.app:app_from_env"], env, port)
+    process = _start(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
     results: dict[str, tuple[LoadResult, LoadResult]] = {}
     try:
         if "page_200" in workloads:

@@ -208,7 +208,7 @@ def run(count: int, batch_size: int, workdir: str) -> None:
         [
             str(BIN / "uvicorn"),
             "--factory",
-            "cardvault.handlers.app:app_from_env",
+            "cardvault.handlers.http.app:app_from_env",
             "--port",
             str(port),
             "--log-level",

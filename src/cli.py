@@ -15,7 +15,7 @@ from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
-from cardvault.handlers.runtime import passwords_from_settings
+from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError
 
 
@@ -62,7 +62,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
     db.dispose()
     uvicorn.run(
-        "cardvault.handlers.app:app_from_env",
+        "cardvault.handlers.http.app:app_from_env",
         factory=True,
         host=host,
         port=port,

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 
 POSTGRES_URL = os.environ.get(

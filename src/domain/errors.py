@@ -1,4 +1,4 @@
-"""The domain's exception tree. HTTP statuses and codes are assigned in cardvault.handlers.errors.
+"""The domain's exception tree. HTTP statuses and codes are assigned in cardvault.handlers.http.errors.
 
 CardVaultError
 ├── NotFound                 the thing does not exist for this account

@@ -3,236 +3,50 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import links, processing
-from cardvault.domain.cards import colors, editing, reading, trash
-from cardvault.domain.cards.reading import CardView
+from cardvault.domain import processing
+from cardvault.domain.cards import editing, reading, trash
+from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
-from cardvault.domain.files import captions, filetypes, thumbnails, uploads
-from cardvault.domain.models import Card, CardStage
-from cardvault.handlers import runtime
-from cardvault.handlers.pages import page_json
+from cardvault.domain.files import captions, file_cards, thumbnails
+from cardvault.domain.files.uploads import Issued
+from cardvault.domain.models import Card
+from cardvault.handlers import card_json
+from cardvault.handlers.http import runtime
+from cardvault.handlers.http.paging import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.pipeline import send_stage
 
-FILE_URL_SECONDS = 3600  # how long a file URL in a response works
-_NO_FILE = {
-    "detailUrl": None,
-    "screenshotUrl": None,
-    "linkPreviewImageUrl": None,
-}
-
-
-def _app_url(card: Card | CardView) -> str:
-    return f"{runtime.current().settings.public_url}/cards/{card.id}"
-
-
-def file_url(key: str | None, file_name: str | None, mime_type: str | None) -> str | None:
-    """A short-lived signed URL of a stored file; anything a browser could run in our origin
-    (HTML, SVG, XML, scripts) is sent as an attachment."""
-    if key is None:
-        return None
-    mime_type = mime_type or "application/octet-stream"
-    return runtime.current().store.download_url(
-        key,
-        file_name=file_name or "file",
-        content_type=mime_type,
-        attachment=filetypes.served_as_attachment(mime_type),
-        expires_in=FILE_URL_SECONDS,
-    )
-
-
-def _rendition_url(key: str | None, name: str) -> str | None:
-    return file_url(key, name, "image/webp")
-
-
-# FilePreview's fields, each always present (null where the kind of file has none).
-_PREVIEW_FIELDS = (
-    "kind",
-    "excerpt",
-    "pageCount",
-    "animated",
-    "lineCount",
-    "wordCount",
-    "slideCount",
-    "sheetCount",
-    "entryCount",
-    "fileCount",
-    "directoryCount",
-    "uncompressedBytes",
-)
-
-
-def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if stored is None else {field: stored.get(field) for field in _PREVIEW_FIELDS}
-
-
-def _base_json(card: Card | CardView) -> dict[str, Any]:
-    """The fields every card representation carries."""
-    compact = _rendition_url(card.compact_object, "compact.webp")
-    large = _rendition_url(card.thumbnail_object, "image.webp")
-    # A video's poster and a PDF's first page stand for the card at their large size.
-    shown = large if card.type in ("video", "document") and large else compact
-    return {
-        "id": card.id,
-        "type": card.type,
-        "createdAt": card.created_at,
-        "updatedAt": card.updated_at,
-        "appUrl": _app_url(card),
-        "aiTags": card.ai_tags,
-        "tags": card.tags,
-        "isFavorited": card.is_favorited,
-        "folderIds": card.folder_ids,
-        "url": card.url,
-        "fileName": card.file_name,
-        "fileSize": card.file_size,
-        "mimeType": card.mime_type,
-        "fileUrl": file_url(card.file_object, card.file_name, card.mime_type),
-        "fileKind": card.file_kind,
-        "fileExtension": card.file_extension,
-        "fileLanguage": card.file_language,
-        "compactUrl": compact,
-        "placeholderUrl": _rendition_url(card.placeholder_object, "placeholder.webp"),
-        "thumbnailUrl": shown,
-        **_NO_FILE,
-        "linkPreviewImageUrl": large if card.type == "link" else None,
-    }
-
-
-def _card_json(card: Card | CardView) -> dict[str, Any]:
-    return {
-        **_base_json(card),
-        "content": card.content,
-        "notes": card.notes,
-        "aiSummary": card.ai_summary,
-        "metadataTitle": card.metadata_title,
-        "metadataDescription": card.metadata_description,
-        "filePreview": _file_preview_json(card.file_preview),
-    }
-
-
-def stages_for_list(
-    session: Session, listed: Sequence[CardView], include: set[str]
-) -> dict[int, list[CardStage]]:
-    """The listed cards' processing stages, when ``include`` asks for ``processing``."""
-    return processing.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
-
-
-def list_item_json(
-    card: Card | CardView, include: set[str], stages: Sequence[CardStage] | None = None
-) -> dict[str, Any]:
-    """A card as an item of a list (also used by the Trash list); ``stages`` with
-    ``processing``."""
-    item = _base_json(card)
-    large = item.pop("linkPreviewImageUrl")
-    if "content" in include:
-        item.update(content=card.content, notes=card.notes, aiSummary=card.ai_summary)
-    if "metadata" in include:
-        item.update(
-            metadataTitle=card.metadata_title,
-            metadataDescription=card.metadata_description,
-            linkPreviewImageUrl=large,
-            filePreview=_file_preview_json(card.file_preview),
-        )
-    if "processing" in include:
-        item["processingStatus"] = processing.status_json(stages or [])
-    return item
-
-
-def _extended(session: Session, card: Card) -> dict[str, Any]:
-    """The extended card, with its processing stages read in the same session."""
-    return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
-
-
-def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, Any]:
-    return {
-        **_card_json(card),
-        "aiTranscript": card.ai_transcript,
-        "isDeleted": card.deleted_at is not None,
-        "isArchived": card.archived_at is not None,
-        "archivedAt": card.archived_at,
-        "metadataStatus": processing.metadata_status(stages),
-        "processingStatus": processing.status_json(stages),
-        **links.link_json(card.link_meta),
-        "fileWidth": card.file_width,
-        "fileHeight": card.file_height,
-        "fileDuration": None if card.duration_ms is None else card.duration_ms / 1000,
-        "audioWaveform": card.waveform,
-        "videoScrub": None
-        if card.scrub is None
-        else {**card.scrub, "url": _rendition_url(card.scrub_object, "scrub.webp")},
-        "aiTranscriptSource": card.transcript_source,
-        "captionsFile": _captions_json(card),
-        "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
-        "aiEngine": card.ai_engine,
-        "thumbnailOverridden": card.thumbnail_overridden,
-    }
-
-
-def _captions_json(card: Card) -> dict[str, Any] | None:
-    if card.captions is None:
-        return None
-    name, caption_format = card.captions["fileName"], card.captions["format"]
-    return {
-        **card.captions,
-        "url": file_url(card.captions_object, name, captions.CONTENT_TYPES[caption_format]),
-    }
-
-
-def _done_card_json(session: Session, card: Card) -> dict[str, Any]:
-    """The extended card with the fields only mark-done returns."""
-    return {
-        **_extended(session, card),
-        "completedAt": card.completed_at,
-        "isHidden": False,
-        **links.done_json(card.type, card.link_meta, card.metadata_title),
-    }
-
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
-    """A file card's upload is checked and copied before the card's write transaction, which
-    then only marks it taken: the store's calls (an S3 copy of a large file) hold no lock."""
     rt = runtime.current()
-    card_type, content, file = body.get("cardType"), body.get("content"), None
-    if body.get("fileKey") is not None:
-        with rt.db.transaction(write=False) as session:
-            checked = editing.check_file(
-                session,
-                rt.store,
-                account_id=user,
-                file_key=body["fileKey"],
-                file_etag=body.get("fileEtag"),
-                card_type=card_type,
-                content=content,
-            )
-        card_type, content = checked.card_type, checked.content
-        file = uploads.copy_for_card(rt.store, checked.checked)
-    with rt.db.transaction() as session:
-        card = editing.add_card(
-            session,
-            account_id=user,
-            card_type=card_type,
-            content=content,
-            notes=body.get("notes"),
-            tags=body.get("tags", ()),
-            url=body.get("url"),
-            source=body.get("source"),
-            file=file,
-            file_name=body.get("fileName"),
-            file_size=body.get("fileSize"),
-            mime_type=body.get("mimeType"),
-        )
+    with file_cards.adding_card(
+        rt.db,
+        rt.store,
+        account_id=user,
+        card_type=body.get("cardType"),
+        content=body.get("content"),
+        notes=body.get("notes"),
+        tags=body.get("tags", ()),
+        url=body.get("url"),
+        source=body.get("source"),
+        file_key=body.get("fileKey"),
+        file_etag=body.get("fileEtag"),
+        file_name=body.get("fileName"),
+        file_size=body.get("fileSize"),
+        mime_type=body.get("mimeType"),
+    ) as (session, card):
         _send_stages(session, card.pk, processing.queue(session, card))
-        if file is not None:
+        if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
-        card_json = _card_json(card)
-    return {"status": "created", "card": card_json, "cardId": card.id, "appUrl": card_json["appUrl"]}
+        created = card_json.card_json(card)
+    return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
 
 
 def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
@@ -281,9 +95,9 @@ def list_cards(
             cursor=cursor,
             with_total="total" in groups,
         )
-        stages = stages_for_list(session, page.cards, groups)
+        stages = card_json.stages_for_list(session, page.cards, groups)
     return page_json(
-        [list_item_json(card, groups, stages.get(card.pk)) for card in page.cards],
+        [card_json.list_item_json(card, groups, stages.get(card.pk)) for card in page.cards],
         page.next_cursor,
         page.total,
         total_capped=page.total_capped,
@@ -293,12 +107,12 @@ def list_cards(
 def get_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False, snapshot=False) as session:
         card = reading.get_card_view(session, account_id=user, card_id=card_id)
-    return _card_json(card)
+    return card_json.card_json(card)
 
 
 def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
-        return _extended(session, editing.get_card(session, account_id=user, card_id=card_id))
+        return card_json.extended(session, editing.get_card(session, account_id=user, card_id=card_id))
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -316,7 +130,7 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
         _send_stages(session, edited.card.pk, edited.stages)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)  # the old page's image
-        return _card_json(edited.card)
+        return card_json.card_json(edited.card)
 
 
 def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -324,12 +138,12 @@ def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str
         card = editing.set_favorite(
             session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"]
         )
-        return _card_json(card)
+        return card_json.card_json(card)
 
 
 def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _done_card_json(session, editing.mark_done(session, account_id=user, card_id=card_id))
+        return card_json.done_card_json(session, editing.mark_done(session, account_id=user, card_id=card_id))
 
 
 def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
@@ -341,12 +155,12 @@ def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
 
 def trash_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended(session, trash.move_to_trash(session, account_id=user, card_id=card_id))
+        return card_json.extended(session, trash.move_to_trash(session, account_id=user, card_id=card_id))
 
 
 def restore_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended(session, trash.restore(session, account_id=user, card_id=card_id))
+        return card_json.extended(session, trash.restore(session, account_id=user, card_id=card_id))
 
 
 def delete_card(card_id: str, user: str) -> tuple[None, int]:
@@ -358,55 +172,59 @@ def delete_card(card_id: str, user: str) -> tuple[None, int]:
 
 def archive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended(
+        return card_json.extended(
             session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
         )
 
 
 def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return _extended(
+        return card_json.extended(
             session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
         )
 
 
 def create_card_thumbnail_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    rt = runtime.current()
-    with rt.db.transaction() as session:
-        issued = thumbnails.issue_upload(
-            session,
-            rt.store,
-            account_id=user,
-            card_id=card_id,
-            file_name=body["fileName"],
-            file_size=body["fileSize"],
-            mime_type=body["mimeType"],
-        )
-    return upload_json(issued)
+    return _issue_upload(thumbnails.issue_upload, card_id, body, user)
 
 
 def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    """Check, then decode and store outside any transaction (it takes a while), then apply."""
-    rt = runtime.current()
-    with rt.db.transaction(write=False) as session:
-        checked = thumbnails.check(
-            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
-        )
-        if isinstance(checked, Card):  # a repeated PUT: this image is the card's already
-            return _extended(session, checked)
-    # Renditions made for nothing (this request then fails) stay until the upload is 24 hours
-    # old and is deleted with them: a retry with the same upload makes and uses the same ones.
-    replacement = thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id)
-    with rt.db.transaction() as session:
-        card = thumbnails.apply(session, account_id=user, card_id=card_id, replacement=replacement)
-        after_commit(session, delete_doomed_objects.send)  # the image it replaces
-        return _extended(session, card)
+    """The uploaded image, decoded and stored as the card's renditions."""
+    return _replace_file(
+        card_id,
+        user,
+        body["fileKey"],
+        check=thumbnails.check,
+        make=lambda rt, checked: thumbnails.render(rt.store, rt.decoder, checked, card_id=card_id),
+        apply=lambda session, made: thumbnails.apply(
+            session, account_id=user, card_id=card_id, replacement=made
+        ),
+    )
 
 
 def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    return _issue_upload(captions.issue_upload, card_id, body, user)
+
+
+def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+    """The uploaded caption file, its cues read and the file kept as the card's."""
+    return _replace_file(
+        card_id,
+        user,
+        body["fileKey"],
+        check=captions.check,
+        make=lambda rt, checked: captions.read(rt.store, rt.decoder, *checked, card_id=card_id),
+        apply=lambda session, made: captions.apply(session, account_id=user, card_id=card_id, attached=made),
+    )
+
+
+def _issue_upload(
+    issue: Callable[..., Issued], card_id: str, body: dict[str, Any], user: str
+) -> dict[str, Any]:
+    """An upload URL for a file the card takes (its image, its caption file)."""
     rt = runtime.current()
     with rt.db.transaction() as session:
-        issued = captions.issue_upload(
+        issued = issue(
             session,
             rt.store,
             account_id=user,
@@ -418,23 +236,30 @@ def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -
     return upload_json(issued)
 
 
-def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
-    """Check, then read the cues and keep the file outside any transaction, then apply."""
+def _replace_file(
+    card_id: str,
+    user: str,
+    file_key: str,
+    *,
+    check: Callable[..., Any],
+    make: Callable[[runtime.Runtime, Any], Any],
+    apply: Callable[[Session, Any], Edited],
+) -> dict[str, Any]:
+    """Check the card and its upload, then make what the card keeps from the file outside any
+    transaction (it takes a while), then apply it."""
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
-        checked = captions.check(
-            session, rt.store, account_id=user, card_id=card_id, file_key=body["fileKey"]
-        )
+        checked = check(session, rt.store, account_id=user, card_id=card_id, file_key=file_key)
         if isinstance(checked, Card):  # a repeated PUT: this file is the card's already
-            return _extended(session, checked)
-    # A copy kept for nothing (this request then fails) is deleted with its upload after 24
-    # hours; a retry with the same upload makes and uses the same one.
-    attached = captions.read(rt.store, rt.decoder, *checked, card_id=card_id)
+            return card_json.extended(session, checked)
+    # What is made for nothing (this request then fails) is deleted with its upload once that
+    # is 24 hours old; a retry with the same upload makes and uses the same objects.
+    made = make(rt, checked)
     with rt.db.transaction() as session:
-        edited = captions.apply(session, account_id=user, card_id=card_id, attached=attached)
+        edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
         _send_stages(session, edited.card.pk, edited.stages)
-        return _extended(session, edited.card)
+        return card_json.extended(session, edited.card)
 
 
 def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
@@ -443,7 +268,7 @@ def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)
         _send_stages(session, edited.card.pk, edited.stages)
-        return _extended(session, edited.card)
+        return card_json.extended(session, edited.card)
 
 
 def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
@@ -451,4 +276,4 @@ def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
         edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
         _send_stages(session, edited.card.pk, edited.stages)  # the page's image again
-        return _extended(session, edited.card)
+        return card_json.extended(session, edited.card)

@@ -11,7 +11,7 @@ from cardvault.domain.db import after_commit
 from cardvault.domain.errors import ExportRunning
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability import exports
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 from cardvault.workers.exports import CONTENT_TYPE, run_export
 
 DOWNLOAD_URL_SECONDS = 900  # how long a downloadUrl works

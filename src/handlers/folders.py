@@ -6,8 +6,8 @@ from typing import Any
 
 from cardvault.domain import folders
 from cardvault.domain.models import Folder
-from cardvault.handlers import runtime
-from cardvault.handlers.pages import page_json
+from cardvault.handlers.http import runtime
+from cardvault.handlers.http.paging import page_json
 
 
 def _folder_json(folder: Folder, card_count: int) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from cardvault.domain.auth import credentials, keys
 from cardvault.domain.models import ApiKey
-from cardvault.handlers import operations, runtime
+from cardvault.handlers.http import operations, runtime
 
 
 def _key_json(key: ApiKey) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 
 
 def get_health() -> dict[str, Any]:

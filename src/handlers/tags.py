@@ -8,8 +8,8 @@ from typing import Any
 from cardvault.domain.db import after_commit
 from cardvault.domain.models import TagOperation
 from cardvault.domain.tags import operations
-from cardvault.handlers import runtime
-from cardvault.handlers.pages import page_json
+from cardvault.handlers.http import runtime
+from cardvault.handlers.http.paging import page_json
 from cardvault.workers.tags import run_tag_operation
 
 

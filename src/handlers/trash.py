@@ -6,9 +6,9 @@ from typing import Any
 
 from cardvault.domain.cards import reading, trash
 from cardvault.domain.db import after_commit
-from cardvault.handlers import runtime
-from cardvault.handlers.cards import list_item_json, stages_for_list
-from cardvault.handlers.pages import page_json
+from cardvault.handlers.card_json import list_item_json, stages_for_list
+from cardvault.handlers.http import runtime
+from cardvault.handlers.http.paging import page_json
 from cardvault.workers.files import delete_doomed_objects
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cardvault.domain.files import uploads
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 
 
 def create_upload(body: dict[str, Any], user: str) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def test_every_error_response_names_its_codes_with_an_example_of_each() -> None:
 
 def test_every_one_of_is_a_nullable_reference() -> None:
     # Validation messages read a failed oneOf as "what the type asks for, or null"
-    # (cardvault.handlers.validation._describe); another use of oneOf needs its own wording.
+    # (cardvault.handlers.http.validation._describe); another use of oneOf needs its own wording.
     found: list[Any] = []
 
     def walk(node: Any) -> None:

@@ -5,7 +5,7 @@ storage (production). This module holds the protocol both follow and what they s
 
 Both follow S3's model. An upload is a PUT of the bytes to a short-lived URL that binds the
 object's key, size and content type (a presigned PUT on S3; on local disk a signed URL the app
-itself serves, see cardvault.handlers.files); the PUT answers the object's ``ETag`` (the MD5 of
+itself serves, see cardvault.handlers.http.files); the PUT answers the object's ``ETag`` (the MD5 of
 its bytes, quoted, as S3 sends it). A download is a short-lived signed GET URL. Keys are made by
 the domain, never by clients."""
 

@@ -1,5 +1,5 @@
 """Blobs on local disk (the embedded default): objects as files under the data directory,
-uploads and downloads through URLs the app signs and serves itself (cardvault.handlers.files)."""
+uploads and downloads through URLs the app signs and serves itself (cardvault.handlers.http.files)."""
 
 from __future__ import annotations
 

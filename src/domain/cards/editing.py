@@ -180,6 +180,25 @@ def get_card(session: Session, *, account_id: str, card_id: str, for_update: boo
     return get_owned(session, Card, row_id=card_id, account_id=account_id, for_update=for_update)
 
 
+def get_live_card(
+    session: Session,
+    *,
+    account_id: str,
+    card_id: str,
+    types: tuple[str, ...],
+    only: str,
+    for_update: bool = False,
+) -> Card:
+    """Return the account's card when it is out of Trash and of one of ``types`` (CardInTrash,
+    or TypeMismatch saying ``only`` which cards qualify)."""
+    card = get_card(session, account_id=account_id, card_id=card_id, for_update=for_update)
+    if card.deleted_at is not None:
+        raise CardInTrash("The card is in Trash; restore it first.")
+    if card.type not in types:
+        raise TypeMismatch(f"{only}; this card is {card.type}.")
+    return card
+
+
 def update_card(
     session: Session,
     *,

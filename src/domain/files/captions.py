@@ -21,14 +21,12 @@ from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards.editing import Edited, forget_ai, get_card
+from cardvault.domain.cards.editing import Edited, forget_ai, get_live_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import (
-    CardInTrash,
     InvalidInput,
     ServiceBusy,
-    TypeMismatch,
     UnsupportedType,
     UploadChanged,
 )
@@ -72,12 +70,14 @@ def _key(card: Card, upload_id: str) -> str:
 
 
 def _media_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
-    card = get_card(session, account_id=account_id, card_id=card_id, for_update=for_update)
-    if card.deleted_at is not None:
-        raise CardInTrash("The card is in Trash; restore it first.")
-    if card.type not in ("audio", "video"):
-        raise TypeMismatch(f"Only an audio or video card takes a caption file; this card is {card.type}.")
-    return card
+    return get_live_card(
+        session,
+        account_id=account_id,
+        card_id=card_id,
+        types=("audio", "video"),
+        only="Only an audio or video card takes a caption file",
+        for_update=for_update,
+    )
 
 
 def issue_upload(

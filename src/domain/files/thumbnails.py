@@ -18,9 +18,9 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards.editing import Edited, get_card
+from cardvault.domain.cards.editing import Edited, get_live_card
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import CardInTrash, InvalidInput, ServiceBusy, TypeMismatch, UnsupportedType
+from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
 from cardvault.domain.files import filetypes, uploads
 from cardvault.domain.models import Card
 
@@ -47,12 +47,14 @@ def _keys(account_id: str, card_id: str, upload_id: str) -> tuple[str, str, str]
 
 
 def _link_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
-    card = get_card(session, account_id=account_id, card_id=card_id, for_update=for_update)
-    if card.deleted_at is not None:
-        raise CardInTrash("The card is in Trash; restore it first.")
-    if card.type != "link":
-        raise TypeMismatch(f"Only a link card's image can be replaced; this card is {card.type}.")
-    return card
+    return get_live_card(
+        session,
+        account_id=account_id,
+        card_id=card_id,
+        types=("link",),
+        only="Only a link card's image can be replaced",
+        for_update=for_update,
+    )
 
 
 def issue_upload(
@@ -129,8 +131,9 @@ def render(
     return Replacement(upload_id=upload.id, large=large, compact=compact, placeholder=placeholder)
 
 
-def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Card:
-    """Make the renditions the card's image (the old ones are doomed by the database)."""
+def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Edited:
+    """Make the renditions the card's image (the old ones are doomed by the database); it
+    queues no stage."""
     card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
     uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
     card.thumbnail_object = replacement.large
@@ -138,7 +141,7 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     card.placeholder_object = replacement.placeholder
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
-    return card
+    return Edited(card)
 
 
 def reset(session: Session, *, account_id: str, card_id: str) -> Edited:

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from cardvault.domain.auth import credentials
 from cardvault.domain.models import Account
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
 from cardvault.handlers.web.oauth_server import Answer, Server
 from cardvault.handlers.web.oauth_server import Request as OAuthRequest

@@ -18,11 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from cardvault.domain import folders
+from cardvault.domain.cards import editing
 from cardvault.domain.errors import NotFound
 from cardvault.domain.ids import is_well_formed
 from cardvault.domain.models import Account
-from cardvault.handlers import cards as card_handlers
-from cardvault.handlers import runtime
+from cardvault.handlers import card_json
+from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
 
 # CommonMark with tables and strikethrough; "js-default" turns raw HTML off.
@@ -51,8 +52,8 @@ def _swatch(hex_value: str) -> str:
 
 def _page(rt: runtime.Runtime, account_id: str, card_id: str, csrf: str) -> Response:
     """The card's page, read and rendered in a worker thread (a long text takes a while)."""
-    card = card_handlers.get_extended_card(card_id, account_id)
     with rt.db.transaction(write=False) as session:
+        card = card_json.extended(session, editing.get_card(session, account_id=account_id, card_id=card_id))
         folder_names = folders.folder_names(session, account_id=account_id, folder_ids=card["folderIds"])
         account = session.get(Account, account_id)
     heading, content = _heading(card)

@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cardvault.domain.auth import web_sessions
 from cardvault.domain.clock import now_ms
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

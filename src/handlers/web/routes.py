@@ -7,7 +7,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Match, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cardvault.handlers.errors import error_response
+from cardvault.handlers.http.errors import error_response
 from cardvault.handlers.web import authorize, card_page, pages, sign_in
 
 

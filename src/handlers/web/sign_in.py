@@ -21,7 +21,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import RateLimited
 from cardvault.domain.guards import rate_limits
 from cardvault.domain.models import Account
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
 
 _WRONG = "That email and password do not match an account. Check both and try again."

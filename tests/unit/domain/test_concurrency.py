@@ -26,7 +26,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
 from cardvault.domain.tags import operations
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import fresh_postgres_database
 

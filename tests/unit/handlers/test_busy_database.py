@@ -18,7 +18,7 @@ from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, is_busy
 from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api
 

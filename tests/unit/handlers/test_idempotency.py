@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from cardvault.domain.db import Database
 from cardvault.domain.guards.idempotency import KEEP_MS, lock_key
 from cardvault.domain.models import Card, IdempotencyKey
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.idempotency import forget_idempotency_keys
 from tests.conftest import Api

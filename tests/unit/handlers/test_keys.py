@@ -15,7 +15,7 @@ from cardvault.domain.auth import credentials, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api
 

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.contract.servers import PageServer, page_server

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, fresh_postgres_database
 from tests.contract.servers import cli, redis_server, server_env, serving

@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests import media_files
 from tests.conftest import Api, api_of_new_account, app_env

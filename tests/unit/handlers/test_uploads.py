@@ -23,7 +23,7 @@ from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.files import uploads
 from cardvault.domain.models import Card, Upload
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.files import delete_doomed_objects, forget_old_uploads
 from cardvault.workers.trash import purge_trash

@@ -17,8 +17,8 @@ from starlette.testclient import TestClient
 from cardvault.domain.auth import accounts, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
-from cardvault.handlers.runtime import passwords_from_settings
+from cardvault.handlers.http.app import create_app
+from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings
 
 PUBLIC_URL = "https://app.cardvault.test"

@@ -17,7 +17,7 @@ from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import OAuthCode, OAuthToken
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.unit.handlers.web.conftest import REDIRECT_URI, Client, Person, csrf_of, pkce, query_of, sign_in
 

@@ -31,7 +31,7 @@ from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import ApiKey, Card, OAuthCode, OAuthGrant, OAuthToken, WebSession
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import app_env
 from tests.unit.handlers.web.conftest import (

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebSession
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.oauth import forget_ended_credentials
 from tests.conftest import app_env

@@ -5,7 +5,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import credentials
 from cardvault.domain.db import Database
-from cardvault.handlers.app import create_app
+from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error

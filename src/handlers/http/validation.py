@@ -1,4 +1,5 @@
-"""Request validation with field-by-field details, plugged into Connexion's validator map.
+"""Request validation with field-by-field details, for the validators plugged into Connexion
+(cardvault.handlers.http.connexion_overrides).
 
 Connexion's own validators report only the first problem, as jsonschema's long message (which
 can echo a whole 512 KiB field back), and turn a non-UTF-8 body into a 500. These report every
@@ -12,15 +13,13 @@ import itertools
 import json
 import re
 import typing as t
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import anyio.to_thread
-from connexion.datastructures import MediaTypeDict
-from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from jsonschema import Draft4Validator, ValidationError, validators
 from starlette.datastructures import QueryParams
 
-from cardvault.handlers.errors import InvalidRequest
+from cardvault.handlers.http.errors import InvalidRequest
 
 _MAX_FIELDS = 20
 _MAX_ERRORS = 100  # schema errors collected per request; the first _MAX_FIELDS are reported
@@ -201,46 +200,35 @@ def _reject_constant(name: str) -> t.NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-class JSONBodyValidator(JSONRequestBodyValidator):
-    """JSON bodies: strict UTF-8, strict JSON, bounded depth, every schema problem listed.
+def body_validator(base: t.Any, schema: dict[str, t.Any]) -> t.Any:
+    """The validator of a body schema: ``base`` (Connexion's class) with bounded checks."""
+    return _strict(base)(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
 
-    Parsing and validation cost time linear in the body (at most 4 MiB); a body over
-    INLINE_BODY_BYTES is checked in a worker thread so the event loop keeps serving."""
 
-    @cached_property
-    def _validator(self) -> t.Any:  # type: ignore[override]
-        base = type(super()._validator)
-        return _strict(base)(self._schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+async def check_body(raw: bytes, validator: t.Any) -> t.Any:
+    """Parse and validate a JSON body, off the event loop when it is large; return it, or
+    None when it is empty."""
+    if len(raw) > INLINE_BODY_BYTES:
+        return await anyio.to_thread.run_sync(_check, raw, validator)
+    return _check(raw, validator)
 
-    async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: t.Any) -> t.Any:
-        raw = b"".join([chunk async for chunk in stream])
-        if len(raw) > INLINE_BODY_BYTES:
-            return await anyio.to_thread.run_sync(self._check, raw)
-        return self._check(raw)
 
-    def _check(self, raw: bytes) -> t.Any:
-        """Parse and validate the body; return it, or None when it is empty."""
-        if not raw:
-            return None
-        try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_object)
-        except UnicodeDecodeError:
-            raise InvalidRequest("The request body is not valid UTF-8.") from None
-        except RecursionError:
-            raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.") from None
-        except ValueError as exc:
-            raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from None
-        _check_structure(raw, body)
-        errors = list(itertools.islice(self._validator.iter_errors(body), _MAX_ERRORS))
-        if errors:
-            _raise_for(errors, "body")
-        return body
-
-    def _validate(self, body: t.Any) -> dict[str, t.Any] | None:
-        # A non-empty body was validated while parsing (_check); only emptiness is left.
-        if body is None and not self._nullable:
-            raise InvalidRequest("The request body must not be empty: send a JSON object.")
+def _check(raw: bytes, validator: t.Any) -> t.Any:
+    if not raw:
         return None
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=_object)
+    except UnicodeDecodeError:
+        raise InvalidRequest("The request body is not valid UTF-8.") from None
+    except RecursionError:
+        raise InvalidRequest(f"The request body is nested deeper than {MAX_DEPTH} levels.") from None
+    except ValueError as exc:
+        raise InvalidRequest(f"The request body is not valid JSON: {exc}.") from None
+    _check_structure(raw, body)
+    errors = list(itertools.islice(validator.iter_errors(body), _MAX_ERRORS))
+    if errors:
+        _raise_for(errors, "body")
+    return body
 
 
 # How a query value of each type must be written: the JSON forms, in ASCII (Python's int() and
@@ -286,58 +274,46 @@ def _checker(schema: dict[str, t.Any]) -> t.Any:
     return entry[1]
 
 
-class FieldParameterValidator(ParameterValidator):
-    """Query, path and header parameters, every problem listed."""
-
-    def validate_request(self, request: t.Any) -> None:
-        if self.strict_validation:
-            extra = self.validate_query_parameter_list(request, security_params=self.security_query_params)
-            if extra:
-                fields = [
-                    {"location": "query", "field": name, "message": "is not a parameter of this operation"}
-                    for name in sorted(extra)
-                ]
-                raise InvalidRequest(
-                    "Unknown query parameter: " + ", ".join(sorted(extra)) + ".",
-                    details={"fields": fields},
-                )
-        query = self.parameters.get("query", [])
-        errors = _query_form_errors(query, request.scope.get("query_string", b""))
-        malformed = {error["field"] for error in errors}
-        schema_errors: list[ValidationError] = []
-        sources = {
-            "query": request.query_params,
-            "path": request.path_params,
-            "header": request.headers,
-        }
-        for location, values in sources.items():
-            for param in self.parameters.get(location, []):
-                name = param["name"]
-                if location == "query" and name in malformed:
-                    continue
-                value = values.get(name if location != "path" else name.replace("-", "_"))
-                if value is None:
-                    if param.get("required"):
-                        errors.append({"location": location, "field": name, "message": "is required"})
-                    continue
-                problems = list(_checker(param.get("schema", {})).iter_errors(value))
-                schema_errors.extend(problems)
-                errors.extend(field_errors(problems, location, prefix=name))
-        if (
-            schema_errors
-            and len(errors) == len(schema_errors)
-            and _error_codes(schema_errors) == {"INVALID_TAG"}
-        ):
-            _raise_invalid_tag(schema_errors, errors)  # a bad `tag` filter, like a bad tag in a body
-        if errors:
-            summary = "; ".join(f"{f['field']} {f['message']}" for f in errors[:3])
-            raise InvalidRequest(
-                f"The request parameters are invalid: {summary}.", details={"fields": errors[:_MAX_FIELDS]}
-            )
+def raise_unknown_query_parameters(extra: t.Iterable[str]) -> t.NoReturn:
+    """Refuse query parameters the operation does not declare (strict validation)."""
+    fields = [
+        {"location": "query", "field": name, "message": "is not a parameter of this operation"}
+        for name in sorted(extra)
+    ]
+    raise InvalidRequest(
+        "Unknown query parameter: " + ", ".join(sorted(extra)) + ".",
+        details={"fields": fields},
+    )
 
 
-VALIDATORS = {
-    **VALIDATOR_MAP,
-    "parameter": FieldParameterValidator,
-    "body": MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": JSONBodyValidator}),
-}
+def check_parameters(parameters: dict[str, t.Any], request: t.Any) -> None:
+    """Check the query, path and header parameters of a request, listing every problem."""
+    query = parameters.get("query", [])
+    errors = _query_form_errors(query, request.scope.get("query_string", b""))
+    malformed = {error["field"] for error in errors}
+    schema_errors: list[ValidationError] = []
+    sources = {
+        "query": request.query_params,
+        "path": request.path_params,
+        "header": request.headers,
+    }
+    for location, values in sources.items():
+        for param in parameters.get(location, []):
+            name = param["name"]
+            if location == "query" and name in malformed:
+                continue
+            value = values.get(name if location != "path" else name.replace("-", "_"))
+            if value is None:
+                if param.get("required"):
+                    errors.append({"location": location, "field": name, "message": "is required"})
+                continue
+            problems = list(_checker(param.get("schema", {})).iter_errors(value))
+            schema_errors.extend(problems)
+            errors.extend(field_errors(problems, location, prefix=name))
+    if schema_errors and len(errors) == len(schema_errors) and _error_codes(schema_errors) == {"INVALID_TAG"}:
+        _raise_invalid_tag(schema_errors, errors)  # a bad `tag` filter, like a bad tag in a body
+    if errors:
+        summary = "; ".join(f"{f['field']} {f['message']}" for f in errors[:3])
+        raise InvalidRequest(
+            f"The request parameters are invalid: {summary}.", details={"fields": errors[:_MAX_FIELDS]}
+        )

@@ -19,8 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cardvault.adapters.blobs import IMMUTABLE, content_disposition
 from cardvault.adapters.blobs.local import LocalDiskStore, UploadRefused
-from cardvault.handlers import runtime as runtime_module
-from cardvault.handlers.errors import error_response
+from cardvault.handlers.http import runtime as runtime_module
+from cardvault.handlers.http.errors import error_response
 
 PREFIX = "/files/"
 UPLOAD_PREFIX = "/files/upload/"

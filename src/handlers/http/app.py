@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
-import orjson
 from connexion import AsyncApp
-from connexion.apps.asynchronous import AsyncApi, AsyncOperation
-from connexion.context import receive, scope
-from connexion.decorators import StarletteDecorator
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware.context import ContextMiddleware
@@ -25,29 +20,31 @@ from connexion.middleware.response_validation import ResponseValidationMiddlewar
 from connexion.middleware.routing import RoutingMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
-from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolution, Resolver
-from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
-from starlette.types import Receive, Scope, Send
 
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
-from cardvault.handlers import operations, runtime
-from cardvault.handlers.auth import Bearer, SameBearer
-from cardvault.handlers.errors import error_response, render_exception
-from cardvault.handlers.files import FileRoutes
-from cardvault.handlers.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
-from cardvault.handlers.validation import VALIDATORS
+from cardvault.handlers.http import operations, runtime
+from cardvault.handlers.http.connexion_overrides import (
+    BASE_PATH,
+    VALIDATORS,
+    Bearer,
+    DocsUI,
+    SameBearer,
+    use_once_decorated_operations,
+)
+from cardvault.handlers.http.errors import error_response, render_exception
+from cardvault.handlers.http.files import FileRoutes
+from cardvault.handlers.http.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
 from cardvault.handlers.web.routes import WebRoutes
 from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import embedded
 
-BASE_PATH = "/v1"
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -76,71 +73,6 @@ class TagResolver(Resolver):
         resolution = super().resolve(operation)
         handler = operations.run_with(self.rules[operation.operation_id], resolution.function)
         return Resolution(handler, resolution.operation_id)
-
-
-class _OnceDecorator(StarletteDecorator):
-    """Connexion's decorator wraps the handler in its parameter and response decorators, and
-    builds a URI parser, again on every request (inspecting the handler's signature each time):
-    a tenth of a list request's CPU. This one does both once per operation."""
-
-    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        decorated = self.decorate(function)
-        parsers: list[Any] = []  # made on the first request: it needs the operation's context
-
-        @functools.wraps(function)
-        async def wrapper(*_args: Any, **_kwargs: Any) -> Any:
-            if not parsers:
-                parsers.append(self.uri_parser)
-            request = self.framework.get_request(uri_parser=parsers[0], scope=scope, receive=receive)
-            return await decorated(request)
-
-        return wrapper
-
-
-class _OnceDecoratedOperation(AsyncOperation):
-    @functools.cached_property
-    def fn(self) -> Callable[..., Any]:  # type: ignore[override]
-        return _OnceDecorator(pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)(self._fn)
-
-
-class _OnceDecoratedApi(AsyncApi):
-    def make_operation(self, operation: Any) -> AsyncOperation:
-        return _OnceDecoratedOperation.from_operation(
-            operation, pythonic_params=self.pythonic_params, jsonifier=self.jsonifier
-        )
-
-
-_DOCS_PATHS = (f"{BASE_PATH}/ui", f"{BASE_PATH}/openapi.")
-
-
-class _DocsUI(SwaggerUIMiddleware):
-    """Connexion's Swagger UI middleware sends every request through a router of its own to
-    find the few it serves (the docs UI and the spec document): 3% of a list request's CPU.
-    This one sends it only requests under those paths."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(_DOCS_PATHS):
-            await super().__call__(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
-
-
-# Connexion validates the whole spec against the OpenAPI schema for every app it builds
-# (``Specification._validate_spec``, a classmethod): half a second of jsonschema on ours, paid
-# again by every app a process builds. This validates each distinct document once per process;
-# a document with any difference is validated in full.
-_VALIDATED_SPECS: set[bytes] = set()
-_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
-
-
-def _validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, Any]) -> None:
-    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
-    if digest not in _VALIDATED_SPECS:
-        _connexion_validate_spec(spec_cls, spec)
-        _VALIDATED_SPECS.add(digest)
-
-
-OpenAPISpecification._validate_spec = classmethod(_validate_spec_once)  # type: ignore[method-assign,assignment]
 
 
 def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
@@ -206,7 +138,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         WebRoutes,
         RequestGuard,
         functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
-        _DocsUI,
+        DocsUI,
         RoutingMiddleware,
         SecurityMiddleware,
         RequestValidationMiddleware,
@@ -227,7 +159,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             swagger_ui_template_arguments={"initOAuth": {"usePkceWithAuthorizationCodeGrant": True}},
         ),
     )
-    app.middleware.app.api_cls = _OnceDecoratedApi  # type: ignore[attr-defined]
+    use_once_decorated_operations(app)
     app.add_api(
         spec,  # Connexion copies what it changes
         base_path=BASE_PATH,
@@ -245,5 +177,5 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
 
 
 def app_from_env() -> AsyncApp:
-    """App factory for ASGI servers: ``uvicorn --factory cardvault.handlers.app:app_from_env``."""
+    """App factory for ASGI servers: ``uvicorn --factory cardvault.handlers.http.app:app_from_env``."""
     return create_app(Settings.from_env())

@@ -10,8 +10,8 @@ import typing as t
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cardvault.handlers import runtime
-from cardvault.handlers.errors import (
+from cardvault.handlers.http import runtime
+from cardvault.handlers.http.errors import (
     AmbiguousCredentials,
     BodyTooLarge,
     HeadersTooLarge,

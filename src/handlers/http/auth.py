@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
 from sqlalchemy.exc import DBAPIError
 
 from cardvault.domain.auth import credentials, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import is_busy
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 
 
 def _lookup_key(rt: runtime.Runtime, key: str) -> runtime.Holder | None:
@@ -64,25 +63,3 @@ async def authenticate(token: str) -> dict[str, Any] | None:
             return None
         rt.credential_cache.put(digest, holder, ends_at)
     return {"sub": holder.account_id, "scope": list(holder.scopes), "grant": holder.grant_id}
-
-
-class Bearer(BearerSecurityHandler):
-    """Connexion's bearer handler, verifying with ``authenticate`` (wired here rather than named
-    in the spec, which client developers read). An API key and an OAuth 2.0 access token travel
-    alike, so this one handler checks both; the operation runner checks the scopes of either,
-    answering 403 INSUFFICIENT_SCOPE."""
-
-    def _resolve_func(self, security_scheme: Any) -> Any:
-        return authenticate
-
-
-class SameBearer(AbstractSecurityHandler):
-    """The spec's ``oauth2`` scheme, which Connexion tries after ``bearerAuth``: the bearer
-    value was checked there already (a second check would look a bad credential up twice), so
-    this one only says it found nothing, and Connexion answers with the first one's error."""
-
-    def get_fn(self, security_scheme: Any, required_scopes: Any) -> Any:
-        def nothing(request: Any) -> Any:
-            return NO_VALUE
-
-        return nothing

@@ -20,7 +20,7 @@ from cardvault.adapters.limiter import Allowance, Policy
 from cardvault.domain.errors import InsufficientScope, RateLimited
 from cardvault.domain.guards import idempotency, rate_limits
 from cardvault.domain.guards.idempotency import StoredResponse
-from cardvault.handlers import runtime
+from cardvault.handlers.http import runtime
 from cardvault.settings import Settings
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "patch")

@@ -1,0 +1,72 @@
+"""Adding a card that may take an uploaded file, across its two transactions and the store's copy.
+
+A file card's upload is checked (in a read-only transaction) and copied where the card keeps it
+before the card's write transaction, which then only marks it taken: the store's calls (an S3
+copy of a large file) hold no lock. A copy whose card never commits is deleted with its upload
+after ``uploads.KEEP_MS``; a retry makes the same one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from sqlalchemy.orm import Session
+
+from cardvault.adapters.blobs import BlobStore
+from cardvault.domain.cards import editing
+from cardvault.domain.db import Database
+from cardvault.domain.files import uploads
+from cardvault.domain.models import Card
+
+
+@contextmanager
+def adding_card(
+    db: Database,
+    store: BlobStore,
+    *,
+    account_id: str,
+    card_type: str | None = None,
+    content: str | None = None,
+    notes: str | None = None,
+    tags: Sequence[str] = (),
+    url: str | None = None,
+    source: str | None = None,
+    file_key: str | None = None,
+    file_etag: str | None = None,
+    file_name: str | None = None,
+    file_size: int | None = None,
+    mime_type: str | None = None,
+) -> Iterator[tuple[Session, Card]]:
+    """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
+    its write transaction, which commits when the block ends (the caller enqueues its jobs
+    after that commit and reads what it answers in the same transaction)."""
+    file = None
+    if file_key is not None:
+        with db.transaction(write=False) as session:
+            checked = editing.check_file(
+                session,
+                store,
+                account_id=account_id,
+                file_key=file_key,
+                file_etag=file_etag,
+                card_type=card_type,
+                content=content,
+            )
+        card_type, content = checked.card_type, checked.content
+        file = uploads.copy_for_card(store, checked.checked)
+    with db.transaction() as session:
+        card = editing.add_card(
+            session,
+            account_id=account_id,
+            card_type=card_type,
+            content=content,
+            notes=notes,
+            tags=tags,
+            url=url,
+            source=source,
+            file=file,
+            file_name=file_name,
+            file_size=file_size,
+            mime_type=mime_type,
+        )
+        yield session, card

@@ -1,0 +1,190 @@
+"""The one representation of a card (its list item, the Card and the ExtendedCard schemas), shared
+by the card operations, the Trash and the card page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from cardvault.domain import links, processing
+from cardvault.domain.cards import colors
+from cardvault.domain.cards.reading import CardView
+from cardvault.domain.files import captions, filetypes
+from cardvault.domain.models import Card, CardStage
+from cardvault.handlers.http import runtime
+
+FILE_URL_SECONDS = 3600  # how long a file URL in a response works
+_NO_FILE = {
+    "detailUrl": None,
+    "screenshotUrl": None,
+    "linkPreviewImageUrl": None,
+}
+
+
+def _app_url(card: Card | CardView) -> str:
+    return f"{runtime.current().settings.public_url}/cards/{card.id}"
+
+
+def file_url(key: str | None, file_name: str | None, mime_type: str | None) -> str | None:
+    """A short-lived signed URL of a stored file; anything a browser could run in our origin
+    (HTML, SVG, XML, scripts) is sent as an attachment."""
+    if key is None:
+        return None
+    mime_type = mime_type or "application/octet-stream"
+    return runtime.current().store.download_url(
+        key,
+        file_name=file_name or "file",
+        content_type=mime_type,
+        attachment=filetypes.served_as_attachment(mime_type),
+        expires_in=FILE_URL_SECONDS,
+    )
+
+
+def _rendition_url(key: str | None, name: str) -> str | None:
+    return file_url(key, name, "image/webp")
+
+
+# FilePreview's fields, each always present (null where the kind of file has none).
+_PREVIEW_FIELDS = (
+    "kind",
+    "excerpt",
+    "pageCount",
+    "animated",
+    "lineCount",
+    "wordCount",
+    "slideCount",
+    "sheetCount",
+    "entryCount",
+    "fileCount",
+    "directoryCount",
+    "uncompressedBytes",
+)
+
+
+def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if stored is None else {field: stored.get(field) for field in _PREVIEW_FIELDS}
+
+
+def _base_json(card: Card | CardView) -> dict[str, Any]:
+    """The fields every card representation carries."""
+    compact = _rendition_url(card.compact_object, "compact.webp")
+    large = _rendition_url(card.thumbnail_object, "image.webp")
+    # A video's poster and a PDF's first page stand for the card at their large size.
+    shown = large if card.type in ("video", "document") and large else compact
+    return {
+        "id": card.id,
+        "type": card.type,
+        "createdAt": card.created_at,
+        "updatedAt": card.updated_at,
+        "appUrl": _app_url(card),
+        "aiTags": card.ai_tags,
+        "tags": card.tags,
+        "isFavorited": card.is_favorited,
+        "folderIds": card.folder_ids,
+        "url": card.url,
+        "fileName": card.file_name,
+        "fileSize": card.file_size,
+        "mimeType": card.mime_type,
+        "fileUrl": file_url(card.file_object, card.file_name, card.mime_type),
+        "fileKind": card.file_kind,
+        "fileExtension": card.file_extension,
+        "fileLanguage": card.file_language,
+        "compactUrl": compact,
+        "placeholderUrl": _rendition_url(card.placeholder_object, "placeholder.webp"),
+        "thumbnailUrl": shown,
+        **_NO_FILE,
+        "linkPreviewImageUrl": large if card.type == "link" else None,
+    }
+
+
+def card_json(card: Card | CardView) -> dict[str, Any]:
+    """The Card schema."""
+    return {
+        **_base_json(card),
+        "content": card.content,
+        "notes": card.notes,
+        "aiSummary": card.ai_summary,
+        "metadataTitle": card.metadata_title,
+        "metadataDescription": card.metadata_description,
+        "filePreview": _file_preview_json(card.file_preview),
+    }
+
+
+def stages_for_list(
+    session: Session, listed: Sequence[CardView], include: set[str]
+) -> dict[int, list[CardStage]]:
+    """The listed cards' processing stages, when ``include`` asks for ``processing``."""
+    return processing.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
+
+
+def list_item_json(
+    card: Card | CardView, include: set[str], stages: Sequence[CardStage] | None = None
+) -> dict[str, Any]:
+    """A card as an item of a list (also used by the Trash list); ``stages`` with
+    ``processing``."""
+    item = _base_json(card)
+    large = item.pop("linkPreviewImageUrl")
+    if "content" in include:
+        item.update(content=card.content, notes=card.notes, aiSummary=card.ai_summary)
+    if "metadata" in include:
+        item.update(
+            metadataTitle=card.metadata_title,
+            metadataDescription=card.metadata_description,
+            linkPreviewImageUrl=large,
+            filePreview=_file_preview_json(card.file_preview),
+        )
+    if "processing" in include:
+        item["processingStatus"] = processing.status_json(stages or [])
+    return item
+
+
+def extended(session: Session, card: Card) -> dict[str, Any]:
+    """The ExtendedCard schema, with the card's processing stages read in the same session."""
+    return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
+
+
+def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, Any]:
+    return {
+        **card_json(card),
+        "aiTranscript": card.ai_transcript,
+        "isDeleted": card.deleted_at is not None,
+        "isArchived": card.archived_at is not None,
+        "archivedAt": card.archived_at,
+        "metadataStatus": processing.metadata_status(stages),
+        "processingStatus": processing.status_json(stages),
+        **links.link_json(card.link_meta),
+        "fileWidth": card.file_width,
+        "fileHeight": card.file_height,
+        "fileDuration": None if card.duration_ms is None else card.duration_ms / 1000,
+        "audioWaveform": card.waveform,
+        "videoScrub": None
+        if card.scrub is None
+        else {**card.scrub, "url": _rendition_url(card.scrub_object, "scrub.webp")},
+        "aiTranscriptSource": card.transcript_source,
+        "captionsFile": _captions_json(card),
+        "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
+        "aiEngine": card.ai_engine,
+        "thumbnailOverridden": card.thumbnail_overridden,
+    }
+
+
+def _captions_json(card: Card) -> dict[str, Any] | None:
+    if card.captions is None:
+        return None
+    name, caption_format = card.captions["fileName"], card.captions["format"]
+    return {
+        **card.captions,
+        "url": file_url(card.captions_object, name, captions.CONTENT_TYPES[caption_format]),
+    }
+
+
+def done_card_json(session: Session, card: Card) -> dict[str, Any]:
+    """The extended card with the fields only mark-done returns."""
+    return {
+        **extended(session, card),
+        "completedAt": card.completed_at,
+        "isHidden": False,
+        **links.done_json(card.type, card.link_meta, card.metadata_title),
+    }

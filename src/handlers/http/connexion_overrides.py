@@ -1,0 +1,199 @@
+"""Every place the service overrides a Connexion internal (a private method, attribute or
+behaviour that Connexion does not document as an extension point), held here and only here.
+
+Each one is tested in tests/unit/handlers/http/test_connexion_overrides.py: a check that the
+Connexion internal it relies on is still there and still used as we expect (so an upgrade that
+changes it fails a test rather than silently dropping the override), and a check of its effect.
+
+- ``OnceDecorator`` (subclasses ``connexion.decorators.StarletteDecorator``, replaces
+  ``__call__``): relies on ``BaseDecorator.decorate(function)``, ``BaseDecorator.uri_parser`` and
+  ``framework.get_request(uri_parser=, scope=, receive=)``, which Connexion's ``__call__`` runs
+  per request. Why: Connexion wraps the handler in its parameter and response decorators, and
+  builds a URI parser, again on every request (inspecting the handler's signature each time): a
+  tenth of a list request's CPU. This does both once per operation.
+- ``OnceDecoratedOperation`` (subclasses ``connexion.apps.asynchronous.AsyncOperation``, replaces
+  the ``fn`` property): relies on ``AsyncOperation.__call__`` calling ``self.fn()`` and on the
+  ``_fn``, ``pythonic_params`` and ``jsonifier`` attributes. Why: ``fn`` builds the decorated
+  handler per request; this builds it once (with ``OnceDecorator``).
+- ``OnceDecoratedApi`` (subclasses ``AsyncApi``, replaces ``make_operation``) and
+  ``use_once_decorated_operations`` (sets ``AsyncApp.middleware.app.api_cls``): relies on
+  ``AsyncASGIApp.api_cls`` naming the API class ``add_api`` instantiates, and on
+  ``AsyncOperation.from_operation(operation, pythonic_params=, jsonifier=)``. Why: the only way
+  to have Connexion make ``OnceDecoratedOperation`` instead of its own.
+- ``DocsUI`` (subclasses ``connexion.middleware.swagger_ui.SwaggerUIMiddleware``, wraps
+  ``__call__``; placed in the middleware stack instead of Connexion's): relies on its ``app``
+  attribute (the next ASGI app). Why: Connexion sends every request through a router of its own
+  to find the few it serves (the docs UI and the spec document): 3% of a list request's CPU.
+  This sends it only requests under those paths.
+- ``validate_spec_once`` (replaces the classmethod ``OpenAPISpecification._validate_spec``, at
+  import of this module): relies on ``Specification.__init__`` calling
+  ``self._validate_spec(raw_spec)``. Why: Connexion validates the whole spec against the OpenAPI
+  schema for every app it builds, half a second of jsonschema paid again by every app a process
+  builds (tests build hundreds); this validates each distinct document once per process.
+- ``Bearer`` (subclasses ``connexion.security.BearerSecurityHandler``, replaces
+  ``_resolve_func``): relies on ``get_fn`` taking the verifying function from
+  ``self._resolve_func(security_scheme)``. Why: the verifier is wired here, not named in the
+  spec (``x-bearerInfoFunc``), which client developers read.
+- ``SameBearer`` (subclasses ``connexion.security.AbstractSecurityHandler``, replaces
+  ``get_fn``): relies on ``get_fn(security_scheme, required_scopes)`` returning a function of
+  the request, and on ``NO_VALUE`` meaning "not found here, try the next scheme". Why: the
+  spec's ``oauth2`` scheme carries the same bearer value ``Bearer`` already checked.
+- ``JSONBodyValidator`` (subclasses ``connexion.validators.JSONRequestBodyValidator``, replaces
+  ``_validator``, ``_parse`` and ``_validate``): relies on ``wrap_receive`` calling
+  ``_parse(stream, scope)`` then ``_validate(body)``, and on ``_schema`` and ``_nullable``.
+  Why: Connexion reports only the first problem (as jsonschema's long message, which can echo a
+  whole 512 KiB field), turns a non-UTF-8 body into a 500, and validates on the event loop.
+- ``FieldParameterValidator`` (subclasses ``connexion.validators.ParameterValidator``, replaces
+  ``validate_request``): relies on ``validate_query_parameter_list``, ``security_query_params``,
+  ``parameters`` and ``strict_validation``. Why: every problem listed, field by field.
+- ``VALIDATORS``: Connexion's ``VALIDATOR_MAP`` with the two above (its keys ``parameter`` and
+  ``body``, a ``MediaTypeDict`` by media type), passed as ``validator_map``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import typing as t
+from collections.abc import Callable
+from functools import cached_property
+
+import orjson
+from connexion.apps.asynchronous import AsyncApi, AsyncOperation
+from connexion.context import receive, scope
+from connexion.datastructures import MediaTypeDict
+from connexion.decorators import StarletteDecorator
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware
+from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
+from connexion.spec import OpenAPISpecification
+from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
+from starlette.types import Receive, Scope, Send
+
+from cardvault.handlers.http import auth, validation
+from cardvault.handlers.http.errors import InvalidRequest
+
+BASE_PATH = "/v1"
+
+
+class OnceDecorator(StarletteDecorator):
+    """Connexion's decorator, wrapping the handler and making the URI parser once per operation."""
+
+    def __call__(self, function: Callable[..., t.Any]) -> Callable[..., t.Any]:
+        decorated = self.decorate(function)
+        parsers: list[t.Any] = []  # made on the first request: it needs the operation's context
+
+        @functools.wraps(function)
+        async def wrapper(*_args: t.Any, **_kwargs: t.Any) -> t.Any:
+            if not parsers:
+                parsers.append(self.uri_parser)
+            request = self.framework.get_request(uri_parser=parsers[0], scope=scope, receive=receive)
+            return await decorated(request)
+
+        return wrapper
+
+
+class OnceDecoratedOperation(AsyncOperation):
+    @functools.cached_property
+    def fn(self) -> Callable[..., t.Any]:  # type: ignore[override]
+        return OnceDecorator(pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)(self._fn)
+
+
+class OnceDecoratedApi(AsyncApi):
+    def make_operation(self, operation: t.Any) -> AsyncOperation:
+        return OnceDecoratedOperation.from_operation(
+            operation, pythonic_params=self.pythonic_params, jsonifier=self.jsonifier
+        )
+
+
+def use_once_decorated_operations(app: t.Any) -> None:
+    """Have the app's ``add_api`` build ``OnceDecoratedApi`` (call before ``add_api``)."""
+    app.middleware.app.api_cls = OnceDecoratedApi
+
+
+_DOCS_PATHS = (f"{BASE_PATH}/ui", f"{BASE_PATH}/openapi.")
+
+
+class DocsUI(SwaggerUIMiddleware):
+    """Connexion's Swagger UI middleware, sent only the requests under the paths it serves."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_DOCS_PATHS):
+            await super().__call__(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+_VALIDATED_SPECS: set[bytes] = set()
+_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
+
+
+def validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, t.Any]) -> None:
+    """Validate a spec document as Connexion does, once per distinct document per process (a
+    document with any difference is validated in full)."""
+    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
+    if digest not in _VALIDATED_SPECS:
+        _connexion_validate_spec(spec_cls, spec)
+        _VALIDATED_SPECS.add(digest)
+
+
+OpenAPISpecification._validate_spec = classmethod(validate_spec_once)  # type: ignore[method-assign,assignment]
+
+
+class Bearer(BearerSecurityHandler):
+    """Connexion's bearer handler, verifying with ``auth.authenticate``. An API key and an OAuth
+    2.0 access token travel alike, so this one handler checks both; the operation runner checks
+    the scopes of either, answering 403 INSUFFICIENT_SCOPE."""
+
+    def _resolve_func(self, security_scheme: t.Any) -> t.Any:
+        return auth.authenticate
+
+
+class SameBearer(AbstractSecurityHandler):
+    """The spec's ``oauth2`` scheme, which Connexion tries after ``bearerAuth``: the bearer
+    value was checked there already (a second check would look a bad credential up twice), so
+    this one only says it found nothing, and Connexion answers with the first one's error."""
+
+    def get_fn(self, security_scheme: t.Any, required_scopes: t.Any) -> t.Any:
+        def nothing(request: t.Any) -> t.Any:
+            return NO_VALUE
+
+        return nothing
+
+
+class JSONBodyValidator(JSONRequestBodyValidator):
+    """JSON bodies: strict UTF-8, strict JSON, bounded depth, every schema problem listed.
+
+    Parsing and validation cost time linear in the body (at most 4 MiB); a body over
+    INLINE_BODY_BYTES is checked in a worker thread so the event loop keeps serving."""
+
+    @cached_property
+    def _validator(self) -> t.Any:  # type: ignore[override]
+        return validation.body_validator(type(super()._validator), self._schema)
+
+    async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: t.Any) -> t.Any:
+        raw = b"".join([chunk async for chunk in stream])
+        return await validation.check_body(raw, self._validator)
+
+    def _validate(self, body: t.Any) -> dict[str, t.Any] | None:
+        # A non-empty body was validated while parsing (_parse); only emptiness is left.
+        if body is None and not self._nullable:
+            raise InvalidRequest("The request body must not be empty: send a JSON object.")
+        return None
+
+
+class FieldParameterValidator(ParameterValidator):
+    """Query, path and header parameters, every problem listed."""
+
+    def validate_request(self, request: t.Any) -> None:
+        if self.strict_validation:
+            extra = self.validate_query_parameter_list(request, security_params=self.security_query_params)
+            if extra:
+                validation.raise_unknown_query_parameters(extra)
+        validation.check_parameters(self.parameters, request)
+
+
+VALIDATORS = {
+    **VALIDATOR_MAP,
+    "parameter": FieldParameterValidator,
+    "body": MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": JSONBodyValidator}),
+}

@@ -1,0 +1,227 @@
+"""The overrides of Connexion internals: each still finds what it relies on, and still works.
+
+A failure in a ``TestRelies...`` check means a Connexion upgrade changed an internal the
+override leans on (read cardvault.handlers.http.connexion_overrides for why each exists)."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Iterator
+
+import pytest
+from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
+from connexion.datastructures import MediaTypeDict
+from connexion.decorators.main import ASGIDecorator, BaseDecorator
+from connexion.exceptions import InvalidSpecification
+from connexion.middleware.main import ConnexionMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware
+from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
+from connexion.spec import OpenAPISpecification, Specification
+from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
+from connexion.validators.abstract import AbstractRequestBodyValidator
+from starlette.testclient import TestClient
+
+from cardvault.domain.db import Database
+from cardvault.handlers.http import auth, connexion_overrides
+from cardvault.handlers.http.app import create_app
+from cardvault.handlers.http.connexion_overrides import (
+    VALIDATORS,
+    Bearer,
+    DocsUI,
+    FieldParameterValidator,
+    JSONBodyValidator,
+    OnceDecoratedApi,
+    OnceDecoratedOperation,
+    OnceDecorator,
+    SameBearer,
+)
+from cardvault.settings import Settings, spec_document
+from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
+
+
+def _parameters(function: object) -> list[str]:
+    return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def built(settings: Settings, database: Database) -> Iterator[tuple[object, TestClient]]:
+    app = create_app(settings, db=database)
+    with TestClient(app) as client:
+        yield app, client
+
+
+class TestOnceDecorator:
+    def test_relies_on_connexion_building_the_request_and_decorating_per_call(self) -> None:
+        source = inspect.getsource(ASGIDecorator.__call__)
+        assert "self.framework.get_request(" in source and "uri_parser=self.uri_parser" in source
+        assert "scope=scope" in source and "receive=receive" in source
+        assert "self.decorate(function)" in source
+        assert _parameters(BaseDecorator.decorate) == ["self", "function"]
+        assert isinstance(inspect.getattr_static(BaseDecorator, "uri_parser"), property)
+
+    def test_decorates_each_operation_once_across_requests(
+        self, api: Api, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        calls: list[str] = []
+        decorate = OnceDecorator.decorate
+
+        def counted(self: OnceDecorator, function: object) -> object:
+            calls.append(getattr(function, "__name__", ""))
+            return decorate(self, function)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(OnceDecorator, "decorate", counted)
+        for _ in range(3):
+            assert api.get("/v1/folders").status_code == 200
+        assert len(calls) == 1
+
+
+class TestOnceDecoratedOperation:
+    def test_relies_on_the_operation_calling_fn_and_keeping_its_arguments(self) -> None:
+        assert isinstance(inspect.getattr_static(AsyncOperation, "fn"), property)
+        assert "self.fn()" in inspect.getsource(AsyncOperation.__call__)
+        init = inspect.getsource(AsyncOperation.__init__)
+        for attribute in (
+            "self._fn = fn",
+            "self.jsonifier = jsonifier",
+            "self.pythonic_params = pythonic_params",
+        ):
+            assert attribute in init
+
+    def test_the_app_serves_its_operations_through_it(self, built: tuple[object, TestClient]) -> None:
+        app, _ = built
+        apis = [api for apis in app._middleware_app.apis.values() for api in apis]  # type: ignore[attr-defined]
+        assert apis and all(isinstance(api, OnceDecoratedApi) for api in apis)
+        operations = [operation for api in apis for operation in api.operations.values()]
+        assert operations and all(isinstance(o, OnceDecoratedOperation) for o in operations)
+        operation = operations[0]
+        assert operation.fn is operation.fn  # made once
+
+
+class TestOnceDecoratedApi:
+    def test_relies_on_api_cls_and_from_operation(self) -> None:
+        assert AsyncASGIApp.api_cls is AsyncApi
+        assert _parameters(AsyncApi.make_operation) == ["self", "operation"]
+        assert _parameters(AsyncOperation.from_operation) == ["operation", "pythonic_params", "jsonifier"]
+
+    def test_the_app_builds_it(self, settings: Settings, database: Database) -> None:
+        app = create_app(settings, db=database)
+        # Until the app starts, the middleware's app is the one add_api builds its APIs in.
+        assert app.middleware.app is app._middleware_app
+        assert app._middleware_app.api_cls is OnceDecoratedApi  # type: ignore[attr-defined]
+
+
+class TestDocsUI:
+    def test_relies_on_the_swagger_middleware_keeping_the_next_app(self) -> None:
+        assert _parameters(SwaggerUIMiddleware.__init__) == ["self", "app"]
+        assert "self.app = app" in inspect.getsource(SwaggerUIMiddleware.__init__)
+
+    def test_replaces_only_the_swagger_middleware_in_connexions_stack(self) -> None:
+        source = inspect.getsource(create_app)
+        for middleware in ConnexionMiddleware.default_middlewares:
+            expected = DocsUI if middleware is SwaggerUIMiddleware else middleware
+            assert f"        {expected.__name__},\n" in source
+
+    def test_serves_the_spec_and_the_docs_and_passes_the_rest_on(
+        self, built: tuple[object, TestClient]
+    ) -> None:
+        _, client = built
+        assert client.get("/v1/openapi.json").json()["openapi"] == "3.0.3"
+        assert "swagger-ui" in client.get("/v1/ui/").text
+        assert client.get("/v1/health").json() == {"status": "ok"}
+
+
+class TestValidateSpecOnce:
+    def test_connexion_still_validates_a_spec_through_the_classmethod_the_app_replaces(self) -> None:
+        # An upgrade that stops calling it (or renames it) would silently drop our
+        # once-per-process check and this must fail.
+        assert "self._validate_spec(raw_spec)" in inspect.getsource(Specification.__init__)
+        assert isinstance(inspect.getattr_static(OpenAPISpecification, "_validate_spec"), classmethod)
+        assert OpenAPISpecification._validate_spec.__func__ is connexion_overrides.validate_spec_once  # type: ignore[attr-defined]
+
+    def test_a_spec_that_differs_from_the_validated_one_is_still_validated_in_full(self) -> None:
+        _, spec = spec_document()
+        OpenAPISpecification.from_dict(copy.deepcopy(spec))  # ours, validated (once)
+        broken = copy.deepcopy(spec)
+        broken["paths"]["/cards"]["get"]["responses"] = "none"
+        with pytest.raises(InvalidSpecification):
+            OpenAPISpecification.from_dict(broken)
+
+
+class TestBearer:
+    def test_relies_on_get_fn_resolving_the_verifier_through_resolve_func(self) -> None:
+        assert issubclass(BearerSecurityHandler, AbstractSecurityHandler)
+        assert "self._resolve_func(security_scheme)" in inspect.getsource(AbstractSecurityHandler.get_fn)
+        assert _parameters(AbstractSecurityHandler._resolve_func) == ["self", "security_scheme"]
+
+    def test_verifies_with_authenticate(self) -> None:
+        assert Bearer()._resolve_func({}) is auth.authenticate
+
+    def test_refuses_a_bad_key(self, app_client: TestClient) -> None:
+        response = app_client.get("/v1/cards", headers={"Authorization": "Bearer cvk_short"})
+        assert_error(response, 401, "INVALID_API_KEY")
+
+
+class TestSameBearer:
+    def test_relies_on_get_fn_and_the_no_value_sentinel(self) -> None:
+        assert _parameters(AbstractSecurityHandler.get_fn) == ["self", "security_scheme", "required_scopes"]
+        assert "NO_VALUE" in inspect.getsource(AbstractSecurityHandler._generic_check)
+
+    def test_finds_nothing(self) -> None:
+        assert SameBearer().get_fn({}, [])(None) is NO_VALUE
+
+    def test_a_good_key_still_passes(self, api: Api) -> None:
+        assert api.get("/v1/cards").status_code == 200
+
+
+class TestJSONBodyValidator:
+    def test_relies_on_the_body_being_parsed_then_validated(self) -> None:
+        source = inspect.getsource(AbstractRequestBodyValidator.wrap_receive)
+        assert "await self._parse(stream(), scope=scope)" in source and "self._validate(body)" in source
+        assert _parameters(JSONRequestBodyValidator._parse) == ["self", "stream", "scope"]
+        assert _parameters(JSONRequestBodyValidator._validate) == ["self", "body"]
+        assert isinstance(inspect.getattr_static(JSONRequestBodyValidator, "_validator"), property)
+        init = inspect.getsource(AbstractRequestBodyValidator.__init__)
+        assert "self._schema = schema" in init and "self._nullable = nullable" in init
+
+    def test_answers_400_with_our_message_for_a_body_not_in_utf8(self, api: Api) -> None:
+        response = api.client.post(
+            "/v1/folders",
+            content=b'{"name": "\xff"}',
+            headers={**api.headers, "Content-Type": "application/json"},
+        )
+        assert_error(response, 400, "INVALID_INPUT")
+        assert response.json()["error"] == "The request body is not valid UTF-8."
+
+
+class TestFieldParameterValidator:
+    def test_relies_on_the_parameter_validators_attributes(self) -> None:
+        assert _parameters(ParameterValidator.validate_request) == ["self", "request"]
+        assert "self.validate_request(request)" in inspect.getsource(ParameterValidator.validate)
+        assert _parameters(ParameterValidator.validate_query_parameter_list) == [
+            "self",
+            "request",
+            "security_params",
+        ]
+        init = inspect.getsource(ParameterValidator.__init__)
+        for attribute in ("self.parameters", "self.strict_validation", "self.security_query_params"):
+            assert attribute in init
+
+    def test_lists_an_unknown_query_parameter(self, api: Api) -> None:
+        response = api.get("/v1/cards?nope=1")
+        assert_error(response, 400, "INVALID_INPUT")
+        assert response.json()["details"]["fields"] == [
+            {"location": "query", "field": "nope", "message": "is not a parameter of this operation"}
+        ]
+
+
+class TestValidators:
+    def test_relies_on_connexions_validator_map_keys(self) -> None:
+        assert {"parameter", "body"} <= set(VALIDATOR_MAP)
+        assert isinstance(VALIDATOR_MAP["body"], dict) and "*/*json" in VALIDATOR_MAP["body"]
+
+    def test_plugs_ours_in(self) -> None:
+        assert VALIDATORS["parameter"] is FieldParameterValidator
+        assert isinstance(VALIDATORS["body"], MediaTypeDict)
+        assert VALIDATORS["body"]["application/json"] is JSONBodyValidator
