@@ -94,7 +94,7 @@ class OnceDecorator(StarletteDecorator):
 
 class OnceDecoratedOperation(AsyncOperation):
     @functools.cached_property
-    def fn(self) -> Callable[..., t.Any]:  # type: ignore[override]
+    def fn(self) -> Callable[..., t.Any]:
         return OnceDecorator(pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)(self._fn)
 
 
@@ -124,7 +124,7 @@ class DocsUI(SwaggerUIMiddleware):
 
 
 _VALIDATED_SPECS: set[bytes] = set()
-_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__  # type: ignore[attr-defined]
+_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__
 
 
 def validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, t.Any]) -> None:
@@ -136,7 +136,7 @@ def validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, t.A
         _VALIDATED_SPECS.add(digest)
 
 
-OpenAPISpecification._validate_spec = classmethod(validate_spec_once)  # type: ignore[method-assign,assignment]
+OpenAPISpecification._validate_spec = classmethod(validate_spec_once)
 
 
 class Bearer(BearerSecurityHandler):
@@ -167,7 +167,7 @@ class JSONBodyValidator(JSONRequestBodyValidator):
     INLINE_BODY_BYTES is checked in a worker thread so the event loop keeps serving."""
 
     @cached_property
-    def _validator(self) -> t.Any:  # type: ignore[override]
+    def _validator(self) -> t.Any:
         return validation.body_validator(type(super()._validator), self._schema)
 
     async def _parse(self, stream: t.AsyncGenerator[bytes, None], scope: t.Any) -> t.Any:

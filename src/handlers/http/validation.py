@@ -39,9 +39,9 @@ def _over_size_bound(schema: t.Any, instance: t.Any) -> bool:
     is reported, and the costlier keywords below are not run on an oversized value, so no
     value costs more than its bound allows."""
     if isinstance(instance, str):
-        return len(instance) > schema.get("maxLength", len(instance))
+        return len(instance) > int(schema.get("maxLength", len(instance)))
     if isinstance(instance, list):
-        return len(instance) > schema.get("maxItems", len(instance))
+        return len(instance) > int(schema.get("maxItems", len(instance)))
     return False
 
 
@@ -64,7 +64,8 @@ def _strict(base: t.Any) -> t.Any:
 
     # The spec uses no uniqueItems (tests/unit/test_spec.py says why), so jsonschema's quadratic
     # check of it never runs.
-    return validators.extend(base, {"pattern": _pattern, "items": items})
+    # types-jsonschema leaves extend() unannotated.
+    return validators.extend(base, {"pattern": _pattern, "items": items})  # type: ignore[no-untyped-call]
 
 
 StrictDraft4Validator = _strict(Draft4Validator)
@@ -72,7 +73,7 @@ StrictDraft4Validator = _strict(Draft4Validator)
 
 def _describe(error: ValidationError) -> str:
     """A short message for one failed rule, never echoing the value."""
-    rule, bound = error.validator, error.validator_value
+    rule, bound = error.validator, t.cast(t.Any, error.validator_value)
     if rule == "oneOf" and error.context:
         # The spec's only oneOf is a nullable reference, `oneOf: [Type, NullValue]` (a test in
         # tests/unit/test_spec.py keeps it so): what the type asks for, or null.
@@ -108,7 +109,7 @@ def field_errors(
     for error in errors:
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = error.schema.get("properties", {})
+            known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
             # Only the first few are reported: pick them without sorting 100,000 names.
             unknown = heapq.nsmallest(_MAX_FIELDS, (name for name in error.instance if name not in known))
             for name in unknown:
