@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
+from bench.servers import IN_CI
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.app import create_app
@@ -22,7 +23,6 @@ from cardvault.settings import Settings
 POSTGRES_URL = os.environ.get(
     "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-IN_CI = os.environ.get("CI", "").lower() == "true"
 # pytest-xdist names its workers gw0, gw1, ...; a run without workers is worker 0.
 WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
 

@@ -24,11 +24,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from bench.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability import export_runs
 from tests.conftest import fresh_postgres_database
-from tests.contract.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
 
 FILES, FILE_BYTES, NOTES = 48, 8 * 1024 * 1024, 100  # archiving 384 MiB takes seconds
 
