@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from bench.bench_cards import _database
+from bench.servers import fresh_database
 from cardvault.domain.auth import accounts, credentials, keys, oauth
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.clock import now_ms
@@ -188,7 +188,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        url = _database(args.database, Path(tmp))
+        url = fresh_database(args.database, Path(tmp))
         db = Database.from_url(url)
         db.migrate()
         with db.transaction() as session:

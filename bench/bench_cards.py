@@ -14,36 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-from sqlalchemy import create_engine, text
-
 from bench.load import LoadResult, run_load
+from bench.servers import free_port, fresh_database, start_uvicorn
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-POSTGRES = os.environ.get("CARDVAULT_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-
-
-def _database(kind: str, workdir: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{workdir / 'bench.db'}"
-    engine = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS cardvault_bench WITH (FORCE)"))
-        connection.execute(text("CREATE DATABASE cardvault_bench"))
-    engine.dispose()
-    return POSTGRES.rsplit("/", 1)[0] + "/cardvault_bench"
 
 
 def _seed(url: str, count: int) -> tuple[str, str]:
@@ -67,37 +46,6 @@ def _seed(url: str, count: int) -> tuple[str, str]:
                 card_id = card.id
     db.dispose()
     return key, card_id
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start(target: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
-    command = [
-        *pin,
-        str(BIN / "uvicorn"),
-        *target,
-        "--http",
-        "h11",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    process = subprocess.Popen(command, env=env, cwd=ROOT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/v1/cards", timeout=1)
-            return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"server {target} did not start")
 
 
 def _measure(port: int, path: str, key: str, seconds: float) -> LoadResult:
@@ -129,7 +77,7 @@ def main() -> None:
         os.sched_setaffinity(0, {1})
 
     with tempfile.TemporaryDirectory() as workdir:
-        url = _database(args.database, Path(workdir))
+        url = fresh_database(args.database, Path(workdir))
         key, card_id = _seed(url, args.cards)
         env = {
             **os.environ,
@@ -142,8 +90,8 @@ def main() -> None:
             "baseline": ["bench.baseline:app"],
         }
         workloads = {"get_card": f"/v1/cards/{card_id}", "list_cards_50": "/v1/cards?limit=50"}
-        ports = {name: _free_port() for name in servers}
-        processes = [_start(target, env, ports[name]) for name, target in servers.items()]
+        ports = {name: free_port() for name in servers}
+        processes = [start_uvicorn(target, env, ports[name]) for name, target in servers.items()]
         # Rounds alternate the two servers (and swap which goes first), so a drift of the
         # machine during the run lands on both sides of the ratio alike.
         totals: dict[tuple[str, str], list[LoadResult]] = {}

@@ -42,7 +42,7 @@ from typing import Any
 import zipstream
 from sqlalchemy import delete, select
 
-from bench.bench_cards import ROOT, _database
+from bench.servers import ROOT, fresh_database
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import folders, search
@@ -249,7 +249,7 @@ def _above(r: dict[str, Any]) -> float:
 
 
 def bench(kind: str, count: int, megabytes: int, rounds: int, workdir: Path) -> list[dict[str, Any]]:
-    url = _database(kind, workdir)
+    url = fresh_database(kind, workdir)
     settings = _settings(workdir, url)
     db = Database.from_url(settings.database_url)
     db.migrate()

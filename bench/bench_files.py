@@ -29,20 +29,12 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from bench.bench_cards import _database, _free_port, _start
+from bench.servers import free_port, fresh_database, peak_rss_mb, start_uvicorn
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 
 UPLOAD_BYTES = 50 * 1000 * 1000
-
-
-def _peak_rss_mb(pid: int) -> float:
-    """The process's peak resident set (VmHWM) so far, in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _api_key(url: str) -> str:
@@ -56,9 +48,9 @@ def _api_key(url: str) -> str:
 
 
 def bench_upload(rounds: int, workdir: Path) -> dict[str, object]:
-    url = _database("sqlite", workdir)
+    url = fresh_database("sqlite", workdir)
     key = _api_key(url)
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "CARDVAULT_DATABASE_URL": url,
@@ -68,11 +60,11 @@ def bench_upload(rounds: int, workdir: Path) -> dict[str, object]:
     }
     source = workdir / "source.bin"
     source.write_bytes(os.urandom(UPLOAD_BYTES))
-    server = _start(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
+    server = start_uvicorn(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
     headers = {"Authorization": f"Bearer {key}"}
     app_seconds, copy_seconds = [], []
     try:
-        rss_before = _peak_rss_mb(server.pid)
+        rss_before = peak_rss_mb(server.pid)
         with httpx.Client(timeout=120) as client:
             for _ in range(rounds):
                 ticket = client.post(
@@ -95,7 +87,7 @@ def bench_upload(rounds: int, workdir: Path) -> dict[str, object]:
                 started = time.perf_counter()
                 shutil.copyfile(source, workdir / "copy.bin")
                 copy_seconds.append(time.perf_counter() - started)
-        rss_after = _peak_rss_mb(server.pid)
+        rss_after = peak_rss_mb(server.pid)
     finally:
         server.terminate()
         server.wait()
@@ -144,7 +136,7 @@ def bench_renditions(rounds: int, workdir: Path) -> dict[str, object]:
                 else:
                     _bare(photo)
                 (ours if name == "ours" else bare).append(time.perf_counter() - started)
-        child_rss = _peak_rss_mb(decoder._child.pid)
+        child_rss = peak_rss_mb(decoder._child.pid)
     finally:
         decoder.close()
     ratios = [o / b for o, b in zip(ours, bare, strict=True)]

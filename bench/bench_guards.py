@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_cards import _database, _free_port, _start
-from bench.load import LoadResult, _read_response
+from bench.load import LoadResult, read_response
+from bench.servers import free_port, fresh_database, start_uvicorn
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 
@@ -82,7 +82,7 @@ async def _load(port: int, keys: list[str], with_key: bool, seconds: float, run:
             while time.perf_counter() < until:
                 started = time.perf_counter()
                 writer.write(request())
-                status = await _read_response(reader)
+                status = await read_response(reader)
                 latencies.append(time.perf_counter() - started)
                 counts[0 if status == 200 else 1] += 1
         finally:
@@ -113,7 +113,7 @@ def main() -> None:
         os.sched_setaffinity(0, {1})
 
     with tempfile.TemporaryDirectory() as workdir:
-        url = _database(args.database, Path(workdir))
+        url = fresh_database(args.database, Path(workdir))
         keys = _keys(url)
         env = {
             **os.environ,
@@ -128,8 +128,10 @@ def main() -> None:
             "limited": (env, False),
             "limited+key": (env, True),
         }
-        ports = {name: _free_port() for name in servers}
-        processes = [_start(target, server_env, ports[name]) for name, (server_env, _) in servers.items()]
+        ports = {name: free_port() for name in servers}
+        processes = [
+            start_uvicorn(target, server_env, ports[name]) for name, (server_env, _) in servers.items()
+        ]
         totals: dict[str, list[LoadResult]] = {name: [] for name in servers}
         cpu: dict[str, list[float]] = {name: [] for name in servers}  # API CPU ms per request
         try:

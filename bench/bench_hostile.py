@@ -35,7 +35,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,20 +49,18 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 import yaml
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
-from bench.bench_cards import _free_port
+from bench import servers
+from bench.servers import ROOT, fresh_database
 from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from cardvault.handlers.http.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 SPEC = ROOT / "openapi" / "cardvault.yaml"
 POSTGRES = os.environ.get("CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-DATABASE_NAME = "cardvault_hostile"
 CONTENT_BYTES = editing.MAX_CONTENT_BYTES
 TRIVIAL = "trivial"
 AIM = 5.0  # the ratio the goal aims at
@@ -424,17 +421,6 @@ class Seeded:
     renamed_folder_id: str
 
 
-def _database(kind: str, workdir: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{workdir / 'hostile.db'}"
-    engine = create_engine(POSTGRES, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 5})
-    with engine.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {DATABASE_NAME} WITH (FORCE)"))
-        connection.execute(text(f"CREATE DATABASE {DATABASE_NAME}"))
-    engine.dispose()
-    return POSTGRES.rsplit("/", 1)[0] + f"/{DATABASE_NAME}"
-
-
 def seed(url: str, count: int) -> Seeded:
     """An account with `count` searchable cards, pools of cards in each state, and folders."""
     db = Database.from_url(url)
@@ -497,37 +483,8 @@ def serving(url: str, workdir: Path) -> Iterator[str]:
     }
     for name in ("CARDVAULT_PUBLIC_URL", "CARDVAULT_REDIS_URL"):
         env.pop(name, None)  # workers run inside serve
-    port = _free_port()
-    pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
-    log_path = workdir / "server.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [*pin, str(BIN / "cardvault"), "serve", "--port", str(port)],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise SystemExit("the server did not start:\n" + log_path.read_text()[-5000:])
-                time.sleep(0.2)
-            yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with servers.serving(env, workdir / "server.log", pin=True, start_seconds=60) as base:
+        yield base.removesuffix("/v1")
 
 
 class Fixtures:
@@ -1164,7 +1121,7 @@ def main() -> None:
     started = time.perf_counter()
     operations = load_operations()
     with tempfile.TemporaryDirectory() as workdir:
-        url = _database(args.database, Path(workdir))
+        url = fresh_database(args.database, Path(workdir), name="hostile", server=POSTGRES)
         print(f"seeding {args.cards} cards on {args.database} …", file=sys.stderr, flush=True)
         seeded = seed(url, args.cards)
         with serving(url, Path(workdir)) as base:

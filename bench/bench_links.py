@@ -33,16 +33,13 @@ import httpx  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench.bench_cards import ROOT, _database, _free_port  # noqa: E402
-from bench.bench_files import _peak_rss_mb  # noqa: E402
+from bench.servers import BIN, ROOT, free_port, fresh_database, peak_rss_mb, process_tree  # noqa: E402
 from cardvault.domain import processing  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
-
-BIN = Path(sys.executable).parent
 
 
 def _site(root: Path, links: int) -> None:
@@ -119,17 +116,6 @@ def _settled(db: Database, pks: list[int]) -> int:
         return int(session.scalar(query) or 0)
 
 
-def _worker_pids(parent: int) -> list[int]:
-    """The worker's processes: Dramatiq's forked workers and the decoder's child, all under it."""
-    found, todo = [], [parent]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            todo += [int(p) for p in (task / "children").read_text().split()]
-    return found
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -145,7 +131,7 @@ def main() -> None:
         root = Path(workdir) / "site"
         root.mkdir()
         _site(root, args.links * args.rounds)
-        site_port = _free_port()
+        site_port = free_port()
         site = subprocess.Popen(
             [
                 sys.executable,
@@ -161,7 +147,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         base = f"http://localhost:{site_port}"
-        url = _database("sqlite" if args.sqlite else "postgresql", Path(workdir))
+        url = fresh_database("sqlite" if args.sqlite else "postgresql", Path(workdir))
         env = {
             **os.environ,
             "CARDVAULT_DATABASE_URL": url,
@@ -200,7 +186,7 @@ def main() -> None:
                         _bare(client, base, n)
                     bare.append(args.links / (time.perf_counter() - started))
             failed = _failed(db, account_id)
-            worker_rss = sum(_peak_rss_mb(pid) for pid in _worker_pids(worker.pid)[1:])
+            worker_rss = sum(peak_rss_mb(pid) for pid in process_tree(worker.pid)[1:])
         finally:
             worker.terminate()
             worker.wait()

@@ -47,9 +47,8 @@ import numpy as np  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench.bench_cards import ROOT, _database  # noqa: E402
-from bench.bench_files import _peak_rss_mb  # noqa: E402
-from bench.bench_links import BIN, _worker_pids  # noqa: E402
+from bench import media_files  # noqa: E402
+from bench.servers import BIN, ROOT, fresh_database, peak_rss_mb, process_tree  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.decoder import Decoder  # noqa: E402
@@ -59,7 +58,6 @@ from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
-from tests import media_files  # noqa: E402
 
 WORDS = 5_000
 
@@ -176,9 +174,7 @@ def bench_decoder(rounds: int, video: Path, pdf: Path) -> list[dict[str, Any]]:
                 lambda p=path, b=bare: b(p),
             )
             results.append(
-                _result(
-                    workload, ours, theirs, decoder_peak_rss_mb=round(_peak_rss_mb(decoder._child.pid), 1)
-                )
+                _result(workload, ours, theirs, decoder_peak_rss_mb=round(peak_rss_mb(decoder._child.pid), 1))
             )
     finally:
         decoder.close()
@@ -187,7 +183,7 @@ def bench_decoder(rounds: int, video: Path, pdf: Path) -> list[dict[str, Any]]:
 
 def _speech_file(path: Path, times: int = 10) -> Path:
     """The tests' recording ``times`` over, as one Ogg Opus file."""
-    from tests.speech_extra import FOX
+    from bench.media_files import FOX
 
     with av.open(str(path), "w", format="ogg") as out:
         stream = out.add_stream("libopus", rate=48000)
@@ -228,7 +224,7 @@ def bench_speech(rounds: int, workdir: Path) -> dict[str, Any] | None:
     try:
         heard = decoder.speech(path, mime_type="audio/ogg")  # warm: loads the model
         ours, theirs = _alternate(rounds, lambda: decoder.speech(path, mime_type="audio/ogg"), bare)
-        rss = round(_peak_rss_mb(decoder._child.pid), 1)
+        rss = round(peak_rss_mb(decoder._child.pid), 1)
     finally:
         decoder.close()
     return _result(
@@ -240,7 +236,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     from cardvault.workers import broker
     from cardvault.workers.pipeline import ACTORS
 
-    url = _database("sqlite", workdir)
+    url = fresh_database("sqlite", workdir)
     db = Database.from_url(url)
     db.migrate()
     settings = Settings.from_env(
@@ -273,7 +269,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
 
 def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
     redis.Redis.from_url(BENCH_REDIS).flushdb()
-    url = _database("postgresql", workdir)
+    url = fresh_database("postgresql", workdir)
     env = {
         **os.environ,
         "CARDVAULT_DATABASE_URL": url,
@@ -295,7 +291,7 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
     )
     try:
         time.sleep(3)  # the worker boots
-        idle = sum(_peak_rss_mb(pid) for pid in _worker_pids(worker.pid)[1:])
+        idle = sum(peak_rss_mb(pid) for pid in process_tree(worker.pid)[1:])
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-rss").id
             clip = editing.add_card(session, account_id=account_id, content="", card_type="text")
@@ -317,8 +313,8 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
                 break
             assert time.monotonic() < deadline, states
             time.sleep(0.1)
-        pids = _worker_pids(worker.pid)[1:]
-        peak = {pid: _peak_rss_mb(pid) for pid in pids}
+        pids = process_tree(worker.pid)[1:]
+        peak = {pid: peak_rss_mb(pid) for pid in pids}
         with db.transaction(write=False) as session:
             described = session.get(Card, pks[1])
             tags = described.ai_tags if described else []

@@ -30,10 +30,10 @@ from urllib.parse import urlencode
 import httpx
 from sqlalchemy import create_engine, event, text
 
-from bench.bench_cards import POSTGRES, _free_port, _start
 from bench.load import LoadResult, run_load
 from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
+from bench.servers import POSTGRES, free_port, start_uvicorn
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import reading
 from cardvault.domain.db import Database
@@ -243,8 +243,8 @@ def main() -> None:
     workloads = _workloads(meta)
     if args.only:
         workloads = {k: v for k, v in workloads.items() if k in args.only}
-    port = _free_port()
-    process = _start(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
+    port = free_port()
+    process = start_uvicorn(["--factory", "cardvault.handlers.http.app:app_from_env"], env, port)
     results: dict[str, tuple[LoadResult, LoadResult]] = {}
     try:
         if "page_200" in workloads:

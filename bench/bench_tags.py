@@ -18,24 +18,20 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import redis
 from sqlalchemy import create_engine, text
 
-from bench.bench_cards import POSTGRES, _free_port
+from bench.servers import BIN, POSTGRES, ROOT, free_port
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.tags import counts
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 REDIS = os.environ.get("CARDVAULT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 
 SEED_TAGS = """
@@ -203,7 +199,7 @@ def run(count: int, batch_size: int, workdir: str) -> None:
         "CARDVAULT_DATA_DIR": workdir,
         "CARDVAULT_TAG_BATCH_SIZE": str(batch_size),
     }
-    port = _free_port()
+    port = free_port()
     api = subprocess.Popen(
         [
             str(BIN / "uvicorn"),

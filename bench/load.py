@@ -21,7 +21,7 @@ class LoadResult:
         return self.requests / self.seconds
 
 
-async def _read_response(reader: asyncio.StreamReader) -> int:
+async def read_response(reader: asyncio.StreamReader) -> int:
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     length = 0
@@ -41,7 +41,7 @@ async def _connection(
         while time.perf_counter() < until:
             started = time.perf_counter()
             writer.write(request)
-            status = await _read_response(reader)
+            status = await read_response(reader)
             latencies.append(time.perf_counter() - started)
             counts[0 if status == 200 else 1] += 1
     finally:

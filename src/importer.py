@@ -1,9 +1,9 @@
 """``cardvault import ZIP --account NAME``: restore an export into an account, a card at a time
-(cardvault.domain.portability.imports has the rules), with a progress bar on a terminal and one plain line
-per step otherwise (logs, CI). A card that cannot be restored is reported and skipped; the
-others are kept. The restored cards' processing (renditions, posters, the link stages) is sent
-to the workers (with Redis, at once; on the embedded default, the server's sweeper sends it
-when ``cardvault serve`` runs)."""
+(cardvault.domain.portability.import_checks and .imports have the rules), with a progress bar
+on a terminal and one plain line per step otherwise (logs, CI). A card that cannot be restored
+is reported and skipped; the others are kept. The restored cards' processing (renditions,
+posters, the link stages) is sent to the workers (with Redis, at once; on the embedded
+default, the server's sweeper sends it when ``cardvault serve`` runs)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
-from cardvault.domain.portability import imports
+from cardvault.domain.portability import import_checks, imports
 from cardvault.settings import spec_document
 from cardvault.workers.pipeline import send_stage
 
@@ -54,7 +54,7 @@ def import_archive(
     on_card: Callable[[int, int], None] = lambda done, total: None,
 ) -> Outcome:
     """Restore the archive at ``path`` into the account; ``on_card(done, total)`` after each card."""
-    archive = imports.open_archive(path)
+    archive = import_checks.open_archive(path)
     outcome = Outcome()
     decoder = Decoder()
     servable = _servable()
@@ -65,7 +65,7 @@ def import_archive(
         for done, raw in enumerate(archive.cards, start=1):
             made: list[str] = []  # the card, once created: removed again if a later step fails
             try:
-                record = imports.check_record(raw, servable)
+                record = import_checks.check_record(raw, servable)
                 outcome.files += _restore(db, store, decoder, archive, account_id, record, folder_ids, made)
                 outcome.cards += 1
             except Exception as exc:  # one card's failure, whatever it is, never stops the rest
@@ -85,7 +85,7 @@ def _restore(
     db: Database,
     store: BlobStore,
     decoder: Decoder,
-    archive: imports.Archive,
+    archive: import_checks.Archive,
     account_id: str,
     record: dict[str, Any],
     folder_ids: dict[str, str],
@@ -144,7 +144,7 @@ def _restore(
 def _stored(
     db: Database,
     store: BlobStore,
-    archive: imports.Archive,
+    archive: import_checks.Archive,
     account_id: str,
     file: dict[str, Any],
     record: dict[str, Any],
@@ -186,7 +186,7 @@ def _stored(
     return upload_id, stored.etag
 
 
-def _servable() -> imports.Servable:
+def _servable() -> import_checks.Servable:
     """Whether a value is what the API shows, by the spec's schema of it (``link``: the
     extended card's link fields, by theirs)."""
     spec = _json_schema(spec_document()[1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
+from bench.servers import IN_CI
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
@@ -21,7 +23,6 @@ from cardvault.settings import Settings
 POSTGRES_URL = os.environ.get(
     "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-IN_CI = os.environ.get("CI", "").lower() == "true"
 # pytest-xdist names its workers gw0, gw1, ...; a run without workers is worker 0.
 WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
 
@@ -53,17 +54,29 @@ def fresh_postgres_database(name: str, purpose: str) -> str:
     return POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
 
 
-@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    """A migrated database of each backend, shared by the session's tests."""
-    if request.param == "sqlite":
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@contextmanager
+def migrated_database(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[Database]:
+    """A new migrated database of the backend (``name`` on the PostgreSQL server)."""
+    if backend == "sqlite":
         path = tmp_path_factory.mktemp("sqlite") / "cardvault.db"
         db = Database.from_url(f"sqlite:///{path}")
     else:
-        db = Database.from_url(fresh_postgres_database("cardvault_unit", "PostgreSQL tier"))
+        db = Database.from_url(fresh_postgres_database(name, "PostgreSQL tier"))
     db.migrate()
     yield db
     db.dispose()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A migrated database of each backend, shared by the session's tests."""
+    with migrated_database(request.param, tmp_path_factory, "cardvault_unit") as db:
+        yield db
 
 
 @pytest.fixture

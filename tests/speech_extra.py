@@ -3,14 +3,10 @@ they are skipped, and under CI=true they fail."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cardvault.adapters import speech
 from tests.conftest import IN_CI
-
-FOX = Path(__file__).parent / "fixtures" / "speech" / "fox.ogg"  # espeak-ng's voice, Opus in Ogg
 
 
 def require_speech() -> None:

@@ -20,7 +20,7 @@ import zipstream
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportItem, ExportJob
-from cardvault.domain.portability import archive, exports
+from cardvault.domain.portability import archive, export_runs
 from cardvault.workers.broker import blob_store, database, settings
 
 log = logging.getLogger("cardvault.exports")
@@ -46,7 +46,7 @@ class _Beat:
 
     def __init__(self, db: Database, job_id: str, lease: str) -> None:
         self.db, self.job_id, self.lease = db, job_id, lease
-        self.progress = exports.Progress()
+        self.progress = export_runs.Progress()
         self.every = min(HEARTBEAT_SECONDS, settings().stale_seconds / 4)
         self._next = time.monotonic() + self.every
 
@@ -54,8 +54,10 @@ class _Beat:
         if not force and time.monotonic() < self._next:
             return
         with self.db.transaction() as session:
-            alive = exports.heartbeat(session, job_id=self.job_id, lease=self.lease, progress=self.progress)
-        self.progress = exports.Progress()
+            alive = export_runs.heartbeat(
+                session, job_id=self.job_id, lease=self.lease, progress=self.progress
+            )
+        self.progress = export_runs.Progress()
         self._next = time.monotonic() + self.every
         if not alive:
             raise Stopped
@@ -64,7 +66,7 @@ class _Beat:
 @dramatiq.actor(
     actor_name="run_export",
     queue_name="exports",
-    max_retries=0,  # attempts are counted on the job (exports.claim), which also sees crashes
+    max_retries=0,  # attempts are counted on the job (export_runs.claim), which also sees crashes
     time_limit=EXPORT_SECONDS * 1000,
 )
 def run_export(job_id: str) -> None:
@@ -82,7 +84,7 @@ def run_export(job_id: str) -> None:
 def _run(job_id: str) -> None:
     db = database()
     with db.transaction() as session:
-        lease = exports.claim(session, job_id=job_id, stale_ms=int(settings().stale_seconds * 1000))
+        lease = export_runs.claim(session, job_id=job_id, stale_ms=int(settings().stale_seconds * 1000))
     if lease is None:
         return
     try:
@@ -100,11 +102,11 @@ def _give_back(db: Database, job_id: str, lease: str, failure_class: str) -> Non
     """After an error: fail the job if it ran out of attempts, else free it and send it again."""
     with db.transaction() as session:
         job = session.get(ExportJob, job_id)
-        last = job is not None and job.attempts >= exports.MAX_ATTEMPTS
+        last = job is not None and job.attempts >= export_runs.MAX_ATTEMPTS
         if last:
-            exports.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
+            export_runs.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
         else:
-            exports.release(session, job_id=job_id, lease=lease)
+            export_runs.release(session, job_id=job_id, lease=lease)
     if not last:
         run_export.send_with_options(args=(job_id,), delay=RETRY_DELAY_MS)
 
@@ -113,7 +115,7 @@ def _snapshot(db: Database, job_id: str, lease: str) -> bool:
     """Read the cards into the export a batch per transaction; False when the lease is lost."""
     while True:
         with db.transaction() as session:
-            more = exports.snapshot_batch(session, job_id=job_id, lease=lease)
+            more = export_runs.snapshot_batch(session, job_id=job_id, lease=lease)
         if more is None:
             return False
         if not more:
@@ -128,12 +130,12 @@ def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
         if job is None:
             return
         account_id, created_at = job.account_id, job.created_at
-    key = exports.object_key(account_id, job_id, lease)
+    key = export_runs.object_key(account_id, job_id, lease)
     beat = _Beat(db, job_id, lease)
     chunks = _zip(db, store, beat, job_id=job_id, account_id=account_id, created_at=created_at)
     stored = store.write(key, chunks, content_type=CONTENT_TYPE)
     with db.transaction() as session:
-        ready = exports.finish(session, job_id=job_id, lease=lease, object_key=key, size=stored.size)
+        ready = export_runs.finish(session, job_id=job_id, lease=lease, object_key=key, size=stored.size)
     if not ready:
         store.delete([key])
 
@@ -164,7 +166,7 @@ def _zip(
         job = session.get(ExportJob, job_id)
         if job is None:
             raise Stopped
-        counts = dict(exports.counts(job, folder_count[0]))
+        counts = dict(export_runs.counts(job, folder_count[0]))
     manifest = archive.manifest(
         export_id=job_id,
         created_at=created_at,
@@ -279,7 +281,9 @@ def _items(db: Database, job_id: str, *, with_files: bool = False) -> Iterator[E
     after = 0
     while True:
         with db.transaction(write=False) as session:
-            page = exports.items(session, job_id=job_id, after_pk=after, limit=PAGE, with_files=with_files)
+            page = export_runs.items(
+                session, job_id=job_id, after_pk=after, limit=PAGE, with_files=with_files
+            )
             session.expunge_all()
         if not page:
             return
@@ -310,7 +314,9 @@ def _folders(db: Database, account_id: str) -> Iterator[dict[str, Any]]:
         with db.transaction(write=False) as session:
             page = [
                 archive.folder_record(f)
-                for f in exports.folders(session, account_id=account_id, after_id=after, limit=FOLDER_PAGE)
+                for f in export_runs.folders(
+                    session, account_id=account_id, after_id=after, limit=FOLDER_PAGE
+                )
             ]
         if not page:
             return
@@ -323,7 +329,7 @@ def _archived(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
     after = 0
     while True:
         with db.transaction(write=False) as session:
-            page = exports.archived(session, job_id=job_id, after_pk=after, limit=PAGE * 10)
+            page = export_runs.archived(session, job_id=job_id, after_pk=after, limit=PAGE * 10)
         if not page:
             return
         for _, archived in page:
@@ -355,18 +361,18 @@ def expire_exports() -> None:
     db, store = database(), blob_store()
     while True:
         with db.transaction() as session:
-            keys = exports.expire(session)
+            keys = export_runs.expire(session)
         store.delete(keys)
         with db.transaction() as session:
-            exports.forget_archives(session, keys=keys)
-        if len(keys) < exports.EXPIRE_BATCH:
+            export_runs.forget_archives(session, keys=keys)
+        if len(keys) < export_runs.EXPIRE_BATCH:
             break
     while True:
         with db.transaction() as session:
-            if exports.forget_items(session) < 5000:
+            if export_runs.forget_items(session) < 5000:
                 break
     with db.transaction(write=False) as session:
-        unused = exports.unreferenced(session, list(store.keys("exports/")))
+        unused = export_runs.unreferenced(session, list(store.keys("exports/")))
     store.delete(unused)
     store.forget_partial_writes(older_than_seconds=2 * EXPORT_SECONDS, prefix="exports/")
 
@@ -374,7 +380,7 @@ def expire_exports() -> None:
 def resume_stale(older_than_seconds: float) -> int:
     """Re-send every pending or running export whose heartbeat is older than this."""
     with database().transaction(write=False) as session:
-        stale = exports.stale(session, older_than_ms=int(older_than_seconds * 1000))
+        stale = export_runs.stale(session, older_than_ms=int(older_than_seconds * 1000))
     for job_id in stale:
         run_export.send(job_id)
     return len(stale)

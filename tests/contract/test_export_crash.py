@@ -24,11 +24,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from bench.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
-from cardvault.domain.portability import exports
+from cardvault.domain.portability import export_runs
 from tests.conftest import fresh_postgres_database
-from tests.contract.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
 
 FILES, FILE_BYTES, NOTES = 48, 8 * 1024 * 1024, 100  # archiving 384 MiB takes seconds
 
@@ -172,8 +172,8 @@ def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
     listed = _s3(env).list_objects_v2(Bucket=env["CARDVAULT_S3_BUCKET"], Prefix="exports/")
     stored = [item["Key"] for item in listed.get("Contents", [])]
     assert killed.lease is not None and _row(db).attempts == 2
-    assert stored == [exports.object_key(killed.account_id, killed.id, _lease_of(stored[0]))]
-    assert stored[0] != exports.object_key(killed.account_id, killed.id, killed.lease)
+    assert stored == [export_runs.object_key(killed.account_id, killed.id, _lease_of(stored[0]))]
+    assert stored[0] != export_runs.object_key(killed.account_id, killed.id, killed.lease)
     body = httpx.get(job["downloadUrl"], timeout=120).content
     assert len(body) == job["sizeBytes"]
     archive = zipfile.ZipFile(io.BytesIO(body))  # reads the central directory

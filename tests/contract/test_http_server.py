@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.contract.servers import running_server, server_env
+from bench.servers import running_server, server_env
 
 ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}
 

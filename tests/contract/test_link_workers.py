@@ -15,9 +15,10 @@ import httpx
 import pytest
 from PIL import Image
 
+from bench.media_files import FOX
+from bench.servers import PageServer, page_server, redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
-from tests.contract.servers import PageServer, page_server, redis_server, running_server, server_env
-from tests.speech_extra import FOX, require_speech
+from tests.speech_extra import require_speech
 
 PAGE = b"""<!doctype html><html><head><title>Tide tables</title>
 <meta property="og:title" content="Reading tide tables"><meta property="og:image" content="/cover.jpg">

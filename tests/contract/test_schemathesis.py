@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.servers import BIN, redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
-from tests.contract.servers import BIN, redis_server, running_server, server_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.servers import BIN, running_server, server_env
 from tests.conftest import IN_CI
-from tests.contract.servers import BIN, running_server, server_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

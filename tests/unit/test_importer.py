@@ -20,7 +20,7 @@ from cardvault.adapters.blobs import store_from_settings
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
-from cardvault.domain.portability import archive, imports
+from cardvault.domain.portability import archive, import_checks
 from cardvault.settings import Settings
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run
@@ -211,7 +211,7 @@ class TestHostileArchives:
     ) -> None:
         path = tmp_path / "bomb.zip"
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("manifest.json", b" " * (imports.MAX_MANIFEST_BYTES + 1))
+            zf.writestr("manifest.json", b" " * (import_checks.MAX_MANIFEST_BYTES + 1))
         assert path.stat().st_size < 1024 * 1024
         with pytest.raises(InvalidInput, match="over"):
             self.restore(database, settings, account_id, path)

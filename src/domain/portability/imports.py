@@ -1,28 +1,20 @@
-"""Reading an export archive back into an account (cardvault.domain.portability.archive's format, version 1).
+"""Restoring an export archive's cards and folders into an account (the archive is opened and
+checked by cardvault.domain.portability.import_checks).
 
-The archive is checked before anything is written: its manifest, and ``cards.json`` and
-``folders.json`` against their sizes and sha256 in it. Each file is checked again as it is
-copied out (size and sha256), and then like any upload (its type judged by its bytes, its
-kind's size limit). A card is restored with new ids and the same content, tags, AI fields,
-folders, flags and times; what the pipeline makes from the file (renditions, posters) is made
-again by the workers, and a stage whose result the archive holds is recorded as completed."""
+A card is restored with new ids and the same content, tags, AI fields, folders, flags and
+times; each file is taken like any upload (its type judged by its bytes, its kind's size
+limit). What the pipeline makes from the file (renditions, posters) is made again by the
+workers, and a stage whose result the archive holds is recorded as completed."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import re
-import zipfile
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import links, processing, search
+from cardvault.domain import processing, search
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -30,228 +22,16 @@ from cardvault.domain.errors import FolderExists, InvalidInput
 from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
-from cardvault.domain.portability import archive
+from cardvault.domain.portability.import_checks import strings_of, text_of, whole_of
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags, tag_key
 
-# cards.json and manifest.json are read whole (about 10x their size in memory): 256 MiB holds
-# about 100,000 cards of ordinary length.
-MAX_DOCUMENT_BYTES = 256 * 1024**2
-MAX_MANIFEST_BYTES = 64 * 1024**2
-_READ_ERRORS = (
-    KeyError,
-    RuntimeError,
-    NotImplementedError,
-    zipfile.BadZipFile,
-    zlib.error,
-    EOFError,
-    OSError,
-)
-_CHUNK = 1024 * 1024
 # What each stage writes, by the record fields that show it ran (the rest run again).
 _RESTORED_BY = {
     "linkMetadata": ("linkMetadata",),
     "transcript": ("aiTranscript",),
     "ai": ("aiSummary", "aiTags", "aiEngine"),
 }
-
-
-@dataclasses.dataclass
-class Archive:
-    """An opened export whose manifest and JSON documents passed their checks."""
-
-    zip: zipfile.ZipFile
-    manifest: dict[str, Any]
-    files: dict[str, dict[str, Any]]
-    cards: list[dict[str, Any]]
-    folders: list[dict[str, Any]]
-
-    def read(self, path: str) -> Iterator[bytes]:
-        """A file's bytes; InvalidInput at the end when they are not the manifest's."""
-        entry = self.files.get(path)
-        if entry is None:
-            raise InvalidInput(f"The archive's manifest does not name {path!r}.")
-        digest, size = hashlib.sha256(), 0
-        try:
-            with self.zip.open(path) as member:
-                while chunk := member.read(_CHUNK):
-                    size += len(chunk)
-                    if size > entry["size"]:
-                        raise InvalidInput(f"{path} is longer than the manifest says.")
-                    digest.update(chunk)
-                    yield chunk
-        except _READ_ERRORS as exc:
-            raise InvalidInput(f"{path} cannot be read from the archive: {exc}") from None
-        if size != entry["size"] or digest.hexdigest() != entry["sha256"]:
-            raise InvalidInput(f"{path} is not the file the manifest names (size or sha256 differ).")
-
-
-def _bounded(zf: zipfile.ZipFile, path: str, limit: int) -> bytes:
-    try:
-        if zf.getinfo(path).file_size > limit:
-            raise InvalidInput(f"{path} is over {limit} bytes.")
-        with zf.open(path) as member:
-            data = member.read(limit + 1)
-    except KeyError:
-        raise InvalidInput(f"The archive has no {path}.") from None
-    except _READ_ERRORS as exc:
-        raise InvalidInput(f"{path} cannot be read from the archive: {exc}") from None
-    if len(data) > limit:
-        raise InvalidInput(f"{path} is over {limit} bytes.")
-    return data
-
-
-def _document(
-    archive_zip: zipfile.ZipFile, files: Mapping[str, dict[str, Any]], path: str, member: str
-) -> list[Any]:
-    entry = files.get(path)
-    if entry is None or not isinstance(entry.get("size"), int):
-        raise InvalidInput(f"The manifest does not name {path}.")
-    data = _bounded(archive_zip, path, min(entry["size"], MAX_DOCUMENT_BYTES))
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise InvalidInput(f"{path} is not the file the manifest names (sha256 differs).")
-    document = json.loads(data)
-    if not isinstance(document, dict) or document.get("formatVersion") != archive.FORMAT_VERSION:
-        raise InvalidInput(f"{path} is not of format version {archive.FORMAT_VERSION}.")
-    records = document.get(member)
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise InvalidInput(f"{path} has no list of {member}.")
-    return records
-
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def _check_entry(zf: zipfile.ZipFile, entry: Any) -> None:
-    """A manifest entry names a file of the archive, its size and its sha256."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-        raise InvalidInput("The manifest has a file entry without a path.")
-    path, size, sha256 = entry["path"], entry.get("size"), entry.get("sha256")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise InvalidInput(f"The manifest gives {path} no size.")
-    if not isinstance(sha256, str) or _SHA256.fullmatch(sha256) is None:
-        raise InvalidInput(f"The manifest gives {path} no sha256.")
-    try:
-        stored = zf.getinfo(path).file_size
-    except KeyError:
-        raise InvalidInput(f"The manifest names {path}, which the archive does not hold.") from None
-    if stored != size:
-        raise InvalidInput(f"{path} is not the file the manifest names (size or sha256 differ).")
-
-
-def open_archive(path: Path) -> Archive:
-    """Open and check an export archive (InvalidInput says what is wrong with it)."""
-    try:
-        zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise InvalidInput(f"{path} is not a ZIP archive: {exc}") from None
-    try:
-        manifest = json.loads(_bounded(zf, "manifest.json", MAX_MANIFEST_BYTES))
-        if not isinstance(manifest, dict) or manifest.get("formatVersion") != archive.FORMAT_VERSION:
-            raise InvalidInput(f"This is not a Card Vault export of format version {archive.FORMAT_VERSION}.")
-        entries = manifest.get("files")
-        if not isinstance(entries, list):
-            raise InvalidInput("The manifest has no list of files.")
-        for entry in entries:
-            _check_entry(zf, entry)
-        files = {e["path"]: e for e in entries}
-        return Archive(
-            zip=zf,
-            manifest=manifest,
-            files=files,
-            cards=_document(zf, files, "cards.json", "cards"),
-            folders=_document(zf, files, "folders.json", "folders"),
-        )
-    except (ValueError, RecursionError, zipfile.BadZipFile) as exc:  # json's errors are ValueErrors
-        zf.close()
-        if isinstance(exc, InvalidInput):
-            raise
-        raise InvalidInput(f"The archive cannot be read: {exc}") from None
-
-
-CARD_TYPES = ("text", "link", "image", "video", "audio", "document", "palette", "quote")
-# As the spec's Url: absolute http(s), no spaces or control characters, at most 2,048 characters.
-_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f/?#]+([/?#][^\x00-\x20\x7f-\x9f]*)?")
-_COLOR = re.compile(r"#[0-9a-f]{6}")
-_TEXT_LIMIT = 1024 * 1024  # characters of a summary, transcript or title kept
-_SOURCES = ("subtitles", "captions", "speech")
-Servable = Callable[[str, Any], bool]  # whether the API can show this value (by its schema)
-
-
-def check_record(record: Any, servable: Servable) -> dict[str, Any]:
-    """The card record made safe to restore: InvalidInput when what the user made (type,
-    content, URL, tags, times, files) is wrong; what the pipeline made (AI fields, link and
-    file facts) is dropped when the API could not show it, and made again by its stage."""
-    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
-        raise InvalidInput("A card of cards.json is not an object with an id.")
-    if record.get("type") not in CARD_TYPES:
-        raise InvalidInput(f"The card's type {record.get('type')!r} is not a card type.")
-    for field in ("content", "notes", "source", "fileName", "mimeType"):
-        _text(record, field)
-    url = _text(record, "url")
-    if url is not None and (len(url) > 2048 or _URL.fullmatch(url) is None):
-        raise InvalidInput("The card's url is not an http or https URL.")
-    for field in ("tags", "aiTags", "folderIds"):
-        _strings(record, field)
-    for field in ("createdAt", "updatedAt", "completedAt", "archivedAt", "deletedAt"):
-        _whole(record, field)
-    if not isinstance(record.get("isFavorited", False), bool):
-        raise InvalidInput("The card's isFavorited is not true or false.")
-    for role in archive.ROLES:
-        file = record.get(role)
-        if file is not None and not (isinstance(file, dict) and isinstance(file.get("path"), str)):
-            raise InvalidInput(f"The card's {role} does not name a path.")
-    if record.get("captions") is not None:
-        if record["type"] not in ("audio", "video"):
-            raise InvalidInput("Only an audio or video card takes a caption file.")
-        facts = record.get("captionsFile")
-        if not (isinstance(facts, dict) and facts.get("format") in ("vtt", "srt")):
-            raise InvalidInput("The card's captionsFile does not say its format (vtt or srt).")
-    return {**record, **_derived(record, servable)}
-
-
-def _derived(record: dict[str, Any], servable: Servable) -> dict[str, Any]:
-    """The pipeline's fields of the record, each kept only when it is what the API shows."""
-    kept: dict[str, Any] = {}
-    for field in ("metadataTitle", "metadataDescription", "aiSummary", "aiTranscript"):
-        value = record.get(field)
-        kept[field] = value if isinstance(value, str) and len(value) <= _TEXT_LIMIT else None
-    source = record.get("aiTranscriptSource")
-    kept["aiTranscriptSource"] = source if source in _SOURCES and kept["aiTranscript"] else None
-    colors = record.get("colors")
-    kept["colors"] = colors if _is_palette(colors) else None
-    for field in ("fileWidth", "fileHeight", "fileDurationMs"):
-        value = record.get(field)
-        fine = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**40
-        kept[field] = value if fine else None
-    for field, schema in (
-        ("filePreview", "FilePreview"),
-        ("audioWaveform", "AudioWaveform"),
-        ("aiEngine", "AiEngine"),
-    ):
-        value = record.get(field)
-        kept[field] = value if isinstance(value, dict) and servable(schema, value) else None
-    meta = record.get("linkMetadata")
-    kept["linkMetadata"] = meta if _servable_link(meta, servable) else None
-    return kept
-
-
-def _is_palette(colors: Any) -> bool:
-    return (
-        isinstance(colors, list)
-        and len(colors) <= 32
-        and all(isinstance(c, str) and _COLOR.fullmatch(c) for c in colors)
-    )
-
-
-def _servable_link(meta: Any, servable: Servable) -> bool:
-    if not isinstance(meta, dict):
-        return False
-    try:
-        shown = {**links.link_json(meta), **links.done_json("link", meta, None)}
-    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
-        return False
-    return servable("link", shown)
 
 
 def restore_folders(
@@ -285,13 +65,6 @@ def restore_folders(
     return mapped
 
 
-def _text(record: Mapping[str, Any], field: str) -> str | None:
-    value = record.get(field)
-    if value is not None and not isinstance(value, str):
-        raise InvalidInput(f"The card's {field} is not a string.")
-    return value
-
-
 def add_card(
     session: Session,
     *,
@@ -306,18 +79,18 @@ def add_card(
     card = editing.add_card(
         session,
         account_id=account_id,
-        card_type=_text(record, "type"),
+        card_type=text_of(record, "type"),
         content=content,
-        notes=_text(record, "notes"),
-        tags=_strings(record, "tags"),
-        url=_text(record, "url"),
-        source=_text(record, "source"),
+        notes=text_of(record, "notes"),
+        tags=strings_of(record, "tags"),
+        url=text_of(record, "url"),
+        source=text_of(record, "source"),
         file=file,
-        created_at=_whole(record, "createdAt"),
+        created_at=whole_of(record, "createdAt"),
     )
     card.is_favorited = record.get("isFavorited") is True
-    card.completed_at = _whole(record, "completedAt")
-    for position, old_id in enumerate(_strings(record, "folderIds")[:MAX_FOLDERS_PER_CARD]):
+    card.completed_at = whole_of(record, "completedAt")
+    for position, old_id in enumerate(strings_of(record, "folderIds")[:MAX_FOLDERS_PER_CARD]):
         folder_id = folder_ids.get(old_id)
         if folder_id is not None and all(row.folder_id != folder_id for row in card.folder_rows):
             card.folder_rows.append(
@@ -331,23 +104,6 @@ def add_card(
     return card
 
 
-def _strings(record: Mapping[str, Any], field: str) -> list[str]:
-    value = record.get(field) or []
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidInput(f"The card's {field} is not a list of strings.")
-    return value
-
-
-def _whole(record: Mapping[str, Any], field: str) -> int | None:
-    """A field that holds a whole number of at least 0 (a time in milliseconds, a size)."""
-    value = record.get(field)
-    if value is not None and (
-        not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**53
-    ):
-        raise InvalidInput(f"The card's {field} is not a whole number of at least 0.")
-    return value
-
-
 def finish_card(
     session: Session, *, account_id: str, card_id: str, record: Mapping[str, Any]
 ) -> tuple[int, tuple[str, ...]]:
@@ -358,11 +114,11 @@ def finish_card(
     card = editing.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     before = counts.card_tally(card)
     card.metadata_title, card.metadata_description = (
-        _text(record, "metadataTitle"),
-        _text(record, "metadataDescription"),
+        text_of(record, "metadataTitle"),
+        text_of(record, "metadataDescription"),
     )
-    card.ai_summary, card.ai_transcript = _text(record, "aiSummary"), _text(record, "aiTranscript")
-    card.transcript_source = _text(record, "aiTranscriptSource")
+    card.ai_summary, card.ai_transcript = text_of(record, "aiSummary"), text_of(record, "aiTranscript")
+    card.transcript_source = text_of(record, "aiTranscriptSource")
     for field, column in (
         ("linkMetadata", "link_meta"),
         ("aiEngine", "ai_engine"),
@@ -375,12 +131,12 @@ def finish_card(
         ("fileHeight", "file_height"),
         ("fileDurationMs", "duration_ms"),
     ):
-        setattr(card, column, _whole(record, field))
+        setattr(card, column, whole_of(record, field))
     waveform = record.get("audioWaveform")
     card.waveform = waveform if isinstance(waveform, dict) else None
     colors = record.get("colors")
     card.colors = colors if isinstance(colors, list) and all(isinstance(c, str) for c in colors) else None
-    editing.replace_tags(card, "ai", clean_tags(_strings(record, "aiTags")))
+    editing.replace_tags(card, "ai", clean_tags(strings_of(record, "aiTags")))
     session.flush()
     search.index_card(session, card)
     counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))
@@ -388,11 +144,11 @@ def finish_card(
     wanted = processing.stages_for(card)
     _completed(session, card, [s for s in wanted if s in restored])
     queued = processing.queue(session, card, [s for s in wanted if s not in restored])
-    card.archived_at = _whole(record, "archivedAt")
-    if _whole(record, "deletedAt") is not None:
+    card.archived_at = whole_of(record, "archivedAt")
+    if whole_of(record, "deletedAt") is not None:
         trash.move_to_trash(session, account_id=account_id, card_id=card_id)
-        card.deleted_at = _whole(record, "deletedAt")
-    card.updated_at = _whole(record, "updatedAt") or now_ms()
+        card.deleted_at = whole_of(record, "deletedAt")
+    card.updated_at = whole_of(record, "updatedAt") or now_ms()
     return card.pk, queued
 
 

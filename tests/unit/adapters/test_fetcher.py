@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
+from bench.servers import PageServer, page_server
 from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused
-from tests.contract.servers import PageServer, page_server
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from bench.servers import redis_server
 from cardvault.adapters.limiter import Limiter, Policy
-from tests.contract.servers import redis_server
 
 POLICY = Policy.parse("cards", "3/minute")
 

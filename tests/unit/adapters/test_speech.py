@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import media_files
+from bench.media_files import FOX
 from cardvault.adapters import speech
 from cardvault.adapters.media import audio
-from tests import media_files
-from tests.speech_extra import FOX, require_speech
+from tests.speech_extra import require_speech
 
 
 @pytest.fixture(autouse=True)

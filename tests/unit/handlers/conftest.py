@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from bench.servers import seaweedfs_server
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, api_of_new_account, app_env
-from tests.contract.servers import seaweedfs_server
 
 
 @pytest.fixture(scope="module")

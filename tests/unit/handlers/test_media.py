@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from bench import media_files
+from bench.servers import PageServer, page_server
 from cardvault.adapters.blobs import BlobStore
-from tests import media_files
 from tests.conftest import Api
-from tests.contract.servers import PageServer, page_server
 from tests.unit.handlers.test_links import settled
 from tests.unit.handlers.test_uploads import _get, _wait_for, processed, uploaded
 

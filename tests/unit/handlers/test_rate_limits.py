@@ -16,12 +16,12 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from bench.servers import cli, redis_server, server_env, serving
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, fresh_postgres_database
-from tests.contract.servers import cli, redis_server, server_env, serving
 
 _POLICY = re.compile(r'^"(?P<name>[a-z-]+)";q=(?P<q>\d+);w=(?P<w>\d+)$')
 _LEFT = re.compile(r'^"(?P<name>[a-z-]+)";r=(?P<r>\d+);t=(?P<t>\d+)$')

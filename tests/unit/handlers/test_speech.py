@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from bench import media_files
+from bench.media_files import FOX
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
-from tests import media_files
 from tests.conftest import Api, api_of_new_account, app_env
-from tests.speech_extra import FOX, require_speech
+from tests.speech_extra import require_speech
 from tests.unit.handlers.test_captions import VTT, attach
 from tests.unit.handlers.test_media import file_card, stages
 from tests.unit.handlers.test_uploads import processed

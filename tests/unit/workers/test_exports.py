@@ -22,7 +22,7 @@ from cardvault.domain import folders
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
-from cardvault.domain.portability import exports
+from cardvault.domain.portability import export_runs, exports
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import exports as actors
@@ -88,10 +88,10 @@ def test_snapshotting_resumes_where_a_stopped_worker_left_it(
 ) -> None:
     job_id = start(bound, account_id, notes=5)
     with bound.transaction() as session:
-        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+        lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None
     with bound.transaction() as session:
-        assert exports.snapshot_batch(session, job_id=job_id, lease=lease, batch_size=2) is True
+        assert export_runs.snapshot_batch(session, job_id=job_id, lease=lease, batch_size=2) is True
     # The worker stops here; its heartbeat goes stale, and the next worker takes the job.
     with bound.transaction() as session:
         session.execute(update(ExportJob).where(ExportJob.id == job_id).values(heartbeat_at=0))
@@ -105,7 +105,7 @@ def test_snapshotting_resumes_where_a_stopped_worker_left_it(
 def test_a_fresh_heartbeat_keeps_another_worker_out(bound: Database, account_id: str) -> None:
     job_id = start(bound, account_id)
     with bound.transaction() as session:
-        assert exports.claim(session, job_id=job_id, stale_ms=60_000) is not None
+        assert export_runs.claim(session, job_id=job_id, stale_ms=60_000) is not None
     actors.run_export(job_id)  # a second message while the first worker works
     assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("running", 1)
 
@@ -113,7 +113,7 @@ def test_a_fresh_heartbeat_keeps_another_worker_out(bound: Database, account_id:
 def _archiving(db: Database, account: str) -> tuple[str, str, actors._Beat, Iterator[bytes]]:
     job_id = start(db, account)
     with db.transaction() as session:
-        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+        lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None
     assert actors._snapshot(db, job_id, lease)
     beat = actors._Beat(db, job_id, lease)
@@ -138,18 +138,18 @@ def test_a_cancel_or_a_takeover_mid_archive_stops_the_write_and_keeps_nothing(
             if interruption == "cancel":
                 exports.cancel_export(session, account_id=account_id, export_id=job_id)
             else:
-                assert exports.claim(session, job_id=job_id, stale_ms=60_000) is None  # a fresh heartbeat
+                assert export_runs.claim(session, job_id=job_id, stale_ms=60_000) is None  # a fresh heartbeat
                 session.execute(update(ExportJob).where(ExportJob.id == job_id).values(heartbeat_at=0))
-                assert exports.claim(session, job_id=job_id, stale_ms=60_000) not in (None, lease)
+                assert export_runs.claim(session, job_id=job_id, stale_ms=60_000) not in (None, lease)
         beat.every, beat._next = 0.0, 0.0  # the next heartbeat is due
         yield from chunks
 
-    key = exports.object_key(account_id, job_id, lease)
+    key = export_runs.object_key(account_id, job_id, lease)
     with pytest.raises(actors.Stopped):
         store.write(key, interrupted(), content_type=actors.CONTENT_TYPE)
     assert store.stat(key) is None and parts_left(store) == []
     with bound.transaction() as session:  # the stopped worker's late finish changes nothing
-        assert exports.finish(session, job_id=job_id, lease=lease, object_key=key, size=1) is False
+        assert export_runs.finish(session, job_id=job_id, lease=lease, object_key=key, size=1) is False
     expected = "canceled" if interruption == "cancel" else "running"
     assert job(bound, job_id).status == expected
 
@@ -160,7 +160,7 @@ def test_a_store_that_cannot_be_written_fails_the_job_as_storage_unavailable_aft
     job_id = start(bound, account_id)
     shutil.rmtree(store.root / "tmp")
     (store.root / "tmp").write_text("not a directory")  # every write fails with an OSError
-    for attempt in range(1, exports.MAX_ATTEMPTS + 1):
+    for attempt in range(1, export_runs.MAX_ATTEMPTS + 1):
         actors.run_export(job_id)  # (the actor sends itself again, 30 s later; here, at once)
         failed = job(bound, job_id)
         assert failed.attempts == attempt
@@ -178,7 +178,7 @@ def test_a_job_stopped_too_often_fails_as_interrupted(bound: Database, account_i
         session.execute(
             update(ExportJob)
             .where(ExportJob.id == job_id)
-            .values(attempts=exports.MAX_ATTEMPTS, heartbeat_at=0, lease="gone")
+            .values(attempts=export_runs.MAX_ATTEMPTS, heartbeat_at=0, lease="gone")
         )
     actors.run_export(job_id)
     failed = job(bound, job_id)
@@ -192,7 +192,7 @@ def test_the_sweeper_resends_only_jobs_whose_heartbeat_is_stale(
     stale = start(bound, new_account())
     with bound.transaction() as session:
         session.execute(update(ExportJob).where(ExportJob.id == stale).values(heartbeat_at=0))
-        found = exports.stale(session, older_than_ms=60_000)
+        found = export_runs.stale(session, older_than_ms=60_000)
     assert stale in found and fresh not in found
 
 
@@ -221,7 +221,7 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "disk.img", big
         job_id = exports.start_export(session, account_id=account_id).id
     with bound.transaction() as session:
-        lease = exports.claim(session, job_id=job_id, stale_ms=60_000)
+        lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None and actors._snapshot(bound, job_id, lease)
     beat = actors._Beat(bound, job_id, lease)
     out = tmp_path / "export.zip"
@@ -247,14 +247,14 @@ def test_the_sweeper_deletes_archives_no_job_uses_and_the_items_of_ended_jobs(
     job_id = start(bound, account_id)
     actors.run_export(job_id)
     done = job(bound, job_id)
-    stray = exports.object_key(account_id, job_id, "0123456789abcdef")  # a taken-over attempt's
+    stray = export_runs.object_key(account_id, job_id, "0123456789abcdef")  # a taken-over attempt's
     store.write(stray, iter([b"PK"]), content_type=actors.CONTENT_TYPE)
     with bound.transaction(write=False) as session:
-        assert exports.items(session, job_id=job_id, after_pk=0, limit=10)  # kept until swept
+        assert export_runs.items(session, job_id=job_id, after_pk=0, limit=10)  # kept until swept
     actors.expire_exports()
     assert list(store.keys("exports/")) == [done.object_key]
     with bound.transaction(write=False) as session:
-        assert exports.items(session, job_id=job_id, after_pk=0, limit=10) == []
+        assert export_runs.items(session, job_id=job_id, after_pk=0, limit=10) == []
 
 
 def test_a_process_runs_one_export_at_a_time(bound: Database, account_id: str) -> None:

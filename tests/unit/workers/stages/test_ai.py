@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.servers import PageServer, page_server
 from cardvault.domain import processing
 from cardvault.domain.cards import editing, reading
 from cardvault.domain.cards.reading import CardFilter
@@ -21,7 +22,6 @@ from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
 from tests.conftest import app_env
-from tests.contract.servers import PageServer, page_server
 
 SOURDOUGH = (
     "Sourdough bread rises with a starter of wild yeast and lactic bacteria instead of baker's yeast. "

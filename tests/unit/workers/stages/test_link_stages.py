@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 from sqlalchemy import text
 
+from bench.servers import PageServer, page_server
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -20,7 +21,6 @@ from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
 from tests.conftest import app_env
-from tests.contract.servers import PageServer, page_server
 
 ARTICLE = b"""<!doctype html><html><head><meta charset="utf-8">
 <title>Tide tables | Harbour Notes</title>

@@ -1,5 +1,7 @@
-"""The servers the tests start themselves on free loopback ports: `cardvault serve` as a real
-process, SeaweedFS as the S3 server, and local web pages for the link pipeline."""
+"""Starting the servers that the benchmarks and the tests run themselves, on free loopback
+ports: `cardvault serve` (and uvicorn) as real processes, SeaweedFS as the S3 server, Redis,
+local web pages for the link pipeline, and fresh databases; with what a benchmark measures of
+the processes it started."""
 
 from __future__ import annotations
 
@@ -19,15 +21,78 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
+from sqlalchemy import create_engine, text
 
+ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# The benchmarks' PostgreSQL server (the tests name theirs in CARDVAULT_TEST_POSTGRES_URL).
+POSTGRES = os.environ.get("CARDVAULT_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def fresh_database(kind: str, workdir: Path, *, name: str = "bench", server: str = POSTGRES) -> str:
+    """A new, empty database for a benchmark: the SQLite file ``{name}.db`` in ``workdir``, or
+    ``cardvault_{name}`` (dropped first) on the PostgreSQL ``server``; return its URL."""
+    if kind == "sqlite":
+        return f"sqlite:///{workdir / f'{name}.db'}"
+    engine = create_engine(server, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 5})
+    with engine.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS cardvault_{name} WITH (FORCE)"))
+        connection.execute(text(f"CREATE DATABASE cardvault_{name}"))
+    engine.dispose()
+    return server.rsplit("/", 1)[0] + f"/cardvault_{name}"
+
+
+def start_uvicorn(target: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    """Run uvicorn with ``target`` (an app, or ``--factory`` and one) on ``port``, on CPU 0 when
+    there are two, until it answers; return its process."""
+    pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
+    command = [
+        *pin,
+        str(BIN / "uvicorn"),
+        *target,
+        "--http",
+        "h11",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/cards", timeout=1)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"server {target} did not start")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM) so far, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def process_tree(parent: int) -> list[int]:
+    """The process and all under it (a worker's forked workers and the decoder's child)."""
+    found, todo = [], [parent]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            todo += [int(p) for p in (task / "children").read_text().split()]
+    return found
 
 
 def cli(env: dict[str, str], *args: str) -> str:
@@ -39,7 +104,8 @@ def cli(env: dict[str, str], *args: str) -> str:
 
 
 S3_ACCESS_KEY = "cardvault-test"
-S3_SECRET_KEY = "cardvault-test-secret"
+# The key of a throwaway SeaweedFS on loopback, not a secret.
+S3_SECRET_KEY = "cardvault-test-secret"  # noqa: S105
 S3_BUCKET = "cardvault"
 
 
@@ -182,12 +248,21 @@ def running_server(env: dict[str, str], tmp_path: Path, workers: int = 1) -> Ite
 
 
 @contextmanager
-def serving(env: dict[str, str], log_path: Path, *, workers: int = 1, worker: bool = False) -> Iterator[str]:
-    """Run `cardvault serve` (and a `cardvault worker`) on a migrated database until it answers;
-    yield its base URL."""
+def serving(
+    env: dict[str, str],
+    log_path: Path,
+    *,
+    workers: int = 1,
+    worker: bool = False,
+    pin: bool = False,
+    start_seconds: float = 30,
+) -> Iterator[str]:
+    """Run `cardvault serve` (and a `cardvault worker`) on a migrated database until it answers,
+    the server on CPU 0 when ``pin`` and there are two; yield its base URL."""
     port = free_port()
+    cpu = ["taskset", "-c", "0"] if pin and (os.cpu_count() or 1) > 1 else []
     with log_path.open("w") as log:
-        command = [str(BIN / "cardvault"), "serve", "--port", str(port), "--workers", str(workers)]
+        command = [*cpu, str(BIN / "cardvault"), "serve", "--port", str(port), "--workers", str(workers)]
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         background = (
             subprocess.Popen(
@@ -198,7 +273,7 @@ def serving(env: dict[str, str], log_path: Path, *, workers: int = 1, worker: bo
         )
         base = f"http://127.0.0.1:{port}/v1"
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + start_seconds
             while True:
                 try:
                     if httpx.get(f"{base}/health", timeout=1).status_code == 200:

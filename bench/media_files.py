@@ -1,6 +1,6 @@
-"""Media and document files the tests make for themselves (with PyAV, zipfile and by hand), small
-and quick: videos with and without sound or subtitles, audio, a PDF, office files, archives, and
-hostile ones."""
+"""Media and document files the benchmarks and the tests make for themselves (with PyAV, zipfile
+and by hand), small and quick: videos with and without sound or subtitles, audio, a PDF, office
+files, archives, and hostile ones; and the one recorded speech sample the repository keeps."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from pathlib import Path
 
 import av
 import numpy as np
+
+# espeak-ng's voice, Opus in Ogg
+FOX = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "speech" / "fox.ogg"
 
 
 def video(
