@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import dramatiq
@@ -182,7 +182,7 @@ def _zip(
 
 def _add_file(
     stream: zipstream.ZipStream, store: BlobStore, beat: _Beat, item: ExportItem, role: str, key: str
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, dict[str, Any]]:
     """Add one stored file under its path and return what the manifest says of it; a file
     that cannot be opened after READ_TRIES is left out (``{"omitted": reason}``)."""
     record = item.record

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -72,7 +72,7 @@ class BlobStore(Protocol):
         """Store ``data`` at ``key``, replacing what was there."""
         ...
 
-    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+    def stream(self, key: str, *, start: int = 0) -> Generator[bytes, None, None]:
         """The object's bytes from ``start`` on, a chunk of at most CHUNK bytes at a time
         (FileNotFoundError when it is missing)."""
         ...

@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ class LocalDiskStore:
             tmp.unlink(missing_ok=True)
         return StoredObject(key=key, size=len(data), etag=etag, content_type=content_type)
 
-    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+    def stream(self, key: str, *, start: int = 0) -> Generator[bytes, None, None]:
         with self._path("objects", key).open("rb") as f:
             f.seek(start)
             while chunk := f.read(CHUNK):

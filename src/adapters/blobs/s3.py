@@ -4,7 +4,7 @@ URLs, streamed multipart writes, and batched deletes."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +135,7 @@ class S3Store:
                 raise ObjectChanged(source) from exc
             raise
 
-    def stream(self, key: str, *, start: int = 0) -> Iterator[bytes]:
+    def stream(self, key: str, *, start: int = 0) -> Generator[bytes, None, None]:
         from botocore.exceptions import ClientError
 
         request: GetObjectRequestTypeDef = {"Bucket": self.bucket, "Key": key}
