@@ -92,15 +92,23 @@ def _as_response(answer: Answer) -> Response:
     return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
 
 
+def _answer(response: object) -> Answer:
+    """What the server answered: Server.handle_response makes every answer (Authlib's stubs
+    call it an object, or the tuple handle_response is given)."""
+    assert isinstance(response, Answer)
+    return response
+
+
 def _checked(server: Server, oauth_request: OAuthRequest, account_id: str) -> Any:
     """The authorization request's grant, or what to answer instead: the error sent back to
     the client (an Answer, with ``iss`` as RFC 9207 asks of error responses too), or, when the
     client or its redirect URI is wrong, the message of an error page (a str)."""
     try:
-        return server.get_consent_grant(oauth_request, end_user=account_id)
+        # The stub leaves get_consent_grant unannotated.
+        return server.get_consent_grant(oauth_request, end_user=account_id)  # type: ignore[no-untyped-call]
     except OAuth2Error as error:
         if error.redirect_uri:
-            answer: Answer = server.handle_error_response(oauth_request, error)
+            answer = _answer(server.handle_error_response(oauth_request, error))
             if answer.location:
                 answer.location = add_params_to_uri(answer.location, {"iss": server.issuer})
             return answer
@@ -235,7 +243,9 @@ async def _form_endpoint(request: Request, respond: Callable[[Server, OAuthReque
 
 async def token(request: Request) -> Response:
     """POST /oauth/token (RFC 6749 §3.2): codes and refresh tokens for tokens."""
-    response = await _form_endpoint(request, lambda server, asked: server.create_token_response(asked))
+    response = await _form_endpoint(
+        request, lambda server, asked: _answer(server.create_token_response(asked))
+    )
     if response.status_code >= 400:
         # A refusal may have revoked a grant (a replayed code or refresh token): this process
         # forgets the grant credentials it had verified; each is looked up again on its next use.
@@ -247,7 +257,11 @@ async def revoke(request: Request) -> Response:
     """POST /oauth/revoke (RFC 7009): a refresh token ends its whole grant, an access token
     ends alone; an unknown token is answered 200 all the same."""
     response = await _form_endpoint(
-        request, lambda server, asked: server.create_endpoint_response("revocation", asked)
+        request,
+        # The stub leaves create_endpoint_response unannotated.
+        lambda server, asked: _answer(
+            server.create_endpoint_response("revocation", asked)  # type: ignore[no-untyped-call]
+        ),
     )
     # At once in this process (other processes within the credential cache's 5 seconds).
     runtime.current().credential_cache.forget_granted()

@@ -67,6 +67,8 @@ class Request(OAuth2Request):
     """An OAuth request: its URI (built on the public URL, never the Host header), headers, and
     the query and form pairs as read."""
 
+    payload: _Payload  # always ours (Authlib's attribute may be None)
+
     def __init__(
         self,
         method: str,
@@ -76,12 +78,12 @@ class Request(OAuth2Request):
         form: list[tuple[str, str]],
     ) -> None:
         super().__init__(method=method, uri=uri, headers=headers)
-        self._args = dict(reversed(query))  # the first value wins, as in the payload
+        self._args: dict[str, str | None] = dict(reversed(query))  # the first value wins, as in the payload
         self._form = dict(reversed(form))
         self.payload = _Payload(query + form)
 
     @property
-    def args(self) -> dict[str, str]:
+    def args(self) -> dict[str, str | None]:
         return self._args
 
     @property
@@ -106,7 +108,7 @@ class Answer:
         self.headers["Location"] = value
 
 
-class Client(ClientMixin):  # type: ignore[misc]
+class Client(ClientMixin):
     def __init__(self, row: OAuthClient) -> None:
         self.row = row
         self.client_id = row.id
@@ -114,10 +116,12 @@ class Client(ClientMixin):  # type: ignore[misc]
     def get_client_id(self) -> str:
         return self.row.id
 
-    def get_default_redirect_uri(self) -> None:
+    # Authlib reads a false value as "no default" (its stub says str).
+    def get_default_redirect_uri(self) -> None:  # type: ignore[override]
         return None  # the request must name its redirect URI
 
-    def get_allowed_scope(self, scope: str | None) -> str:
+    # Authlib passes the request's scope string, or None (its stub says Collection[str] | str).
+    def get_allowed_scope(self, scope: str | None) -> str:  # type: ignore[override]
         allowed = set(self.row.scopes.split())
         if not scope:
             return self.row.scopes  # no scope asked: what the client is registered for
@@ -143,7 +147,14 @@ class Client(ClientMixin):  # type: ignore[misc]
         return grant_type in ("authorization_code", "refresh_token")
 
 
-class _Code(AuthorizationCodeMixin):  # type: ignore[misc]
+def _our_client(client: ClientMixin | None) -> Client:
+    """The request's client: Authlib has found it through Server.query_client before any hook
+    that reads it runs."""
+    assert isinstance(client, Client)
+    return client
+
+
+class _Code(AuthorizationCodeMixin):
     code_challenge_method = "S256"
 
     def __init__(self, row: OAuthCode) -> None:
@@ -157,7 +168,7 @@ class _Code(AuthorizationCodeMixin):  # type: ignore[misc]
         return self.row.scopes
 
 
-class _RefreshCredential(TokenMixin):  # type: ignore[misc]
+class _RefreshCredential(TokenMixin):
     def __init__(self, grant: OAuthGrant) -> None:
         self.grant = grant
 
@@ -177,7 +188,7 @@ class _RefreshCredential(TokenMixin):  # type: ignore[misc]
         return False
 
 
-class _Revocable(TokenMixin):  # type: ignore[misc]
+class _Revocable(TokenMixin):
     def __init__(self, value: str) -> None:
         self.value = value
 
@@ -185,7 +196,7 @@ class _Revocable(TokenMixin):  # type: ignore[misc]
         return True  # another client's token is left alone in revoke_token, answered the same
 
 
-class _S256Only(CodeChallenge):  # type: ignore[misc]
+class _S256Only(CodeChallenge):
     SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]  # noqa: RUF012 - Authlib's own attribute
     DEFAULT_CODE_CHALLENGE_METHOD = "S256"
 
@@ -200,7 +211,7 @@ class _S256Only(CodeChallenge):  # type: ignore[misc]
         super().validate_code_challenge(grant, redirect_uri)
 
 
-class _Issuer(IssuerParameter):  # type: ignore[misc]
+class _Issuer(IssuerParameter):
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
 
@@ -208,7 +219,7 @@ class _Issuer(IssuerParameter):  # type: ignore[misc]
         return self.issuer
 
 
-class Server(AuthorizationServer):  # type: ignore[misc]
+class Server(AuthorizationServer):
     """The authorization server over one request's database session."""
 
     def __init__(self, session: Session, issuer: str) -> None:
@@ -228,11 +239,12 @@ class Server(AuthorizationServer):  # type: ignore[misc]
         self.register_endpoint(_Revocation)
         self.register_extension(_Issuer(issuer))
 
-    def query_client(self, client_id: str) -> Client | None:
+    # Authlib answers None as an unknown client (its stub leaves None out).
+    def query_client(self, client_id: str) -> Client | None:  # type: ignore[override]
         row = oauth.find_client(self.session, client_id=client_id)
         return Client(row) if row else None
 
-    def save_token(self, token: dict[str, Any], request: Request) -> None:
+    def save_token(self, token: dict[str, Any], request: OAuth2Request) -> None:
         now = now_ms()
         if request.authorization_code is not None:
             code = request.authorization_code.row
@@ -245,6 +257,8 @@ class Server(AuthorizationServer):  # type: ignore[misc]
                 code=code,
             )
         else:
+            # No code: the refresh grant, which set the credential it authenticated.
+            assert isinstance(request.refresh_token, _RefreshCredential)
             grant = request.refresh_token.grant
         oauth.add_tokens(
             self.session,
@@ -268,7 +282,7 @@ class Server(AuthorizationServer):  # type: ignore[misc]
         pass
 
 
-class _CodeGrant(AuthorizationCodeGrant):  # type: ignore[misc]
+class _CodeGrant(AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = CLIENT_AUTH_METHODS
 
     @property
@@ -278,20 +292,24 @@ class _CodeGrant(AuthorizationCodeGrant):  # type: ignore[misc]
     def generate_authorization_code(self) -> str:
         return credentials.new_secret(credentials.AUTHORIZATION_CODE)
 
-    def save_authorization_code(self, code: str, request: Request) -> None:
+    def save_authorization_code(self, code: str, request: OAuth2Request) -> None:
+        assert isinstance(request, Request)  # Server.create_oauth2_request passes ours through
+        assert isinstance(request.user, str)  # the account that allowed it (grant_user)
+        client = _our_client(request.client)
         oauth.save_code(
             self._session,
             code=code,
-            client_id=request.client.row.id,
+            client_id=client.row.id,
             account_id=request.user,
             redirect_uri=request.payload.redirect_uri,
-            scopes=request.client.get_allowed_scope(request.payload.scope),
+            scopes=client.get_allowed_scope(request.payload.scope),
             code_challenge=request.payload.data["code_challenge"],
             now=now_ms(),
         )
 
-    def query_authorization_code(self, code: str, client: Client) -> _Code | None:
-        row = oauth.spend_code(self._session, code=code, client_id=client.row.id, now=now_ms())
+    def query_authorization_code(self, code: str, client: ClientMixin) -> _Code | None:
+        client_id = _our_client(client).row.id
+        row = oauth.spend_code(self._session, code=code, client_id=client_id, now=now_ms())
         return _Code(row) if row else None
 
     def delete_authorization_code(self, authorization_code: _Code) -> None:
@@ -301,18 +319,22 @@ class _CodeGrant(AuthorizationCodeGrant):  # type: ignore[misc]
         return authorization_code.row.account_id
 
 
-class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
+class _RefreshGrant(RefreshTokenGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = CLIENT_AUTH_METHODS
     INCLUDE_NEW_REFRESH_TOKEN = True
 
-    def authenticate_refresh_token(self, refresh_token: str) -> _RefreshCredential | None:
-        session, client_id = self.server.session, self.request.client.row.id
+    # Authlib answers None as an unknown token (its stub leaves None out).
+    def authenticate_refresh_token(  # type: ignore[override]
+        self, refresh_token: str
+    ) -> _RefreshCredential | None:
+        session, client_id = self.server.session, _our_client(self.request.client).row.id
         # A refused request changes nothing: the scope is checked before the token is spent
         # (Authlib checks it after), or the client's next, valid, refresh would look like reuse.
         grant = oauth.refresh_token_grant(session, token=refresh_token, client_id=client_id)
         if grant is None:
             return None
-        self._validate_token_scope(_RefreshCredential(grant))
+        # Authlib's own check, private so left out of its stub.
+        self._validate_token_scope(_RefreshCredential(grant))  # type: ignore[attr-defined]
         spent = oauth.spend_refresh_token(
             session, token=refresh_token, client_id=client_id, now=now_ms(), grant=grant
         )
@@ -321,11 +343,11 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
     def authenticate_user(self, refresh_token: _RefreshCredential) -> str:
         return refresh_token.grant.account_id
 
-    def revoke_old_credential(self, refresh_token: _RefreshCredential) -> None:
+    def revoke_old_credential(self, refresh_token: TokenMixin) -> None:
         pass  # spent by authenticate_refresh_token
 
 
-class _Revocation(RevocationEndpoint):  # type: ignore[misc]
+class _Revocation(RevocationEndpoint):
     CLIENT_AUTH_METHODS = CLIENT_AUTH_METHODS
 
     def check_params(self, request: Request, client: Client) -> None:
@@ -341,6 +363,5 @@ class _Revocation(RevocationEndpoint):  # type: ignore[misc]
         return _Revocable(token_string) if is_ours else None
 
     def revoke_token(self, token: _Revocable, request: Request) -> None:
-        oauth.revoke_token(
-            self.server.session, token=token.value, client_id=request.client.row.id, now=now_ms()
-        )
+        client_id = _our_client(request.client).row.id
+        oauth.revoke_token(self.server.session, token=token.value, client_id=client_id, now=now_ms())
