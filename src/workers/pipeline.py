@@ -68,14 +68,19 @@ ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
 
 
 def send_stage(card_pk: int, stage: str) -> None:
-    """Send one stage of one card to the actor that runs it."""
-    ACTORS[stage].send(card_pk)
+    """Send one stage of one card to the actor that runs it. A stage no row names (one a later
+    release dropped, or a downgrade left behind) is logged and left alone, so that one such row
+    never stops the sweeper from sending the rest."""
+    actor = ACTORS.get(stage)
+    if actor is None:
+        log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
+        return
+    actor.send(card_pk)
 
 
 def _pass_on(card_pk: int, stage: str) -> None:
     """Pass a message queued by an older release on to the stage's own actor."""
-    if stage in ACTORS:
-        send_stage(card_pk, stage)
+    send_stage(card_pk, stage)
 
 
 def _previous(name: str, queue: str, seconds: int) -> dramatiq.Actor[[int, str], None]:

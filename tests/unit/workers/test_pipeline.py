@@ -67,3 +67,13 @@ def test_a_message_for_an_actor_of_the_previous_release_goes_on_to_the_stages_ow
     sent = [json.loads(m) for m in broker.broker.queues[queue].queue]  # type: ignore[attr-defined]
     assert [(m["actor_name"], m["args"]) for m in sent] == [(table.BY_NAME[stage].actor_name, [7])]
     broker.broker.flush_all()
+
+
+def test_a_stage_the_table_does_not_name_is_logged_and_not_sent(caplog: pytest.LogCaptureFixture) -> None:
+    broker.broker.flush_all()
+    pipeline.send_stage(7, "retiredStage")  # a row a later release dropped: the sweeper goes on
+    pipeline.send_stage(7, "ai")
+    sent = [json.loads(m) for q in broker.broker.queues.values() for m in q.queue]  # type: ignore[attr-defined]
+    assert [(m["actor_name"], m["args"]) for m in sent] == [(table.BY_NAME["ai"].actor_name, [7])]
+    assert "retiredStage" in caplog.text
+    broker.broker.flush_all()
