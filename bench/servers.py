@@ -152,13 +152,18 @@ def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
         _wait_for_bucket(endpoint, process, tmp_path / "seaweedfs.log")
         yield settings
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """End a server process: asked to stop, then killed if it has not within 10 seconds."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_for_bucket(endpoint: str, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import httpx
 import pytest
 import yaml
 from alembic.script import ScriptDirectory
+
+from bench.servers import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
@@ -115,12 +116,6 @@ def test_the_installed_package_is_the_wheels_copy(installed: Path, tmp_path: Pat
     assert where[1].endswith("cardvault/openapi/cardvault.yaml")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Served(NamedTuple):
     url: str
     api_key: str  # the local account's, which `cardvault serve` prints
@@ -132,7 +127,7 @@ def served(installed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """`cardvault serve` from the fresh environment on the embedded default (SQLite in a data
     directory of its own)."""
     tmp_path = tmp_path_factory.mktemp("serve")
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("CARDVAULT_", "PYTHON", "VIRTUAL_ENV"))},
         "CARDVAULT_DATA_DIR": str(tmp_path / "data"),
@@ -163,12 +158,7 @@ def served(installed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         key = log.read_text().split("API key of the local account: ", 1)[1].split()[0]
         yield Served(base, key, tmp_path / "data")
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def test_the_installed_service_serves_the_spec_on_disk(served: Served) -> None:
