@@ -4,8 +4,11 @@ stopped with the app (one per process however many apps share it, as Dramatiq re
 from __future__ import annotations
 
 import threading
+import time
 
 import dramatiq
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.common import dq_name
 
 from cardvault.workers import broker as _broker
 from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
@@ -39,3 +42,31 @@ def stop() -> None:
                 m for m in _broker.broker.middleware if getattr(m, "worker", None) is not worker
             ]
             _state["worker"] = None
+
+
+def wait_until_idle(timeout_seconds: float = 30.0) -> None:
+    """Wait until the in-process worker's sweeper has made its first pass (at boot it re-sends
+    what was left running and starts the purges) and no message is queued or running; a retry
+    waiting out its backoff is not waited for. Raises TimeoutError past the timeout; returns at
+    once when no embedded worker runs. For callers that need the database to themselves next,
+    such as a test arranging a lock."""
+    worker = _state["worker"]
+    broker = _broker.broker
+    if not isinstance(worker, dramatiq.Worker) or not isinstance(broker, StubBroker):
+        return
+    deadline = time.monotonic() + timeout_seconds
+    sweeper = next(m for m in broker.middleware if isinstance(m, Sweeper))
+    if not sweeper.swept.wait(timeout_seconds):
+        raise TimeoutError("the embedded worker's sweeper has not made its first pass")
+    # Idle twice in a row, 10 ms apart: a consumer moves a message from its queue onto the
+    # worker's between two looks. (A queue's count of unfinished tasks is no guide: a worker
+    # stopped with messages in hand leaves them counted.)
+    quiet_looks = 0
+    while quiet_looks < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the embedded worker still has messages to handle")
+        busy = worker.work_queue.unfinished_tasks or any(
+            q.qsize() for name, q in broker.queues.items() if name != dq_name(name)
+        )
+        quiet_looks = 0 if busy else quiet_looks + 1
+        time.sleep(0.01)

@@ -24,9 +24,11 @@ class Sweeper(dramatiq.Middleware):
     def __init__(self) -> None:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.swept = threading.Event()  # set once a pass has ended since the worker booted
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         self._stop.clear()
+        self.swept.clear()
         self._thread = threading.Thread(target=self._run, name="cardvault-sweeper", daemon=True)
         self._thread.start()
 
@@ -62,5 +64,6 @@ class Sweeper(dramatiq.Middleware):
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except Exception:
                 log.exception("sweeping failed; trying again later")
+            self.swept.set()
             older_than = settings().stale_seconds
             self._stop.wait(settings().sweep_seconds)

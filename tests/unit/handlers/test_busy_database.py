@@ -20,6 +20,7 @@ from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from cardvault.workers import embedded
 from tests.conftest import Api
 
 LOCK_TIMEOUT_MS = 150
@@ -51,6 +52,14 @@ def busy_api(impatient: Database, tmp_path: Path) -> Iterator[Api]:
         yield Api(client, key, account.id)
 
 
+def _quiet_card(api: Api, content: str) -> str:
+    """Create a card, then wait until the embedded worker is idle (its boot sweep and the card's
+    stages write too): the lock each test takes is then the only one."""
+    card: str = api.create(content=content)["id"]
+    embedded.wait_until_idle()
+    return card
+
+
 def _hold_the_card(database: Database, card_id: str) -> object:
     """Open a transaction on another connection that holds the card (SQLite: the write lock)."""
     connection = database.engine.connect().execution_options(write=True)
@@ -65,7 +74,7 @@ class TestLockHeldPastTheTimeout:
     def test_answers_503_service_busy_with_retry_at_and_changes_nothing(
         self, busy_api: Api, database: Database
     ) -> None:
-        card = busy_api.create(content="before")["id"]
+        card = _quiet_card(busy_api, "before")
         holder = _hold_the_card(database, card)
         try:
             started = time.time()
@@ -88,7 +97,7 @@ class TestLockHeldPastTheTimeout:
         assert (after["content"], after["tags"]) == ("before", [])
 
     def test_a_create_answers_503_and_makes_no_card(self, busy_api: Api, database: Database) -> None:
-        card = busy_api.create(content="one")["id"]
+        card = _quiet_card(busy_api, "one")
         holder = _hold_the_card(database, card)
         try:
             if database.dialect == "postgresql":  # a new card waits on nothing but the table
@@ -112,6 +121,7 @@ class TestLockHeldPastTheTimeout:
     ) -> None:
         if database.dialect == "sqlite":
             pytest.skip("SQLite's write lock is taken when the transaction begins, before the key")
+        embedded.wait_until_idle()
         holder = database.engine.connect()
         try:  # reads of the keys go on; the key's row waits, past the lock timeout
             holder.execute(text("LOCK TABLE idempotency_keys IN EXCLUSIVE MODE"))
@@ -128,7 +138,7 @@ class TestLockHeldPastTheTimeout:
     def test_a_lock_released_while_the_server_retries_lets_the_request_through(
         self, busy_api: Api, database: Database
     ) -> None:
-        card = busy_api.create(content="before")["id"]
+        card = _quiet_card(busy_api, "before")
         holder = _hold_the_card(database, card)
         # Released after the first attempt timed out, before the last one gives up.
         release = threading.Timer(LOCK_TIMEOUT_MS * 1.5 / 1000, lambda: (holder.rollback(), holder.close()))  # type: ignore[attr-defined]
