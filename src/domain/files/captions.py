@@ -21,7 +21,7 @@ from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards.editing import Edited, forget_ai, get_live_card
+from cardvault.domain.cards.editing import Edited, forget_ai
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import (
@@ -31,6 +31,7 @@ from cardvault.domain.errors import (
     UploadChanged,
 )
 from cardvault.domain.files import uploads
+from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
 CAPTION_TYPES = ("text/vtt", "application/x-subrip", "text/srt", "text/plain")
@@ -65,44 +66,19 @@ def caption_format(head: bytes) -> str | None:
     return None
 
 
-def _key(card: Card, upload_id: str) -> str:
-    return uploads.captions_key(account_id=card.account_id, card_id=card.id, upload_id=upload_id)
-
-
-def _media_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
-    return get_live_card(
-        session,
-        account_id=account_id,
-        card_id=card_id,
-        types=("audio", "video"),
-        only="Only an audio or video card takes a caption file",
-        for_update=for_update,
-    )
-
-
-def issue_upload(
-    session: Session,
-    store: BlobStore,
-    *,
-    account_id: str,
-    card_id: str,
-    file_name: str,
-    file_size: int,
-    mime_type: str,
-) -> uploads.Issued:
-    """An upload URL for the card's caption file."""
-    return uploads.issue_for_card(
-        session,
-        store,
-        card=_media_card(session, account_id=account_id, card_id=card_id),
-        purpose="captions",
-        accepted=CAPTION_TYPES,
-        refusal=f"{mime_type} is not a caption type: text/vtt, application/x-subrip, text/srt or text/plain.",
-        max_file_size=MAX_BYTES,
-        file_name=file_name,
-        file_size=file_size,
-        mime_type=mime_type,
-    )
+CAPTIONS = Attachment(
+    purpose="captions",
+    card_types=("audio", "video"),
+    only="Only an audio or video card takes a caption file",
+    declared_types=CAPTION_TYPES,
+    refusal="{mime_type} is not a caption type: text/vtt, application/x-subrip, text/srt or text/plain.",
+    max_bytes=MAX_BYTES,
+    kept_key=lambda card, upload_id: uploads.captions_key(
+        account_id=card.account_id, card_id=card.id, upload_id=upload_id
+    ),
+    held_key=lambda card: card.captions_object,
+)
+issue_upload = CAPTIONS.issue_upload
 
 
 def check(
@@ -110,21 +86,9 @@ def check(
 ) -> tuple[uploads.CheckedUpload, str] | Card:
     """Check the card and its upload: the checked upload and its format, or the card itself
     when this upload is already its caption file (a repeated PUT)."""
-    card = _media_card(session, account_id=account_id, card_id=card_id)
-    if card.captions_object == uploads.captions_key(
-        account_id=account_id, card_id=card.id, upload_id=file_key
-    ):
-        return card
-    checked = uploads.check(
-        session,
-        store,
-        account_id=account_id,
-        file_key=file_key,
-        file_etag=None,
-        purpose="captions",
-        card_id=card.id,
-        max_file_size=MAX_BYTES,
-    )
+    checked = CAPTIONS.check(session, store, account_id=account_id, card_id=card_id, file_key=file_key)
+    if isinstance(checked, Card):
+        return checked
     found = caption_format(checked.head)
     if found is None:
         raise UnsupportedType(
@@ -174,7 +138,7 @@ def apply(session: Session, *, account_id: str, card_id: str, attached: Attached
     """Make the file the card's caption file (the one before is doomed by the database) and run
     its transcript again."""
     lock_tags(session, account_id=account_id)  # before the card: its AI tags go
-    card = _media_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    card = CAPTIONS.card(session, account_id=account_id, card_id=card_id, for_update=True)
     uploads.mark_taken(session, account_id=account_id, file_key=attached.upload_id)
     card.captions_object = attached.object_key
     card.captions = {
@@ -191,7 +155,7 @@ def remove(session: Session, *, account_id: str, card_id: str) -> Edited:
     """Remove the card's caption file (the database dooms it) and run its transcript again; a
     card without one is left as it is."""
     lock_tags(session, account_id=account_id)
-    card = _media_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    card = CAPTIONS.card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.captions_object is None:
         return Edited(card)
     card.captions_object = card.captions = card.captions_text = None

@@ -18,10 +18,11 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
-from cardvault.domain.cards.editing import Edited, get_live_card
+from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
 from cardvault.domain.files import filetypes, uploads
+from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "image/avif")
@@ -46,40 +47,17 @@ def _keys(account_id: str, card_id: str, upload_id: str) -> tuple[str, str, str]
     return uploads.replacement_keys(account_id=account_id, card_id=card_id, upload_id=upload_id)
 
 
-def _link_card(session: Session, *, account_id: str, card_id: str, for_update: bool = False) -> Card:
-    return get_live_card(
-        session,
-        account_id=account_id,
-        card_id=card_id,
-        types=("link",),
-        only="Only a link card's image can be replaced",
-        for_update=for_update,
-    )
-
-
-def issue_upload(
-    session: Session,
-    store: BlobStore,
-    *,
-    account_id: str,
-    card_id: str,
-    file_name: str,
-    file_size: int,
-    mime_type: str,
-) -> uploads.Issued:
-    """An upload URL for the card's new image."""
-    return uploads.issue_for_card(
-        session,
-        store,
-        card=_link_card(session, account_id=account_id, card_id=card_id),
-        purpose="thumbnail",
-        accepted=IMAGE_TYPES,
-        refusal=f"{mime_type} is not an accepted image type: JPEG, PNG, WebP, GIF or AVIF.",
-        max_file_size=MAX_BYTES,
-        file_name=file_name,
-        file_size=file_size,
-        mime_type=mime_type,
-    )
+IMAGE = Attachment(
+    purpose="thumbnail",
+    card_types=("link",),
+    only="Only a link card's image can be replaced",
+    declared_types=IMAGE_TYPES,
+    refusal="{mime_type} is not an accepted image type: JPEG, PNG, WebP, GIF or AVIF.",
+    max_bytes=MAX_BYTES,
+    kept_key=lambda card, upload_id: _keys(card.account_id, card.id, upload_id)[0],
+    held_key=lambda card: card.thumbnail_object,
+)
+issue_upload = IMAGE.issue_upload
 
 
 def check(
@@ -87,19 +65,8 @@ def check(
 ) -> uploads.CheckedUpload | Card:
     """Check the card and its upload: the checked upload, or the card itself when this upload
     is already its image (a repeated PUT)."""
-    card = _link_card(session, account_id=account_id, card_id=card_id)
-    if card.thumbnail_object == _keys(account_id, card.id, file_key)[0]:
-        return card
-    checked = uploads.check(
-        session,
-        store,
-        account_id=account_id,
-        file_key=file_key,
-        file_etag=None,
-        purpose="thumbnail",
-        card_id=card.id,
-    )
-    if checked.file_type.mime_type not in IMAGE_TYPES:
+    checked = IMAGE.check(session, store, account_id=account_id, card_id=card_id, file_key=file_key)
+    if isinstance(checked, uploads.CheckedUpload) and checked.file_type.mime_type not in IMAGE_TYPES:
         raise UnsupportedType(
             "The file is not an accepted image (JPEG, PNG, WebP, GIF or AVIF), judged by its bytes.",
             detected=checked.file_type.card_type,
@@ -134,7 +101,7 @@ def render(
 def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Edited:
     """Make the renditions the card's image (the old ones are doomed by the database); it
     queues no stage."""
-    card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    card = IMAGE.card(session, account_id=account_id, card_id=card_id, for_update=True)
     uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
     card.thumbnail_object = replacement.large
     card.compact_object = replacement.compact
@@ -148,7 +115,7 @@ def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
     """Drop a replaced image: the card shows its page's image again, once its ``linkPreview``
     stage (queued here) made it. Resetting a card whose image was not replaced changes
     nothing."""
-    card = _link_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    card = IMAGE.card(session, account_id=account_id, card_id=card_id, for_update=True)
     if not card.thumbnail_overridden:
         return Edited(card)
     card.thumbnail_object = card.compact_object = card.placeholder_object = None
