@@ -263,7 +263,13 @@ def _revoke_keys(session: Session, condition: ColumnElement[bool], now: int) -> 
 
 
 def revoke_account_grants(session: Session, *, account_id: str, now: int) -> None:
-    """End every grant of the account (its password changed), with the API keys apps made."""
+    """End every grant of the account (its password changed), with the API keys apps made, and
+    spend its codes not yet exchanged (a code approved a moment before must not start one)."""
+    session.execute(
+        update(OAuthCode)
+        .where(OAuthCode.account_id == account_id, OAuthCode.used_at.is_(None), OAuthCode.expires_at > now)
+        .values(used_at=now)
+    )
     session.execute(
         update(OAuthGrant)
         .where(OAuthGrant.account_id == account_id, OAuthGrant.revoked_at.is_(None))

@@ -130,6 +130,28 @@ def test_changing_the_password_ends_every_grant_and_browser_session(
         assert web_sessions.session_account(session, token=cookie, now=now_ms()) is None
 
 
+def test_a_password_change_spends_the_codes_not_yet_exchanged(database: Database, account_id: str) -> None:
+    client_id, _, _ = _grant(database, account_id)
+    code = credentials.new_secret(credentials.AUTHORIZATION_CODE)
+    with database.transaction() as session:
+        oauth.save_code(
+            session,
+            code=code,
+            client_id=client_id,
+            account_id=account_id,
+            redirect_uri="https://a.example/cb",
+            scopes="read",
+            code_challenge="x" * 43,
+            now=now_ms(),
+        )
+    with database.transaction() as session:
+        account = session.get(Account, account_id)
+        assert account is not None
+        accounts.set_password(session, account=account, password_hash="$argon2id$new")
+    with database.transaction() as session:  # within its 120 s, and never used: still refused
+        assert oauth.spend_code(session, code=code, client_id=client_id, now=now_ms()) is None
+
+
 def test_ended_codes_tokens_and_grants_are_forgotten(database: Database, account_id: str) -> None:
     client_id, grant_id, _ = _grant(database, account_id)
     now = now_ms()
