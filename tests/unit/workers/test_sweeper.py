@@ -1,0 +1,195 @@
+"""The sweeper: when a worker boots it re-sends every running tag operation, export and
+unsettled stage and starts the purges; after that, each pass re-sends only what went stale; a
+pass that fails is logged and the next one goes on. Each test runs the sweeper's own thread on
+the Dramatiq stub broker and waits for its ``swept`` event, over a database of this module's own
+(so a boot pass sends only what these tests made)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import dramatiq
+import pytest
+from sqlalchemy import update
+
+from cardvault.domain import processing
+from cardvault.domain.cards import editing
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import Database
+from cardvault.domain.models import CardStage, ExportJob, TagOperation
+from cardvault.domain.portability import exports
+from cardvault.domain.tags import operations
+from cardvault.settings import Settings
+from cardvault.workers import broker
+from cardvault.workers.sweeper import Sweeper
+from tests.conftest import BACKENDS, app_env, migrated_database
+
+PURGES = {
+    "purge_trash",
+    "forget_idempotency_keys",
+    "forget_old_uploads",
+    "delete_doomed_objects",
+    "expire_exports",
+    "forget_ended_credentials",
+}
+AGO = 120_000  # two minutes: past the minute after which a heartbeat is stale
+PASS_SECONDS = 10.0  # how long a test waits for a pass at most (one takes milliseconds)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    with migrated_database(request.param, tmp_path_factory, "cardvault_sweeper") as db:
+        yield db
+
+
+@pytest.fixture
+def sweeping(tmp_path: Path, database: Database) -> Iterator[Callable[[float], Sweeper]]:
+    """Start a sweeper as a booting worker would, passing every ``sweep_seconds``; stop it."""
+    started: list[Sweeper] = []
+
+    def start(sweep_seconds: float) -> Sweeper:
+        env = {**app_env(tmp_path, database), "CARDVAULT_SWEEP_SECONDS": str(sweep_seconds)}
+        broker.bind(Settings.from_env(env), database)
+        broker.broker.flush_all()
+        sweeper = Sweeper()
+        sweeper.after_worker_boot(broker.broker, None)  # type: ignore[arg-type]
+        started.append(sweeper)
+        return sweeper
+
+    yield start
+    for sweeper in started:
+        sweeper.before_worker_shutdown(broker.broker, None)  # type: ignore[arg-type]
+    broker.broker.flush_all()
+
+
+def wait_for_passes(sweeper: Sweeper, count: int = 1) -> None:
+    """Wait until ``count`` passes have ended since now (a pass under way counts only if it ends
+    after the call, so ``count=2`` means a whole pass ran after the call)."""
+    for _ in range(count):
+        sweeper.swept.clear()
+        assert sweeper.swept.wait(PASS_SECONDS), "the sweeper made no pass"
+
+
+def sent() -> list[tuple[str, tuple[object, ...]]]:
+    """The messages on the stub broker's queues (actor, arguments), taken off them."""
+    messages = []
+    for name, queue in list(broker.broker.queues.items()):  # type: ignore[attr-defined]
+        while not queue.empty():
+            message = dramatiq.Message.decode(queue.get_nowait())
+            messages.append((message.actor_name, tuple(message.args)))
+            assert message.queue_name == name
+    return messages
+
+
+def start_tag_delete(database: Database, account_id: str, heartbeat_ago_ms: int) -> str:
+    with database.transaction() as session:
+        editing.add_card(session, account_id=account_id, tags=["old"])
+        operation_id = operations.start_tag_operation(
+            session, account_id=account_id, kind="delete", tag="old"
+        ).id
+        session.execute(
+            update(TagOperation)
+            .where(TagOperation.id == operation_id)
+            .values(heartbeat_at=now_ms() - heartbeat_ago_ms)
+        )
+        return operation_id
+
+
+def start_export(database: Database, account_id: str, heartbeat_ago_ms: int) -> str:
+    with database.transaction() as session:
+        job_id = exports.start_export(session, account_id=account_id).id
+        session.execute(
+            update(ExportJob).where(ExportJob.id == job_id).values(heartbeat_at=now_ms() - heartbeat_ago_ms)
+        )
+        return job_id
+
+
+def queue_ai_stage(database: Database, account_id: str, updated_ago_ms: int) -> int:
+    with database.transaction() as session:
+        card = editing.add_card(session, account_id=account_id, content="Some words to summarise.")
+        processing.queue(session, card)
+        session.execute(
+            update(CardStage).where(CardStage.card_pk == card.pk).values(updated_at=now_ms() - updated_ago_ms)
+        )
+        return card.pk
+
+
+def test_a_booting_worker_resends_everything_under_way_and_starts_the_purges(
+    sweeping: Callable[[float], Sweeper], database: Database, new_account: Callable[[], str]
+) -> None:
+    # Under way a second ago: not stale by the minute, but a restarted process lost its queue.
+    operation_id = start_tag_delete(database, new_account(), 1_000)
+    job_id = start_export(database, new_account(), 1_000)
+    card_pk = queue_ai_stage(database, new_account(), 1_000)
+    sweeper = sweeping(3600)
+    assert sweeper.swept.wait(PASS_SECONDS)
+    messages = sent()
+    assert ("run_tag_operation", (operation_id,)) in messages
+    assert ("run_export", (job_id,)) in messages
+    assert ("ai_stage", (card_pk,)) in messages
+    assert sorted(actor for actor, _ in messages if actor in PURGES) == sorted(PURGES)
+
+
+def test_later_passes_resend_only_what_went_stale_and_purge_no_more(
+    sweeping: Callable[[float], Sweeper], database: Database, new_account: Callable[[], str]
+) -> None:
+    sweeper = sweeping(0.05)
+    wait_for_passes(sweeper)
+    sent()  # what the boot pass sent
+    fresh = (
+        start_tag_delete(database, new_account(), 1_000),
+        start_export(database, new_account(), 1_000),
+        queue_ai_stage(database, new_account(), 1_000),
+    )
+    stale = (
+        start_tag_delete(database, new_account(), AGO),
+        start_export(database, new_account(), AGO),
+        queue_ai_stage(database, new_account(), AGO),
+    )
+    wait_for_passes(sweeper, 2)
+    messages = set(sent())
+    assert {
+        ("run_tag_operation", (stale[0],)),
+        ("run_export", (stale[1],)),
+        ("ai_stage", (stale[2],)),
+    } <= messages
+    resent = {args[0] for _, args in messages}
+    assert not resent & set(fresh)
+    assert not {actor for actor, _ in messages} & PURGES  # every ten minutes, not every pass
+
+
+def test_a_failing_pass_is_logged_and_the_next_one_goes_on(
+    sweeping: Callable[[float], Sweeper],
+    database: Database,
+    new_account: Callable[[], str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    operation_id = start_tag_delete(database, new_account(), AGO)
+    settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_SWEEP_SECONDS": "0.05"})
+    unreachable = Database.from_url("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    sweeper = sweeping(0.05)
+    wait_for_passes(sweeper)
+    sent()
+    with caplog.at_level(logging.ERROR, logger="cardvault.sweeper"):
+        broker.bind(settings, unreachable)
+        wait_for_passes(sweeper, 2)  # ended, though it failed: wait_until_idle is not kept waiting
+    assert any(r.message == "sweeping failed; trying again later" for r in caplog.records)
+    sent()
+    broker.bind(settings, database)
+    wait_for_passes(sweeper, 2)
+    assert ("run_tag_operation", (operation_id,)) in sent()
+    unreachable.dispose()
+
+
+def test_a_stopped_sweeper_leaves_no_thread_behind(sweeping: Callable[[float], Sweeper]) -> None:
+    before = set(threading.enumerate())
+    sweeper = sweeping(0.05)
+    (thread,) = set(threading.enumerate()) - before
+    assert thread.name == "cardvault-sweeper" and thread.daemon
+    wait_for_passes(sweeper)
+    sweeper.before_worker_shutdown(broker.broker, None)  # type: ignore[arg-type]
+    assert not thread.is_alive()
