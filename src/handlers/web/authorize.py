@@ -46,6 +46,14 @@ _CORS = {
 
 
 _MALFORMED = "This request holds characters OAuth does not allow (RFC 6749: printable ASCII only)."
+# An error page says what went wrong in our words only: never a value of the request (an
+# attacker's redirect_uri such as "https://x.example/ Account locked, call 555" would be shown
+# on our page, under our name).
+_UNKNOWN_CLIENT = "The app that sent you here is not registered with Card Vault. Go back to the app."
+_WRONG_REDIRECT = (
+    "The app sent you here with a return address it has not registered. Go back to the app and start again."
+)
+_INCOMPLETE = "The app's sign-in request is incomplete or not one Card Vault accepts. Go back to the app."
 
 
 def _is_printable_ascii(pairs: list[tuple[str, str]]) -> bool:
@@ -112,9 +120,18 @@ def _checked(server: Server, oauth_request: OAuthRequest, account_id: str) -> An
             if answer.location:
                 answer.location = add_params_to_uri(answer.location, {"iss": server.issuer})
             return answer
-        return str(error.get_error_description() or error.error)
+        return _page_message(error)
     except ValueError:  # Authlib cannot describe a value it was sent (a quote, a backslash)
         return _MALFORMED
+
+
+def _page_message(error: OAuth2Error) -> str:
+    """The fixed message of an error page for an error that cannot go back to the client."""
+    if error.error == "invalid_client":
+        return _UNKNOWN_CLIENT
+    if (error.description or "").startswith(("Redirect URI", "Missing 'redirect_uri'")):
+        return _WRONG_REDIRECT
+    return _INCOMPLETE
 
 
 def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, Answer | None, str | None]:

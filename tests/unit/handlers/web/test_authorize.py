@@ -146,6 +146,7 @@ class TestAuthorizationRequest:
             "https://client.example/callbackx",
             "https://client.example.evil.example/callback",
             "http://client.example/callback",
+            "https://x.example/ATTACKERTEXT Account locked call 555",
         ],
     )
     def test_an_unregistered_redirect_uri_gets_an_error_page_never_a_redirect(
@@ -159,12 +160,16 @@ class TestAuthorizationRequest:
         assert response.status_code == 400
         assert "location" not in response.headers
         assert "This sign-in link does not work" in response.text
+        # In our words only: nothing of the address it was sent is shown.
+        assert "return address it has not registered" in response.text
+        assert "ATTACKERTEXT" not in response.text and "evil" not in response.text
 
     def test_an_unknown_client_gets_an_error_page_before_sign_in(self, browser: TestClient) -> None:
         _, challenge = pkce()
         client = Client("cli_nosuchclient", None, REDIRECT_URI)
         response = browser.get("/oauth/authorize", params=_params(client, challenge))
         assert response.status_code == 400 and "location" not in response.headers
+        assert "not registered with Card Vault" in response.text
 
     def test_a_missing_redirect_uri_is_refused(
         self, browser: TestClient, person: Person, oauth_client: Client
