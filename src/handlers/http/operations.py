@@ -59,16 +59,27 @@ def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Ru
                     p.get("$ref") == "#/components/parameters/IdempotencyKey"
                     for p in operation.get("parameters", [])
                 ),
-                scopes=next(
-                    (
-                        tuple(requirement["oauth2"])
-                        for requirement in operation.get("security", spec.get("security", []))
-                        if "oauth2" in requirement
-                    ),
-                    (),
-                ),
+                scopes=_scopes(operation, spec),
             )
     return table
+
+
+def _scopes(operation: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The scopes an operation's credential must hold: its oauth2 requirement's. An operation
+    that needs a credential and names none would let any credential through, so the app refuses
+    to start on one (SpecError)."""
+    security = operation.get("security", spec.get("security", []))
+    scopes = next((tuple(r["oauth2"]) for r in security if "oauth2" in r), ())
+    if security and not scopes:
+        raise SpecError(
+            f"{operation['operationId']} needs a credential but declares no oauth2 scopes: add"
+            " security: [{bearerAuth: []}, {oauth2: [<scope>]}] to it."
+        )
+    return scopes
+
+
+class SpecError(Exception):
+    """The spec asks for something the server cannot enforce."""
 
 
 def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
