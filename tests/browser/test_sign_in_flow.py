@@ -368,3 +368,19 @@ def test_sign_in_works_from_the_keyboard_alone_with_readable_contrast(
     expect(page.get_by_role("button", name="Sign in")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Signed in")).to_be_visible()
+
+
+def test_swagger_ui_runs_under_its_own_policy(site: Site, context: BrowserContext) -> None:
+    """/v1/ui/ renders the operations and its Authorize dialog under its strict policy, and the
+    browser reports no blocked script, style or request."""
+    page = context.new_page()
+    blocked: list[str] = []
+    page.on(
+        "console",
+        lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else None,
+    )
+    page.goto(f"{site.base}/v1/ui/")
+    expect(page.get_by_text("Create a card").first).to_be_visible()
+    page.get_by_role("button", name="Authorize").first.click()
+    expect(page.get_by_text("Available authorizations")).to_be_visible()
+    assert blocked == []

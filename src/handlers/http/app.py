@@ -39,7 +39,13 @@ from cardvault.handlers.http.connexion_overrides import (
 )
 from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
-from cardvault.handlers.http.middleware import RequestContext, RequestGuard, ResponseRequestId, SpecDocument
+from cardvault.handlers.http.middleware import (
+    DocsHeaders,
+    RequestContext,
+    RequestGuard,
+    ResponseRequestId,
+    SpecDocument,
+)
 from cardvault.handlers.web.routes import WebRoutes
 from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
@@ -138,6 +144,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         WebRoutes,
         RequestGuard,
         functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
+        DocsHeaders,
         DocsUI,
         RoutingMiddleware,
         SecurityMiddleware,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import secrets
@@ -234,3 +236,73 @@ class SpecDocument:
         headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+
+
+DOCS_PREFIX = "/v1/ui"
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.S)
+# Swagger UI (/v1/ui/) shares an origin with the sign-in pages, so it runs under a policy of its
+# own: scripts from our files and the inline ones each page was served with (by their hashes,
+# so nothing injected runs), no plugin or frame, requests only to us. Its styles need inline
+# style attributes (React sets them), which cannot run anything.
+_DOCS_POLICY = (
+    "default-src 'none'; script-src 'self'{hashes}; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+_DOCS_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+def docs_policy(html: bytes) -> str:
+    """The Content-Security-Policy of one Swagger UI response: its inline scripts by hash."""
+    hashes = "".join(
+        f" 'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
+        for script in _INLINE_SCRIPT.findall(html)
+    )
+    return _DOCS_POLICY.format(hashes=hashes)
+
+
+def _with_docs_headers(message: Message, policy: str) -> Message:
+    headers = _replaced(list(message.get("headers", [])), b"content-security-policy", policy.encode())
+    for name, value in _DOCS_HEADERS:
+        headers = _replaced(headers, name, value)
+    return {**message, "headers": headers}
+
+
+class DocsHeaders:
+    """Give every response under /v1/ui its own strict headers (see ``docs_policy``); an HTML
+    page (a few kB, ours) is held whole to hash its inline scripts, anything else streams."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(DOCS_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+                if content_type.startswith(b"text/html"):
+                    start = message  # sent with the body, once the body's scripts are known
+                    return
+                message = _with_docs_headers(message, docs_policy(b""))
+            elif start is not None and message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                body = b"".join(chunks)
+                length = str(len(body)).encode()
+                headers = _replaced(list(start.get("headers", [])), b"content-length", length)
+                await send(_with_docs_headers({**start, "headers": headers}, docs_policy(body)))
+                message = {"type": "http.response.body", "body": body}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
