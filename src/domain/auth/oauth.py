@@ -122,12 +122,24 @@ def save_code(
     )
 
 
+def is_known(session: Session, *, value: str) -> bool:
+    """Whether an authorization code, refresh token or access token is kept (live or not): a
+    request naming one that is not changes nothing, so it is answered without a write."""
+    digest = credentials.digest(value)
+    return (
+        session.get(OAuthCode, digest) is not None
+        or session.scalar(select(OAuthToken.token_hash).where(OAuthToken.token_hash == digest)) is not None
+    )
+
+
 def spend_code(session: Session, *, code: str, client_id: str, now: int) -> OAuthCode | None:
     """Use an authorization code of this client once: return it, or None when it is unknown,
     expired or another client's. A code used before revokes the grant its first use started."""
     if not credentials.is_well_formed(code, credentials.AUTHORIZATION_CODE):
         return None
     digest = credentials.digest(code)
+    if session.get(OAuthCode, digest) is None:
+        return None  # nothing to spend: no statement that writes
     spent = rows_changed(
         session,
         update(OAuthCode)

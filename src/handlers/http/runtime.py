@@ -35,11 +35,14 @@ class CredentialCache:
     lookup; an entry lives CACHE_SECONDS, or less when the credential ends sooner."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Holder, float]] = {}
+        # Credentials of a grant (access tokens, keys apps made) apart from the rest, so that
+        # forgetting them all is one assignment, whatever the number.
+        self._granted: dict[str, tuple[Holder, float]] = {}
+        self._others: dict[str, tuple[Holder, float]] = {}
         self._lock = threading.Lock()
 
     def get(self, digest: str) -> Holder | None:
-        entry = self._entries.get(digest)
+        entry = self._others.get(digest) or self._granted.get(digest)
         if entry is None or entry[1] < time.time():
             return None
         return entry[0]
@@ -47,22 +50,23 @@ class CredentialCache:
     def forget(self, digest: str) -> None:
         """Drop a credential this process revoked, so it stops working here at once."""
         with self._lock:
-            self._entries.pop(digest, None)
+            self._others.pop(digest, None)
+            self._granted.pop(digest, None)
 
     def forget_granted(self) -> None:
         """Drop every credential of a grant (access tokens, keys apps made): a grant was
-        revoked, and which were its is the database's to say (each is looked up again)."""
+        revoked, and which were its is the database's to say (each is looked up again). O(1)."""
         with self._lock:
-            for digest in [d for d, (holder, _) in self._entries.items() if holder.grant_id is not None]:
-                del self._entries[digest]
+            self._granted = {}
 
     def put(self, digest: str, holder: Holder, ends_at: float | None = None) -> None:
         """Remember a holder until CACHE_SECONDS from now, or ``ends_at`` (epoch seconds) if sooner."""
         until = time.time() + CACHE_SECONDS
         with self._lock:
-            if len(self._entries) >= _CACHE_SIZE:
-                self._entries.clear()
-            self._entries[digest] = (holder, until if ends_at is None else min(until, ends_at))
+            if len(self._granted) + len(self._others) >= _CACHE_SIZE:
+                self._granted, self._others = {}, {}
+            entries = self._others if holder.grant_id is None else self._granted
+            entries[digest] = (holder, until if ends_at is None else min(until, ends_at))
 
 
 class InFlight:

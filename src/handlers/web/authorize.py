@@ -9,6 +9,7 @@ RFC 6749's and RFC 7009's JSON, which OAuth client libraries expect, not the API
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -19,7 +20,7 @@ from authlib.oauth2 import OAuth2Error
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from cardvault.domain.auth import credentials
+from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.models import Account
 from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
@@ -69,13 +70,14 @@ def _oauth_request(request: Request, form: list[tuple[str, str]], *, query: bool
     return OAuthRequest(request.method, uri, request.headers, pairs, form)
 
 
-def _with_server(work: Callable[[Server], Any]) -> Any:
+def _with_server(work: Callable[[Server], Any], *, write: bool = True) -> Any:
     """Run the server in one transaction (retried whole if the database was busy); what it
-    wrote stands even when it answers an error (a replayed code or refresh token revokes)."""
+    wrote stands even when it answers an error (a replayed code or refresh token revokes).
+    ``write=False`` for a request that can only read (SQLite's one write lock is not taken)."""
     rt = runtime.current()
 
     def attempt() -> Any:
-        with rt.db.transaction() as session:
+        with rt.db.transaction(write=write) as session:
             return work(Server(session, issuer=rt.settings.public_url))
 
     return rt.db.run(attempt)
@@ -162,7 +164,7 @@ def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, 
             ],
         }
 
-    result = _with_server(work)
+    result = _with_server(work, write=False)  # a consent page only reads
     if isinstance(result, Answer):
         return None, result, None
     if isinstance(result, str):
@@ -235,17 +237,31 @@ async def authorize(request: Request) -> Response:
     return _as_response(result)
 
 
-async def _form_endpoint(request: Request, respond: Callable[[Server, OAuthRequest], Answer]) -> Response:
-    """Answer a JSON endpoint taking a form (token, revocation)."""
+def _is_known(value: str | None) -> bool:
+    """Whether the code or token a request names is kept; one that is not cannot be spent,
+    replayed or revoked, so its request is run without a write (or SQLite's write lock)."""
+    if not value:
+        return False
+    with runtime.current().db.transaction(write=False) as session:
+        return oauth.is_known(session, value=value)
+
+
+async def _form_endpoint(
+    request: Request,
+    respond: Callable[[Server, OAuthRequest], Answer],
+    credential: Callable[[list[tuple[str, str]]], str | None],
+) -> tuple[Response, bool]:
+    """Answer a JSON endpoint taking a form (token, revocation), and say whether it could have
+    written: only a request naming a kept code or token (``credential`` finds it in the form)."""
     if request.method == "OPTIONS":
-        return Response(status_code=204, headers=_CORS)
+        return Response(status_code=204, headers=_CORS), False
     try:
         form = await pages.read_form(request)
     except pages.FormRefused as refused:
-        return _json_error("invalid_request", str(refused))
+        return _json_error("invalid_request", str(refused)), False
     authorization = request.headers.get("authorization", "")
     if not _is_printable_ascii([*form, ("authorization", authorization)]):
-        return _json_error("invalid_request", _MALFORMED)
+        return _json_error("invalid_request", _MALFORMED), False
 
     def work(server: Server) -> Answer:
         try:
@@ -253,17 +269,27 @@ async def _form_endpoint(request: Request, respond: Callable[[Server, OAuthReque
         except ValueError:  # Authlib reading a Basic header that is not base64 of UTF-8
             return Answer(401, {"error": "invalid_client", "error_description": _MALFORMED}, {})
 
-    answer = await anyio.to_thread.run_sync(_with_server, work)
+    known = await anyio.to_thread.run_sync(_is_known, credential(form))
+    answer = await anyio.to_thread.run_sync(functools.partial(_with_server, work, write=known))
     headers = {**answer.headers, **_CORS, "Cache-Control": "no-store", "Pragma": "no-cache"}
-    return JSONResponse(answer.body, status_code=answer.status, headers=headers)
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers), known
+
+
+_SPENT_BY_GRANT_TYPE = {"authorization_code": "code", "refresh_token": "refresh_token"}
+
+
+def _spent(form: list[tuple[str, str]]) -> str | None:
+    """The code or refresh token a token request would spend."""
+    field = _SPENT_BY_GRANT_TYPE.get(pages.first(form, "grant_type") or "")
+    return pages.first(form, field) if field else None
 
 
 async def token(request: Request) -> Response:
     """POST /oauth/token (RFC 6749 §3.2): codes and refresh tokens for tokens."""
-    response = await _form_endpoint(
-        request, lambda server, asked: _answer(server.create_token_response(asked))
+    response, known = await _form_endpoint(
+        request, lambda server, asked: _answer(server.create_token_response(asked)), _spent
     )
-    if response.status_code >= 400:
+    if known and response.status_code >= 400:
         # A refusal may have revoked a grant (a replayed code or refresh token): this process
         # forgets the grant credentials it had verified; each is looked up again on its next use.
         runtime.current().credential_cache.forget_granted()
@@ -273,15 +299,16 @@ async def token(request: Request) -> Response:
 async def revoke(request: Request) -> Response:
     """POST /oauth/revoke (RFC 7009): a refresh token ends its whole grant, an access token
     ends alone; an unknown token is answered 200 all the same."""
-    response = await _form_endpoint(
+    response, known = await _form_endpoint(
         request,
         # The stub leaves create_endpoint_response unannotated.
         lambda server, asked: _answer(
             server.create_endpoint_response("revocation", asked)  # type: ignore[no-untyped-call]
         ),
+        lambda form: pages.first(form, "token"),
     )
-    # At once in this process (other processes within the credential cache's 5 seconds).
-    runtime.current().credential_cache.forget_granted()
+    if known:  # at once in this process (other processes within the credential cache's 5 s)
+        runtime.current().credential_cache.forget_granted()
     return response
 
 

@@ -3,6 +3,7 @@ consent, tokens, rotation with reuse detection, revocation, and metadata."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from starlette.testclient import TestClient
 
 from cardvault.domain.auth import credentials, oauth
@@ -19,7 +20,16 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import OAuthCode, OAuthToken
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
-from tests.unit.handlers.web.conftest import REDIRECT_URI, Client, Person, csrf_of, pkce, query_of, sign_in
+from tests.unit.handlers.web.conftest import (
+    PUBLIC_URL,
+    REDIRECT_URI,
+    Client,
+    Person,
+    csrf_of,
+    pkce,
+    query_of,
+    sign_in,
+)
 
 
 def _params(client: Client, challenge: str, **changes: str | None) -> dict[str, str]:
@@ -575,3 +585,67 @@ class TestRevocationHints:
     ) -> None:
         response = browser.post("/oauth/revoke", data={"client_id": oauth_client.client_id})
         assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+
+
+@contextlib.contextmanager
+def _writes_held(database: Database) -> Iterator[None]:
+    """Hold, on another connection, what a write would wait for: SQLite's write lock, or on
+    PostgreSQL the OAuth tables (reads of them go on)."""
+    holder = database.engine.connect().execution_options(write=True)
+    if database.dialect == "sqlite":
+        holder.execute(text("SELECT 1"))  # the engine begins it IMMEDIATE: the write lock
+    else:
+        holder.execute(text("LOCK TABLE oauth_codes, oauth_tokens, oauth_grants IN EXCLUSIVE MODE"))
+    try:
+        yield
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+class TestNoWriteForWhatCannotChange:
+    """A request that names no kept code or token, or only asks for a consent page, changes
+    nothing, so it is answered without a write: not even while another connection holds what a
+    write would wait for, past the lock timeout (150 ms here)."""
+
+    @pytest.fixture
+    def impatient(self, settings: Settings, database: Database) -> Iterator[TestClient]:
+        db = Database.from_url(database.engine.url.render_as_string(hide_password=False), lock_timeout_ms=150)
+        app = create_app(settings, db)
+        with TestClient(
+            app, base_url=PUBLIC_URL, follow_redirects=False, raise_server_exceptions=False
+        ) as client:
+            yield client
+        db.dispose()
+
+    def test_an_unknown_code_or_refresh_token_is_refused_at_once(
+        self, impatient: TestClient, oauth_client: Client, database: Database
+    ) -> None:
+        code = credentials.new_secret(credentials.AUTHORIZATION_CODE)
+        refresh = credentials.new_secret(credentials.REFRESH_TOKEN)
+        with _writes_held(database):
+            exchanged = _exchange(impatient, oauth_client, code, "v" * 43)
+            refreshed = _refresh(impatient, oauth_client, refresh)
+        assert (exchanged.status_code, exchanged.json()["error"]) == (400, "invalid_grant")
+        assert (refreshed.status_code, refreshed.json()["error"]) == (400, "invalid_grant")
+
+    def test_revoking_an_unknown_token_answers_200_at_once(
+        self, impatient: TestClient, oauth_client: Client, database: Database
+    ) -> None:
+        token = credentials.new_secret(credentials.ACCESS_TOKEN)
+        with _writes_held(database):
+            revoked = impatient.post(
+                "/oauth/revoke", data={"token": token, "client_id": oauth_client.client_id}
+            )
+        assert revoked.status_code == 200
+
+    def test_a_consent_page_and_its_refusals_need_no_write(
+        self, impatient: TestClient, oauth_client: Client, database: Database
+    ) -> None:
+        _, challenge = pkce()
+        nobody = Client("cli_nosuchclient", None, REDIRECT_URI)
+        with _writes_held(database):
+            unknown = impatient.get("/oauth/authorize", params=_params(nobody, challenge))
+            signed_out = impatient.get("/oauth/authorize", params=_params(oauth_client, challenge))
+        assert unknown.status_code == 400 and "not registered with Card Vault" in unknown.text
+        assert signed_out.status_code in (302, 303) and "/sign-in" in signed_out.headers["location"]
