@@ -5,7 +5,7 @@ client sends a new key for each new request: Schemathesis sends the same short k
 again with different bodies, which the server rightly answers 422 IDEMPOTENCY_KEY_REUSED (or
 with a replay of a card deleted since), and its checks read those as valid input refused.
 Invalid keys are kept, so their refusal is still checked. Replays and reuse are tested in
-tests/unit/handlers/test_idempotency.py."""
+tests/unit/handlers/http/test_operations_idempotency.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """House rules that a machine can check: lint, formatting, types, the direction of the layers,
-and that the benchmarks stand on their own."""
+that the benchmarks stand on their own, and that the unit tests mirror src/."""
 
 import ast
 import subprocess
@@ -8,6 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+SRC, UNIT = ROOT / "src", ROOT / "tests" / "unit"
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -51,3 +52,119 @@ def test_bench_never_imports_the_tests_or_another_benchs_private_names() -> None
                     private = [a.name for a in node.names if a.name.startswith("_")]
                     found += [f"{where} imports {node.module}.{name}" for name in private]
     assert found == []
+
+
+# The unit tests mirror src/: tests/unit/<folders>/test_<module>.py, or test_<module>_<aspect>.py,
+# where <module> is a module or sub-package at that path of src/ ("init" for a package's
+# __init__.py). The spec, openapi/cardvault.yaml, ships as the package cardvault.openapi: its tests
+# are tests/unit/openapi/test_cardvault.py. These two check the repository as a whole:
+WHOLE_REPOSITORY_TESTS = {"test_style.py", "test_wheel.py"}
+SPEC = "openapi/cardvault.yaml"
+
+# The modules of src/ with no test file of their own: the test file that exercises each (directly
+# or through the HTTP operation that calls it), or why there is nothing to test on its own.
+DECLARATIONS = "declarations only; every test that saves or reads a row uses them"
+COVERED_ELSEWHERE = {
+    "adapters/decoder/child.py": "tests/unit/adapters/decoder/test_init.py",
+    "adapters/decoder/jobs.py": "tests/unit/adapters/decoder/test_init.py",
+    "adapters/media/__init__.py": "tests/unit/workers/stages/test_media.py",
+    "adapters/pages/categories.py": "tests/unit/adapters/pages/test_init.py",
+    "adapters/pages/main_text.py": "tests/unit/adapters/pages/test_init.py",
+    "adapters/pages/open_graph.py": "tests/unit/adapters/pages/test_init.py",
+    "domain/clock.py": "one call of time.time(); every test that checks a time uses it",
+    "domain/db.py": "tests/unit/handlers/http/test_operations_busy.py",
+    "domain/files/uploads.py": "tests/unit/handlers/test_uploads.py",
+    "domain/guards/rate_limits.py": "tests/unit/handlers/http/test_operations_rate_limits.py",
+    "domain/migrations/doomed.py": "tests/unit/domain/migrations/test_versions.py",
+    "domain/migrations/env.py": "tests/unit/domain/migrations/test_versions.py",
+    "domain/models/__init__.py": DECLARATIONS,
+    "domain/models/auth.py": DECLARATIONS,
+    "domain/models/cards.py": DECLARATIONS,
+    "domain/models/declarative.py": DECLARATIONS,
+    "domain/models/files.py": DECLARATIONS,
+    "domain/models/folders.py": DECLARATIONS,
+    "domain/models/guards.py": DECLARATIONS,
+    "domain/models/ownership.py": DECLARATIONS,
+    "domain/models/pipeline.py": DECLARATIONS,
+    "domain/models/portability.py": DECLARATIONS,
+    "domain/models/tags.py": DECLARATIONS,
+    "domain/portability/export_runs.py": "tests/unit/workers/test_exports.py",
+    "domain/portability/exports.py": "tests/unit/workers/test_exports.py",
+    "domain/portability/import_checks.py": "tests/unit/test_importer.py",
+    "domain/portability/imports.py": "tests/unit/test_importer.py",
+    "domain/processing.py": "tests/unit/workers/stages/test_link_metadata.py",
+    "handlers/http/auth.py": "tests/unit/handlers/http/test_errors.py",
+    "handlers/system.py": "tests/unit/handlers/http/test_errors.py",
+    "handlers/web/oauth_server.py": "tests/unit/handlers/web/test_authorize.py",
+    "handlers/web/pages.py": "tests/unit/handlers/web/test_sign_in.py",
+    "handlers/web/routes.py": "tests/unit/handlers/web/test_sign_in.py",
+    "workers/broker.py": "tests/unit/workers/test_pipeline.py",
+    "workers/idempotency.py": "tests/unit/handlers/http/test_operations_idempotency.py",
+    "workers/main.py": "tests/unit/test_cli.py",
+    "workers/oauth.py": "tests/unit/handlers/web/test_sign_in.py",
+    "workers/stages/__init__.py": "tests/unit/workers/stages/test_transcript.py",
+    "workers/stages/pictures.py": "tests/unit/workers/stages/test_link_preview.py",
+}
+
+
+def _is_namespace(init: Path) -> bool:
+    """Whether a package's __init__.py holds nothing but its docstring."""
+    return all(
+        isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        for node in ast.parse(init.read_text(), str(init)).body
+    )
+
+
+def _modules() -> list[str]:
+    """What needs a test: every module of src/ but the migrations and namespace packages, and the spec."""
+    found = [SPEC]
+    for path in sorted(SRC.rglob("*.py")):
+        relative = path.relative_to(SRC)
+        if relative.parts[:3] == ("domain", "migrations", "versions"):
+            continue
+        if path.name == "__init__.py" and _is_namespace(path):
+            continue
+        found.append(relative.as_posix())
+    return found
+
+
+def _unit_tests() -> list[Path]:
+    tests = [p.relative_to(UNIT) for p in sorted(UNIT.rglob("test_*.py"))]
+    return [t for t in tests if t.as_posix() not in WHOLE_REPOSITORY_TESTS]
+
+
+def _names(test: Path, module: str) -> bool:
+    """Whether the test file (relative to tests/unit) is named after the module (relative to src/)."""
+    folder, _, file = module.rpartition("/")
+    name = "init" if file == "__init__.py" else file.rsplit(".", 1)[0]
+    stem = test.stem.removeprefix("test_")
+    return test.parent.as_posix() == (folder or ".") and (stem == name or stem.startswith(f"{name}_"))
+
+
+def test_every_unit_test_file_names_a_module_at_its_mirrored_path() -> None:
+    wrong = []
+    for test in _unit_tests():
+        if test.parts[0] == "openapi":
+            names = ["cardvault"] if test.parent.as_posix() == "openapi" else []
+        else:
+            folder = SRC / test.parent
+            names = ["init"] if (folder / "__init__.py").exists() else []
+            names += [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+            names += (
+                [p.name for p in folder.iterdir() if (p / "__init__.py").exists()] if folder.is_dir() else []
+            )
+        stem = test.stem.removeprefix("test_")
+        if not any(stem == name or stem.startswith(f"{name}_") for name in names):
+            wrong.append(f"tests/unit/{test.as_posix()}")
+    assert wrong == [], "name a module or package of src/ at the same path (see README, Tests)"
+
+
+def test_every_module_has_a_test_file_or_says_which_test_exercises_it() -> None:
+    tests = _unit_tests()
+    modules = _modules()
+    untested = [m for m in modules if m not in COVERED_ELSEWHERE and not any(_names(t, m) for t in tests)]
+    assert untested == [], "add tests/unit/<path>/test_<module>.py, or an entry in COVERED_ELSEWHERE"
+    stale = [m for m in COVERED_ELSEWHERE if m not in modules or any(_names(t, m) for t in tests)]
+    assert stale == [], "these modules are gone or have a test file of their own: drop their entries"
+    missing = [t for t in COVERED_ELSEWHERE.values() if t.startswith("tests/") and not (ROOT / t).is_file()]
+    assert missing == []

@@ -62,8 +62,8 @@ def _strict(base: t.Any) -> t.Any:
         if not _over_size_bound(schema, instance):
             yield from check_items(validator, items, instance, schema)
 
-    # The spec uses no uniqueItems (tests/unit/test_spec.py says why), so jsonschema's quadratic
-    # check of it never runs.
+    # The spec uses no uniqueItems (tests/unit/openapi/test_cardvault.py says why), so
+    # jsonschema's quadratic check of it never runs.
     # types-jsonschema leaves extend() unannotated.
     return validators.extend(base, {"pattern": _pattern, "items": items})  # type: ignore[no-untyped-call]
 
@@ -76,7 +76,7 @@ def _describe(error: ValidationError) -> str:
     rule, bound = error.validator, t.cast(t.Any, error.validator_value)
     if rule == "oneOf" and error.context:
         # The spec's only oneOf is a nullable reference, `oneOf: [Type, NullValue]` (a test in
-        # tests/unit/test_spec.py keeps it so): what the type asks for, or null.
+        # tests/unit/openapi/test_cardvault.py keeps it so): what the type asks for, or null.
         first = [e for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == 0]
         return _describe((first or list(error.context))[0]) + ", or null"
     if rule == "enum":

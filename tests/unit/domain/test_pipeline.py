@@ -1,7 +1,7 @@
 """The table of stages: the stages each card kind runs, in order, as its docstring lists them;
 what waits for what, seen from both ends; and the names, kinds, codes and bounds it shares
-with the interface. (That every row has its module and actor, and that a stage runs after the
-one it waits for, is tests/unit/workers/test_pipeline.py's.)"""
+with the interface; and that a stage waits only for one that runs before it, for the same kind
+of card. (That every row has its module and actor is tests/unit/workers/test_pipeline.py's.)"""
 
 from __future__ import annotations
 
@@ -95,3 +95,11 @@ def test_another_worker_takes_a_stage_over_only_after_its_time_limit() -> None:
 
 def test_the_queues_are_named_once_each_in_the_tables_order() -> None:
     assert pipeline.queues() == ("files", "transcripts")
+
+
+def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:
+    for row in pipeline.STAGES:
+        for kind, before in row.after.items():
+            assert kind in row.kinds
+            assert pipeline.ORDER.index(before) < pipeline.ORDER.index(row.name)
+            assert kind in pipeline.BY_NAME[before].kinds

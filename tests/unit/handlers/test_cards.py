@@ -12,6 +12,8 @@ from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card
 from tests.conftest import Api
 
+DONE_FIELDS = {"completedAt", "isHidden", "linkCategory", "sourceTitle", "sourceUrl"}
+
 
 def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def, type-arg]
     assert response.status_code == status, response.text
@@ -342,3 +344,15 @@ class TestIsolation:
         assert other.get("/v1/cards", params={"include": "total"}).json()["total"] == 0
         assert other.get("/v1/cards", params={"q": "secret"}).json()["items"] == []
         assert other.get("/v1/cards", params={"tag": "private"}).json()["items"] == []
+
+
+# Hardening: a response that once slipped past the contract, pinned by the behaviour that was
+# wrong.
+class TestDoneFieldsBelongToMarkDone:
+    def test_only_mark_done_returns_the_done_fields(self, api: Api) -> None:
+        card = api.create(content="https://example.com/a")
+        done = api.post(f"/v1/cards/{card['id']}/done").json()
+        assert set(done) >= DONE_FIELDS and done["completedAt"] is not None
+        for action in ("archive", "unarchive", "trash", "restore"):
+            body = api.post(f"/v1/cards/{card['id']}/{action}").json()
+            assert "isDeleted" in body and not DONE_FIELDS & set(body), action

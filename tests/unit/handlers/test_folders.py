@@ -7,8 +7,11 @@ from collections.abc import Callable
 import pytest
 
 from cardvault.domain import folders
+from cardvault.settings import spec_document
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
+
+SPEC = spec_document()[1]
 
 
 def folder(api: Api, name: str = "Recipes", color: str | None = None) -> dict:  # type: ignore[type-arg]
@@ -167,3 +170,63 @@ class TestListAndDeleteFolders:
         assert api.request("DELETE", f"/v1/folders/{made['id']}").status_code == 204
         assert_error(api.get(f"/v1/folders/{made['id']}"), 404, "NOT_FOUND")
         assert api.get(f"/v1/cards/{card['id']}").json()["folderIds"] == []
+
+
+# Hardening: inputs that once answered 500 or slipped past the contract, each pinned by the
+# behaviour that was wrong.
+class TestCardIdsInFolders:
+    @pytest.mark.parametrize("method", ["POST", "DELETE"])
+    def test_a_malformed_id_fails_alone(self, api: Api, method: str) -> None:
+        made, card = folder(api), api.create(content="x")
+        bad = ["x" * 65, "has space", "", "crd_" + "é" * 10, "y" * 1024]
+        if method == "DELETE":
+            api.post(f"/v1/folders/{made['id']}/cards", json={"cardIds": [card["id"]]})
+        response = api.request(
+            method, f"/v1/folders/{made['id']}/cards", json={"cardIds": [*bad, card["id"]]}
+        )
+        assert response.status_code == 200, response.text
+        assert response.json() == {"updatedIds": [card["id"]], "failedIds": bad, "folderLimitIds": []}
+
+
+class TestFolderPaging:
+    def test_renaming_the_folder_at_the_boundary_does_not_move_the_next_page(self, api: Api) -> None:
+        a, b, c = folder(api, "a"), folder(api, "b"), folder(api, "c")
+        first = api.get("/v1/folders", params={"limit": 1}).json()
+        api.patch(f"/v1/folders/{a['id']}", json={"name": "z"})
+        rest = api.get("/v1/folders", params={"cursor": first["pageInfo"]["nextCursor"]}).json()
+        assert [f["id"] for f in rest["items"]] == [b["id"], c["id"], a["id"]]
+
+    def test_deleting_the_folder_at_the_boundary_does_not_break_the_cursor(self, api: Api) -> None:
+        a, b = folder(api, "a"), folder(api, "b")
+        first = api.get("/v1/folders", params={"limit": 1}).json()
+        assert api.request("DELETE", f"/v1/folders/{a['id']}").status_code == 204
+        rest = api.get("/v1/folders", params={"cursor": first["pageInfo"]["nextCursor"]}).json()
+        assert [f["id"] for f in rest["items"]] == [b["id"]]
+
+    def test_the_longest_possible_cursor_fits_the_spec(self, api: Api) -> None:
+        # U+1D160 decomposes to three 4-byte characters: the largest sort key per character.
+        longest = folder(api, "\U0001d160" * 300)
+        other = folder(api, "\U0001d160" * 299 + "\U0001d161")
+        first = api.get("/v1/folders", params={"limit": 1}).json()
+        cursor = first["pageInfo"]["nextCursor"]
+        (spec_cursor,) = [p for p in SPEC["paths"]["/folders"]["get"]["parameters"] if p["name"] == "cursor"]
+        assert len(cursor) <= spec_cursor["schema"]["maxLength"]
+        rest = api.get("/v1/folders", params={"cursor": cursor}).json()
+        assert [f["id"] for f in first["items"] + rest["items"]] == sorted(
+            [longest["id"], other["id"]], key=[longest["id"], other["id"]].index
+        ) or len(first["items"] + rest["items"]) == 2
+
+
+# A defect found in review, pinned by the behaviour that was wrong.
+def test_folders_with_long_non_ascii_names_page_through(api: Api) -> None:
+    made = {api.post("/v1/folders", json={"name": "é" * 299 + str(i)}).json()["id"] for i in range(3)}
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 1, **({"cursor": cursor} if cursor else {})}
+        page = api.get("/v1/folders", params=params)
+        assert page.status_code == 200, page.text
+        seen += [f["id"] for f in page.json()["items"]]
+        cursor = page.json()["pageInfo"]["nextCursor"]
+        if cursor is None:
+            break
+    assert set(seen) == made and len(seen) == 3

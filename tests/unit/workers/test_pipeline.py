@@ -46,14 +46,6 @@ def test_every_stage_module_and_stage_actor_is_in_the_table() -> None:
     assert on_stage_queues - LEGACY == {row.actor_name for row in table.STAGES}
 
 
-def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:
-    for row in table.STAGES:
-        for kind, before in row.after.items():
-            assert kind in row.kinds
-            assert table.ORDER.index(before) < table.ORDER.index(row.name)
-            assert kind in table.BY_NAME[before].kinds
-
-
 LEGACY_QUEUES = [("run_stage", "files"), ("run_transcript_stage", "transcripts")]
 
 

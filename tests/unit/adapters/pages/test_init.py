@@ -2,7 +2,8 @@
 network: each page in tests/fixtures/pages is read as fetched from its address in expected.json,
 and the fields its markup states are checked against values worked out by hand from the
 documented rules (PRECEDENCE, the category rules, the facts, price, media, favicon and date rules),
-not copied from the reader's output. Focused cases below go through read_page too."""
+not copied from the reader's output. Focused cases, through read_page too, are in the test files
+of the modules they exercise (test_values.py, test_schema_org.py, ...)."""
 
 from __future__ import annotations
 
@@ -96,100 +97,6 @@ def test_reading_the_corpus_opens_no_connection(no_network: list[tuple[object, .
     pages = [read(case) for case in CASES]
     assert all(isinstance(page, Page) for page in pages)
     assert no_network == []
-
-
-def test_a_relative_og_image_is_resolved_against_the_final_url() -> None:
-    page = read_page(
-        html('<meta property="og:image" content="../img/cover.jpg">'),
-        url="https://www.example.org/blog/posts/first.html?from=feed",
-        content_type="text/html",
-    )
-    assert page.image_url == "https://www.example.org/blog/img/cover.jpg"
-    assert [item["url"] for item in page.media] == ["https://www.example.org/blog/img/cover.jpg"]
-
-
-def test_a_javascript_og_image_is_dropped_for_the_next_source() -> None:
-    page = read_page(
-        html(
-            '<meta property="og:image" content="javascript:alert(document.cookie)">'
-            '<meta name="twitter:image" content="https://www.example.org/card.png">'
-        ),
-        url="https://www.example.org/post",
-        content_type="text/html",
-    )
-    assert page.image_url == "https://www.example.org/card.png"
-    assert page.media == ()
-
-
-def test_json_ld_given_as_a_list_is_read_item_by_item() -> None:
-    block = json.dumps(
-        [
-            {"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": []},
-            {
-                "@context": "https://schema.org",
-                "@type": "Recipe",
-                "name": "Quick flatbreads",
-                "recipeYield": "8",
-                "totalTime": "PT25M",
-            },
-        ]
-    )
-    page = read_page(
-        html(f'<title>Quick flatbreads | Example</title><script type="application/ld+json">{block}</script>'),
-        url="https://www.example.org/flatbreads",
-        content_type="text/html; charset=utf-8",
-    )
-    assert page.category == "recipe"
-    assert page.title == "Quick flatbreads"
-    assert page.facts == (("Servings", "8"), ("Total time", "25 min"))
-
-
-def test_html_without_a_content_type_is_read_as_html() -> None:
-    page = read_page(
-        b'<html><head><meta property="og:title" content="Sniffed"></head><body></body></html>',
-        url="https://www.example.org/sniffed",
-        content_type=None,
-    )
-    assert page.title == "Sniffed"
-    assert page.content_type == "text/html"
-
-
-def test_an_iso_8859_1_label_reads_as_windows_1252_like_browsers() -> None:
-    """The HTML encoding standard reads the iso-8859-1 label as windows-1252, so 0x93/0x94 are
-    quotation marks, not C1 control characters."""
-    body = html('<meta charset="iso-8859-1"><meta property="og:title" content="Das “Café”">')
-    page = read_page(
-        body.decode().encode("cp1252"), url="https://www.example.at/cafe", content_type="text/html"
-    )
-    assert page.title == "Das “Café”"
-
-
-def test_a_broken_json_ld_block_leaves_the_others() -> None:
-    good = '{"@context": "https://schema.org", "@type": "Recipe", "name": "Soup", "recipeYield": "2"}'
-    broken = '{"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": ['
-    page = read_page(
-        html(
-            f'<script type="application/ld+json">{good}</script>'
-            f'<script type="application/ld+json">{broken}</script>'
-        ),
-        url="https://www.example.org/soup",
-        content_type="text/html",
-    )
-    assert page.category == "recipe"
-    assert page.facts == (("Servings", "2"),)
-
-
-def test_open_graph_tags_after_a_stray_element_in_the_head_still_count() -> None:
-    page = read_page(
-        html(
-            '<title>Head title</title><div class="cookie-banner">We use cookies'
-            '<meta property="og:title" content="OG title"><meta property="og:type" content="video.movie">'
-        ),
-        url="https://www.example.org/film",
-        content_type="text/html",
-    )
-    assert page.title == "OG title"
-    assert page.category == "movie"
 
 
 def test_a_five_megabyte_page_of_nested_divs_is_read() -> None:

@@ -1,5 +1,6 @@
 """Card rules on a real database (SQLite and PostgreSQL)."""
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from cardvault.domain.errors import (
     TypeMismatch,
     UploadNotFound,
 )
+from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
 
 SECRET = "k" * 40
 
@@ -256,3 +259,56 @@ class TestListCards:
     def test_search_finds_long_words_by_prefix(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a" * 150)
         assert [c.id for c in listing(database, account_id, q="a" * 120).cards] == [card.id]
+
+
+# Defects found in review, each pinned by the behaviour that was wrong.
+def test_concurrent_done_keeps_the_first_completion_time(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        card_id = editing.add_card(session, account_id=account_id, url="https://example.com").id
+    results: list[int | None] = []
+    barrier = threading.Barrier(8)
+
+    def done() -> None:
+        barrier.wait()
+        with database.transaction() as session:
+            results.append(editing.mark_done(session, account_id=account_id, card_id=card_id).completed_at)
+
+    run_together(done, 8)
+    assert len(set(results)) == 1 and results[0] is not None
+
+
+def test_concurrent_tag_edits_of_one_card_all_succeed(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        card_id = editing.add_card(session, account_id=account_id, tags=["a"]).id
+    errors: list[Exception] = []
+    barrier = threading.Barrier(8)
+    counter = iter(range(8))
+
+    def edit() -> None:
+        n = next(counter)
+        barrier.wait()
+        try:
+            with database.transaction() as session:
+                editing.update_card(session, account_id=account_id, card_id=card_id, tags=["a", f"b{n}"])
+        except Exception as exc:
+            errors.append(exc)
+
+    run_together(edit, 8)
+    assert errors == []
+    with database.transaction(write=False) as session:
+        tags = editing.get_card(session, account_id=account_id, card_id=card_id).tags
+    assert tags[0] == "a" and len(tags) == 2
+
+
+def run_together(target: Callable[[], None], count: int) -> None:
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_done_on_a_card_in_trash_is_409_whatever_its_type(api: Api) -> None:
+    card = api.create(content="plain text")
+    api.post(f"/v1/cards/{card['id']}/trash")
+    assert_error(api.post(f"/v1/cards/{card['id']}/done"), 409, "CARD_IN_TRASH")

@@ -13,6 +13,8 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card
+from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
 
 SECRET = "k" * 40
 
@@ -265,3 +267,18 @@ def _plan(session: object, query: object, values: dict[str, object]) -> str:
     session.execute(text("SET LOCAL enable_seqscan = off"))  # type: ignore[attr-defined]
     rows = session.execute(text(f"EXPLAIN {compiled}")).all()  # type: ignore[attr-defined]
     return "\n".join(row[0] for row in rows)
+
+
+# Defects found in review, each pinned by the behaviour that was wrong.
+def test_the_type_filter_alone_narrows_the_list(api: Api) -> None:
+    quote = api.create(content='"Hi." — Me')
+    api.create(content="plain")
+    body = api.get("/v1/cards", params={"type": "quote", "include": "total"}).json()
+    assert [i["id"] for i in body["items"]] == [quote["id"]] and body["total"] == 1
+
+
+def test_a_cursor_for_one_type_is_refused_for_another(api: Api) -> None:
+    for _ in range(2):
+        api.create(content="plain")
+    cursor = api.get("/v1/cards", params={"type": "text", "limit": 1}).json()["pageInfo"]["nextCursor"]
+    assert_error(api.get("/v1/cards", params={"type": "link", "cursor": cursor}), 400, "INVALID_CURSOR")

@@ -11,6 +11,7 @@ from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from cardvault.domain.models import TagCounter, TagSpelling
 from cardvault.domain.tags import counts, operations
+from tests.conftest import Api
 
 COUNTED = {
     "cards": "SELECT t.name_key, count(DISTINCT t.card_pk) FROM card_tags t JOIN cards c ON c.pk = t.card_pk "
@@ -148,3 +149,16 @@ def run_operation_to_end(database: Database, operation: str) -> None:
         with database.transaction() as session:
             if not operations.run_tag_batch(session, operation_id=operation):
                 return
+
+
+# A defect found in review, pinned by the behaviour that was wrong.
+def test_tag_counts_leave_out_cards_in_trash(api: Api) -> None:
+    kept, trashed = api.create(tags=["both"]), api.create(tags=["both", "only-trashed"])
+    api.post(f"/v1/cards/{trashed['id']}/trash")
+    assert api.get("/v1/tags").json()["items"] == [{"name": "both", "count": 1}]
+    api.post(f"/v1/cards/{trashed['id']}/restore")
+    assert {t["name"]: t["count"] for t in api.get("/v1/tags").json()["items"]} == {
+        "both": 2,
+        "only-trashed": 1,
+    }
+    assert kept["id"] != trashed["id"]

@@ -14,6 +14,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidTag, NotFound, TagExists, TagOperationRunning
 from cardvault.domain.models import CardTag
 from cardvault.domain.tags import operations
+from tests.conftest import Api
 
 SECRET = "k" * 40
 
@@ -233,3 +234,13 @@ class TestListTags:
                 select(func.count()).select_from(CardTag).where(CardTag.account_id == account_id)
             )
         assert rows == 1
+
+
+# A defect found in review, pinned by the behaviour that was wrong.
+def test_tags_with_long_non_ascii_names_page_through(api: Api) -> None:
+    names = ["\U0001d49c" * 63 + str(i) for i in range(3)]
+    api.create(tags=names)
+    first = api.get("/v1/tags", params={"limit": 1}).json()
+    rest = api.get("/v1/tags", params={"limit": 2, "cursor": first["pageInfo"]["nextCursor"]})
+    assert rest.status_code == 200, rest.text
+    assert len(first["items"]) + len(rest.json()["items"]) == 3

@@ -13,8 +13,8 @@ import pytest
 from bench import media_files
 from cardvault.adapters.blobs import BlobStore
 from tests.conftest import Api
-from tests.unit.handlers.test_media import file_card, stages
 from tests.unit.handlers.test_uploads import _get, _wait_for, processed, put
+from tests.unit.workers.stages.test_media import file_card, stages
 
 VTT = (
     "WEBVTT - a talk\n\nNOTE written by hand\n\n"

@@ -18,7 +18,7 @@ from bench import media_files
 from bench.servers import PageServer, page_server
 from cardvault.adapters.blobs import BlobStore
 from tests.conftest import Api
-from tests.unit.handlers.test_links import settled
+from tests.unit.domain.test_links import settled
 from tests.unit.handlers.test_uploads import _get, _wait_for, processed, uploaded
 
 

@@ -1,89 +1,21 @@
-"""The link stages run by their actor, one message at a time: what a page gives the card, how
-failures are told apart (retried with the reason kept, or failed at once), and that only the
-current attempt records its result."""
+"""The ``linkMetadata`` stage run by its actor, one message at a time: what a page gives the
+card, how failures are told apart (retried with the reason kept, or failed at once), and that only
+the current attempt records its result."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PIL import Image
-from sqlalchemy import text
 
-from bench.servers import PageServer, page_server
+from bench.servers import PageServer
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
-from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
-from tests.conftest import app_env
-
-ARTICLE = b"""<!doctype html><html><head><meta charset="utf-8">
-<title>Tide tables | Harbour Notes</title>
-<meta property="og:title" content="Reading tide tables">
-<meta property="og:image" content="/cover.png">
-<meta property="og:site_name" content="Harbour Notes">
-<script type="application/ld+json">{"@type": "BlogPosting", "author": {"name": "Ann Lee"},
-"datePublished": "2026-03-14T09:30:00+02:00"}</script>
-</head><body><article><p>High water comes twice a day.</p></article></body></html>"""
-
-
-def png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (640, 480), (20, 90, 160)).save(out, "PNG")
-    return out.getvalue()
-
-
-@pytest.fixture
-def pages() -> Iterator[PageServer]:
-    with page_server() as server:
-        yield server
-
-
-def bind(tmp_path: Path, database: Database, pages: PageServer, **env: str) -> Settings:
-    settings = Settings.from_env(
-        {
-            **app_env(tmp_path, database),
-            "CARDVAULT_FETCH_LINKS": "true",
-            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
-            "CARDVAULT_FETCH_PORTS": f"80,443,{pages.port}",
-            **env,
-        }
-    )
-    broker.bind(settings, database)
-    broker.broker.flush_all()
-    return settings
-
-
-@pytest.fixture
-def bound(tmp_path: Path, database: Database, pages: PageServer) -> Database:
-    bind(tmp_path, database, pages)
-    return database
-
-
-def link(db: Database, account: str, url: str) -> int:
-    with db.transaction() as session:
-        card = editing.add_card(session, account_id=account, content=url)
-        assert processing.queue(session, card) == ("linkMetadata",)
-        return card.pk
-
-
-def stages(db: Database, pk: int) -> dict[str, tuple[str, int, str | None]]:
-    with db.transaction(write=False) as session:
-        rows = processing.stages_of(session, [pk]).get(pk, [])
-        return {r.stage: (r.state, r.attempts, r.error_code) for r in rows}
-
-
-def card(db: Database, pk: int) -> Card:
-    with db.transaction(write=False) as session:
-        found = session.get(Card, pk)
-        assert found is not None
-        session.expunge(found)
-        return found
+from tests.unit.workers.stages.conftest import ARTICLE, bind, card, link, png, stages
 
 
 def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
@@ -109,19 +41,6 @@ def test_a_page_fills_the_card_and_its_image_becomes_the_cards(
     ACTORS["linkPreview"](pk)  # a repeated message changes nothing
     assert card(bound, pk).thumbnail_object == shown.thumbnail_object
     assert pages.hits == {"/tides": 1, "/cover.png": 1}
-
-
-def test_the_preview_waits_for_the_page(bound: Database, account_id: str, pages: PageServer) -> None:
-    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
-    pk = link(bound, account_id, pages.url("/tides"))
-    with bound.transaction() as session:  # as a migration leaves it: the sweeper's oldest
-        session.execute(text("UPDATE card_stages SET updated_at = 0 WHERE card_pk = :pk"), {"pk": pk})
-    ACTORS["linkPreview"](pk)  # early (the sweeper re-sent it): nothing happens
-    assert stages(bound, pk)["linkPreview"] == ("pending", 0, None)
-    with bound.transaction(write=False) as session:  # but it goes to the back of the sweeper's line
-        waiting = session.get(CardStage, (pk, "linkPreview"))
-        first = session.get(CardStage, (pk, "linkMetadata"))
-        assert waiting is not None and first is not None and waiting.updated_at > first.updated_at == 0
 
 
 def test_a_server_error_is_retried_with_its_reason_kept_then_fails_for_good(
@@ -220,33 +139,6 @@ def test_an_attempt_outrun_by_a_refresh_records_nothing(
     assert stages(bound, pk)["linkMetadata"] == ("completed", 1, None)
 
 
-def test_a_replaced_image_skips_the_preview(bound: Database, account_id: str, pages: PageServer) -> None:
-    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
-    pk = link(bound, account_id, pages.url("/tides"))
-    ACTORS["linkMetadata"](pk)
-    with bound.transaction() as session:
-        session.get(Card, pk).thumbnail_overridden = True  # type: ignore[union-attr]
-    ACTORS["linkPreview"](pk)
-    assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
-    assert "/cover.png" not in pages.hits
-
-
-def test_a_broken_image_fails_the_preview_and_keeps_the_page(
-    bound: Database, account_id: str, pages: PageServer
-) -> None:
-    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
-    pages.routes["/cover.png"] = (200, {"Content-Type": "image/png"}, png()[:100])
-    pk = link(bound, account_id, pages.url("/tides"))
-    ACTORS["linkMetadata"](pk)
-    ACTORS["linkPreview"](pk)
-    assert stages(bound, pk) == {
-        "linkMetadata": ("completed", 1, None),
-        "linkPreview": ("failed", 1, "IMAGE_UNREADABLE"),
-        "ai": ("pending", 0, None),
-    }
-    assert card(bound, pk).metadata_title == "Reading tide tables"
-
-
 def test_a_stage_whose_attempts_ran_out_fails_and_sends_the_one_waiting(
     bound: Database, account_id: str, pages: PageServer
 ) -> None:
@@ -260,29 +152,6 @@ def test_a_stage_whose_attempts_ran_out_fails_and_sends_the_one_waiting(
     queued = [m.decode() for m in broker.broker.queues["files"].queue]  # type: ignore[attr-defined]
     assert any('"link_preview_stage"' in m for m in queued)
     assert pages.hits == {}
-
-
-def test_an_image_replaced_while_the_preview_ran_stays(
-    bound: Database, account_id: str, pages: PageServer
-) -> None:
-    pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, ARTICLE)
-    pk = link(bound, account_id, pages.url("/tides"))
-    ACTORS["linkMetadata"](pk)
-
-    def replaced_meanwhile() -> tuple[int, dict[str, str], bytes]:
-        with bound.transaction() as session:
-            card = session.get(Card, pk)
-            assert card is not None
-            card.thumbnail_overridden, card.thumbnail_object = True, "accounts/x/thumbnails/mine.webp"
-        return 200, {"Content-Type": "image/png"}, png()
-
-    pages.routes["/cover.png"] = replaced_meanwhile  # while the stage fetches the image
-    ACTORS["linkPreview"](pk)
-    assert stages(bound, pk)["linkPreview"] == ("skipped", 1, "IMAGE_REPLACED")
-    assert card(bound, pk).thumbnail_object == "accounts/x/thumbnails/mine.webp"
-    with bound.transaction(write=False) as session:  # what the attempt stored goes
-        doomed = {key for (key,) in session.execute(text("SELECT key FROM doomed_objects"))}
-    assert len([key for key in doomed if key.endswith(("-1200.webp", "-256.webp", "-48.webp"))]) == 3
 
 
 def test_a_page_that_breaks_the_reader_fails_for_good(
