@@ -7,7 +7,9 @@ request, then read the window) are sent together in one pipeline.
 
 When Redis cannot be reached the limiter fails open: ``take`` answers None (the request goes
 ahead, uncounted), a warning is logged, and Redis is not asked again for a few seconds, so an
-outage costs requests no connect timeouts."""
+outage costs requests no connect timeouts. A policy that must never be turned off (sign-in
+guesses: ``fail_open=False``) is counted in this process's memory instead meanwhile: each API
+process then holds a key to the limit on its own."""
 
 from __future__ import annotations
 
@@ -72,6 +74,8 @@ class Limiter:
             )
         self._storage = storage
         self._windows = MovingWindowRateLimiter(storage)
+        # While Redis is unreachable: the windows of the policies that may not fail open.
+        self._local = MovingWindowRateLimiter(MemoryStorage())
         self._items: dict[Policy, limits.RateLimitItem] = {}
         self._down_until = 0.0
         self._lock = threading.Lock()
@@ -81,16 +85,26 @@ class Limiter:
         """The limiter on Redis when the settings name one, else in memory."""
         return cls(settings.redis_url or "memory://")
 
-    def take(self, policy: Policy, key: str) -> Allowance | None:
+    def take(self, policy: Policy, key: str, *, fail_open: bool = True) -> Allowance | None:
         """Count one request of ``key`` against the policy if the window has room (else
-        refuse it, counting nothing); None when the storage cannot be reached."""
-        return self._ask(policy, key, count=True)
+        refuse it, counting nothing). When the storage cannot be reached: None (uncounted), or
+        with ``fail_open=False`` counted in this process's memory."""
+        return self._ask(policy, key, count=True, fail_open=fail_open)
 
-    def peek(self, policy: Policy, key: str) -> Allowance | None:
+    def peek(self, policy: Policy, key: str, *, fail_open: bool = True) -> Allowance | None:
         """What the policy leaves ``key`` now, counting nothing."""
-        return self._ask(policy, key, count=False)
+        return self._ask(policy, key, count=False, fail_open=fail_open)
 
-    def _ask(self, policy: Policy, key: str, *, count: bool) -> Allowance | None:
+    def _ask(self, policy: Policy, key: str, *, count: bool, fail_open: bool) -> Allowance | None:
+        answer = self._ask_storage(policy, key, count=count)
+        if answer is not None or fail_open:
+            return answer
+        item = self._item(policy)
+        allowed = self._local.hit(item, key) if count else True
+        stats = self._local.get_window_stats(item, key)
+        return Allowance(policy=policy, allowed=allowed, remaining=stats.remaining, reset_at=stats.reset_time)
+
+    def _ask_storage(self, policy: Policy, key: str, *, count: bool) -> Allowance | None:
         if time.monotonic() < self._down_until:
             return None
         item = self._item(policy)

@@ -2,7 +2,8 @@
 
 Every attempt counts, before its password is checked, against two policies of the shared
 limiter: ``sign-in-account`` (per email) and ``sign-in-address`` (per client address; an IPv6
-address by its /64, which one host usually holds whole). Counting first, atomically, means
+address by its /64, which one host usually holds whole), which never fail open: while Redis cannot
+be reached they are counted in each API process's memory. Counting first, atomically, means
 guesses sent at once cannot pass the limit together, and an attempt over it costs no hash.
 A wrong email and a wrong password get the same answer in the same time."""
 
@@ -63,7 +64,8 @@ class _Outcome:
 def _attempt(rt: runtime.Runtime, policies: list[tuple[Policy, str]], email: str, password: str) -> _Outcome:
     try:
         for policy, key in policies:
-            rate_limits.spend(rt.limiter, policy, account_id=key)
+            # Never turned off: with Redis unreachable, counted in this process.
+            rate_limits.spend(rt.limiter, policy, account_id=key, fail_open=False)
     except RateLimited as refused:
         return _Outcome(retry_at=refused.retry_at)
     with rt.db.transaction(write=False) as session:

@@ -61,3 +61,17 @@ def test_a_redis_that_lost_the_scripts_still_counts_each_request_once(
     second = limiter.take(POLICY, "account-a")
     third = limiter.take(POLICY, "account-a")
     assert [a and a.remaining for a in (first, second, third)] == [2, 1, 0]
+
+
+def test_with_redis_stopped_an_ordinary_policy_fails_open_and_a_strict_one_counts_in_memory(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, process = own_redis
+    limiter = Limiter(url)
+    assert limiter.take(POLICY, "k") is not None  # counted in Redis
+    process.kill()
+    process.wait()
+    assert limiter.take(POLICY, "k") is None  # ordinary: goes ahead uncounted
+    strict = [limiter.take(POLICY, "guesser", fail_open=False) for _ in range(POLICY.limit + 1)]
+    assert [a is not None and a.allowed for a in strict] == [True] * POLICY.limit + [False]
+    assert limiter.peek(POLICY, "guesser", fail_open=False).remaining == 0  # type: ignore[union-attr]

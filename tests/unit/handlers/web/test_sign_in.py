@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select, update
 from starlette.testclient import TestClient
 
+from bench.servers import redis_server
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebSession
@@ -185,6 +186,22 @@ class TestSignInLimit:
         # Counted before the password is checked: the only way guesses sent at once cannot pass.
         answers = [_post(strict_browser, person).status_code for _ in range(4)]
         assert answers == [303, 303, 303, 429]
+
+
+class TestSignInLimitWithRedisDown:
+    def test_the_tenth_guess_is_the_last_even_with_redis_stopped(
+        self, tmp_path: Path, database: Database, person: Person
+    ) -> None:
+        # The default limits (10 per email in 15 minutes), kept in a Redis of this test's own.
+        with redis_server(tmp_path) as (url, redis_process):
+            settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_REDIS_URL": url})
+            app = create_app(settings, database)
+            with TestClient(app, base_url=PUBLIC_URL, follow_redirects=False) as client:
+                redis_process.kill()
+                redis_process.wait()
+                answers = [_post(client, person, password="wrong password!!").status_code for _ in range(11)]
+                assert answers == [401] * 10 + [429]
+                assert _post(client, person).status_code == 429  # the right password, too late
 
 
 class TestSignOut:
