@@ -11,36 +11,70 @@ recognition (cardvault.adapters.speech), in a Decoder of its own: a child that k
 with 15 minutes of wall time and 30 of CPU (two threads) for each file.
 
 Limits: the child has 2 GiB of address space and 60 s of CPU for each image (90 s for another
-file), and the caller waits at most ``TIMEOUT_SECONDS`` (``MEDIA_TIMEOUT_SECONDS``)."""
+file), and the caller waits at most ``TIMEOUT_SECONDS`` (``MEDIA_TIMEOUT_SECONDS``). The child
+starts with an empty environment (CHILD_ENVIRONMENT: none of the parent's secrets) and sandboxes
+itself (cardvault.adapters.decoder.child: no network, no process, nothing written); what it
+answers is read within MAX_HEAD_BYTES, MAX_PARTS and MAX_PART_BYTES."""
 
 from __future__ import annotations
 
 import json
-import multiprocessing
+import logging
+import os
+import socket
+import subprocess
+import sys
 import threading
+import weakref
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from cardvault.adapters.decoder.child import serve
 from cardvault.adapters.images import ImageRefused, Renditions
+
+log = logging.getLogger("cardvault.decoder")
 
 TIMEOUT_SECONDS = 30.0
 MEDIA_TIMEOUT_SECONDS = 90.0  # an audio, video or document file (cardvault.adapters.media)
 MEDIA_CPU_SECONDS = 90
 SPEECH_TIMEOUT_SECONDS = 900.0  # 30 minutes of sound take about 5 on two cores
 SPEECH_CPU_SECONDS = 1800
+START_SECONDS = 30.0  # for a new child to sandbox itself and say so
+# What a child's answer may hold: its JSON head (a transcript is at most 100,000 characters),
+# how many byte parts follow, and each part (a rendition, a poster, a scrub strip, a page).
+MAX_HEAD_BYTES = 4 * 1024 * 1024
+MAX_PARTS = 8
+MAX_PART_BYTES = 32 * 1024 * 1024
+# All a child's environment: no secret key, database URL, storage keys or AI key of the parent.
+CHILD_ENVIRONMENT = {"PATH": os.defpath, "LANG": "C.UTF-8", "HF_HUB_OFFLINE": "1"}
+CHILD_PROGRAM = ("-I", "-B", "-m", "cardvault.adapters.decoder.child")  # given its socket's fd
+_told: set[str] = set()  # the sandboxes logged once each
+
+
+def _end(child: subprocess.Popen[bytes] | None, connection: Connection | None) -> None:
+    """Kill a child (if it still runs) and wait for it; close its connection."""
+    if child is not None and child.poll() is None:
+        child.kill()
+        child.wait(5)
+    if connection is not None and not connection.closed:
+        connection.close()
 
 
 class Decoder:
     """One child process that decodes one image at a time (callers queue on a lock); it is
     started on first use and replaced after a timeout or a crash."""
 
-    def __init__(self, timeout: float = TIMEOUT_SECONDS, wait: float | None = None) -> None:
+    def __init__(
+        self,
+        timeout: float = TIMEOUT_SECONDS,
+        wait: float | None = None,
+        program: tuple[str, ...] = CHILD_PROGRAM,
+    ) -> None:
         self.timeout = timeout
         self.wait = wait  # how long a caller waits for the decoder (None: as long as it takes)
+        self.program = program  # the child's arguments to Python
         self._lock = threading.Lock()
-        self._child: Any = None
+        self._child: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
 
     def renditions(self, path: Path, *, large: bool = False) -> Renditions:
@@ -99,20 +133,23 @@ class Decoder:
             self._lock.release()
 
     def _exchange(self, request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-        connection = self._ensure()
         try:
+            connection = self._ensure()
             connection.send_bytes(json.dumps(request).encode())
             if not connection.poll(timeout):
                 self._stop()
                 raise ImageRefused("DECODE_TIMEOUT", f"Decoding took longer than {timeout:.0f} s.")
-            head = json.loads(connection.recv_bytes())
+            head = json.loads(connection.recv_bytes(MAX_HEAD_BYTES))
             if "refused" in head:
                 code, message = head["refused"]
                 raise ImageRefused(str(code), str(message))
-            parts = [connection.recv_bytes() for _ in range(int(head.pop("parts")))]
+            count = int(head.pop("parts"))
+            if not 0 <= count <= MAX_PARTS:
+                raise OSError(f"the child announced {count} parts")
+            parts = [connection.recv_bytes(MAX_PART_BYTES) for _ in range(count)]
         except ImageRefused:
             raise
-        except (EOFError, OSError):  # the child died: out of memory or CPU, or a crash
+        except (EOFError, OSError, ValueError):  # the child died (memory, CPU, a crash) or lied
             self._stop()
             raise ImageRefused("DECODE_FAILED", "The decoder stopped while reading the file.") from None
         except BaseException:  # interrupted mid-exchange: what is left in the pipe is no one's
@@ -121,22 +158,44 @@ class Decoder:
         return head, parts
 
     def _ensure(self) -> Connection:
-        if self._child is None or not self._child.is_alive():
-            context = multiprocessing.get_context("spawn")  # never fork a threaded process
-            ours, theirs = context.Pipe()
-            self._child = context.Process(target=serve, args=(theirs,), daemon=True, name="cardvault-decoder")
-            self._child.start()
-            theirs.close()
-            self._connection = ours
+        if self._child is None or self._child.poll() is not None:
+            ours, theirs = socket.socketpair()
+            try:
+                self._child = subprocess.Popen(  # never fork a threaded process: a new interpreter
+                    [sys.executable, *self.program, str(theirs.fileno())],
+                    env=CHILD_ENVIRONMENT,
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    cwd="/",
+                )
+            finally:
+                theirs.close()
+            self._connection = Connection(ours.detach())
+            # A decoder dropped without close() ends its child too (and waits for it).
+            weakref.finalize(self, _end, self._child, self._connection)
+            self._hello(self._connection)
         assert self._connection is not None
         return self._connection
 
+    def _hello(self, connection: Connection) -> None:
+        """Read how the new child sandboxed itself; log a sandbox weaker than the best once."""
+        if not connection.poll(START_SECONDS):
+            raise OSError("the decoder's child did not start")
+        held = json.loads(connection.recv_bytes(MAX_HEAD_BYTES))
+        said = f"network {held['network']}, system calls {held['system_calls']}"
+        if said not in _told:
+            _told.add(said)
+            weak = held["network"] == "none" or held["system_calls"] != "seccomp"
+            (log.warning if weak else log.info)("decoder child sandbox: %s", said)
+
+    @property
+    def child_pid(self) -> int | None:
+        """The running child's process id (None before the first file, or after a crash)."""
+        return None if self._child is None or self._child.poll() is not None else int(self._child.pid)
+
     def _stop(self) -> None:
-        if self._child is not None:
-            self._child.kill()
-            self._child.join(5)
-        if self._connection is not None:
-            self._connection.close()
+        _end(self._child, self._connection)
         self._child = self._connection = None
 
     def close(self) -> None:

@@ -43,7 +43,7 @@ def test_a_child_that_died_is_replaced(tmp_path: Path) -> None:
     try:
         first = decoder.renditions(small)
         decoder._child.kill()  # as the kernel does past the memory limit
-        decoder._child.join()
+        decoder._child.wait()
         assert decoder.renditions(small) == first
     finally:
         decoder.close()
