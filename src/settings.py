@@ -28,6 +28,10 @@ def spec_document() -> tuple[str, dict[str, Any]]:
     return text, yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
 
 
+QUOTA_PENDING_BYTES = 10 * 1024**3  # five of the largest files at once, and more
+QUOTA_STORED_BYTES = 100 * 1024**3
+
+
 class SettingsError(ValueError):
     """An environment variable holds a value the service cannot use."""
 
@@ -41,6 +45,18 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw.lower() in {"0", "false", "no", "off"}:
         return False
     raise SettingsError(f"{name} must be true or false, not {raw!r}")
+
+
+def _quota(env: Mapping[str, str], name: str, default: int) -> int | None:
+    """A quota in bytes, or None for ``off``."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() == "off":
+        return None
+    if not raw.isdigit() or int(raw) <= 0:
+        raise SettingsError(f"{name} must be a positive number of bytes or off, not {raw!r}")
+    return int(raw)
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -75,6 +91,7 @@ RATE_LIMITS = {
     # check any password for it until the window moves.
     "sign-in-account": "10/15 minutes",
     "sign-in-address": "50/15 minutes",
+    "sign-in-all": "600/minute",  # every attempt of the service, from anywhere
 }
 
 
@@ -205,6 +222,10 @@ class Settings:
     password_time_cost: int = 2
     password_memory_kib: int = 19_456
     password_parallelism: int = 1
+    # Per account, in bytes (None: no quota): what its uploads no card has taken yet declare
+    # together, and that plus the files its cards hold (in Trash too).
+    quota_pending_bytes: int | None = QUOTA_PENDING_BYTES
+    quota_stored_bytes: int | None = QUOTA_STORED_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -249,6 +270,8 @@ class Settings:
             password_time_cost=_whole(env, "CARDVAULT_PASSWORD_TIME_COST", 2),
             password_memory_kib=_whole(env, "CARDVAULT_PASSWORD_MEMORY_KIB", 19_456),
             password_parallelism=_whole(env, "CARDVAULT_PASSWORD_PARALLELISM", 1),
+            quota_pending_bytes=_quota(env, "CARDVAULT_QUOTA_PENDING_BYTES", QUOTA_PENDING_BYTES),
+            quota_stored_bytes=_quota(env, "CARDVAULT_QUOTA_STORED_BYTES", QUOTA_STORED_BYTES),
         )
 
     @staticmethod

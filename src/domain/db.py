@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from cardvault.domain.errors import ServiceBusy
+from cardvault.domain.errors import ServiceBusy, ServiceUnavailable
 
 T = TypeVar("T")
 _joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joined", default=None)
@@ -177,12 +177,17 @@ class Database:
             return
         readers = self._sessions if snapshot else self._single_sessions
         factory = self._write_sessions if write else readers
+        committing = False
         try:
             with factory() as session, session.begin():
                 yield session
+                committing = True  # the block is done: what fails now fails in COMMIT
         except DBAPIError as exc:
             if is_busy(exc):
                 raise ServiceBusy() from exc
+            if is_unreachable(exc):
+                # Lost in COMMIT, the change may have been saved: not to be run again blindly.
+                raise ServiceUnavailable(maybe_saved=committing and write) from exc
             raise
 
     @contextmanager
@@ -200,14 +205,16 @@ class Database:
 
     def run(self, work: Callable[[], T]) -> T:
         """Run a unit of work (which opens its own transactions) and return its result; when
-        the database was busy (a lock wait timed out, a deadlock, a serialization failure), the
+        the database was busy (a lock wait timed out, a deadlock, a serialization failure), or
+        its connection was lost before COMMIT (the pool hands out a checked one next), the
         transaction rolled back and the work is run again, up to ATTEMPTS times in all, after a
-        short random pause. Past that ServiceBusy propagates, with nothing written."""
+        short random pause. Past that ServiceBusy or ServiceUnavailable propagates, with nothing
+        written; a connection lost in COMMIT propagates at once (the change may be saved)."""
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 return work()
-            except ServiceBusy:
-                if attempt == ATTEMPTS:
+            except (ServiceBusy, ServiceUnavailable) as exc:
+                if attempt == ATTEMPTS or getattr(exc, "maybe_saved", False):
                     raise
                 # Apart, so they do not collide again (jitter, not a secret).
                 time.sleep(random.uniform(0.01, 0.05) * attempt)  # noqa: S311
@@ -248,3 +255,21 @@ def is_busy(exc: DBAPIError) -> bool:
         # Some errors carry no code (it is then 0).
         return getattr(orig, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES
+
+
+# PostgreSQL: connection exceptions (08...), and the server shutting down or starting up
+# (admin_shutdown, e.g. pg_terminate_backend; crash_shutdown; cannot_connect_now).
+_UNREACHABLE_SQLSTATES = ("57P01", "57P02", "57P03")
+
+
+def is_unreachable(exc: DBAPIError) -> bool:
+    """Whether the database could not be reached or the connection to it was lost."""
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    if isinstance(orig, sqlite3.Error):
+        return False
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate is None:  # psycopg: no server answer at all (refused, reset, closed)
+        return type(orig).__name__ == "OperationalError"
+    return str(sqlstate).startswith("08") or sqlstate in _UNREACHABLE_SQLSTATES

@@ -23,12 +23,14 @@ CardVaultError
 │   ├── ExportRunning        an export of the account is pending or running
 │   ├── ExportFinished       the export ended already: nothing to cancel
 │   ├── KeyLimitReached      the account holds as many live API keys as it may
+│   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── InsufficientScope        the credential does not hold the scope the operation needs
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
-└── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
+├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
+└── ServiceUnavailable       the database cannot be reached, or its connection was lost
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
 """
@@ -163,6 +165,18 @@ class KeyLimitReached(Conflict):
     """The account holds as many live API keys as it may."""
 
 
+class QuotaExceeded(Conflict):
+    """An upload would take the account past one of its storage quotas."""
+
+    def __init__(self, quota: str, *, limit: int, used: int, requested: int) -> None:
+        what = {"pendingUploads": "uploads no card has taken yet", "storedFiles": "stored files"}[quota]
+        super().__init__(
+            f"This upload of {requested} bytes would take the account's {what} to {used + requested}"
+            f" bytes; its quota is {limit}. Take or let expire pending uploads, or delete files, first.",
+            details={"quota": quota, "limitBytes": limit, "usedBytes": used, "requestedBytes": requested},
+        )
+
+
 class InsufficientScope(CardVaultError):
     """The API key or access token does not hold the scope the operation needs."""
 
@@ -225,6 +239,21 @@ class ServiceBusy(CardVaultError):
             "The service is busy; nothing was changed. Retry in a moment.",
             retry_at=_in_ms(1.0),
         )
+
+
+class ServiceUnavailable(CardVaultError):
+    """The database could not be reached, or the connection to it was lost. ``maybe_saved``:
+    lost while a change was being committed, so it may have been saved."""
+
+    def __init__(self, *, maybe_saved: bool = False) -> None:
+        message = (
+            "The connection to the database was lost while the change was being saved: it may have"
+            " been saved. Read it back, or retry with the same Idempotency-Key."
+            if maybe_saved
+            else "The database cannot be reached; nothing was changed. Retry in a moment."
+        )
+        super().__init__(message, retry_at=_in_ms(1.0))
+        self.maybe_saved = maybe_saved
 
 
 def _in_ms(seconds: float) -> int:

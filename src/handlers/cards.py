@@ -232,6 +232,7 @@ def _issue_upload(
             file_name=body["fileName"],
             file_size=body["fileSize"],
             mime_type=body["mimeType"],
+            quotas=rt.quotas,
         )
     return upload_json(issued)
 

@@ -18,6 +18,7 @@ def create_upload(body: dict[str, Any], user: str) -> dict[str, Any]:
             file_name=body["fileName"],
             file_size=body["fileSize"],
             mime_type=body["mimeType"],
+            quotas=rt.quotas,
         )
     return upload_json(issued)
 

@@ -45,6 +45,8 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_AI", "maybe"),
         ("CARDVAULT_AI_BASE_URL", "api.example.com/v1"),
         ("CARDVAULT_AI_BASE_URL", "https://api.example.com/v1"),  # without a model
+        ("CARDVAULT_QUOTA_PENDING_BYTES", "10GiB"),
+        ("CARDVAULT_QUOTA_STORED_BYTES", "0"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
@@ -83,6 +85,7 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "api-keys": "30/hour",
         "sign-in-account": "10/15 minutes",
         "sign-in-address": "50/15 minutes",
+        "sign-in-all": "600/minute",
     }
     chosen = Settings.from_env(
         {
@@ -128,3 +131,16 @@ def test_the_ai_is_offline_unless_a_provider_is_named(tmp_path: Path) -> None:
     )
     assert "sk-secret" not in repr(provider)
     assert Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_AI": "false"}).ai is False
+
+
+def test_storage_quotas_default_on_and_can_be_turned_off(tmp_path: Path) -> None:
+    default = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
+    assert (default.quota_pending_bytes, default.quota_stored_bytes) == (10 * 1024**3, 100 * 1024**3)
+    chosen = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_QUOTA_PENDING_BYTES": "off",
+            "CARDVAULT_QUOTA_STORED_BYTES": "5000",
+        }
+    )
+    assert (chosen.quota_pending_bytes, chosen.quota_stored_bytes) == (None, 5000)

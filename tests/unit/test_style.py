@@ -71,7 +71,6 @@ COVERED_ELSEWHERE = {
     "adapters/pages/main_text.py": "tests/unit/adapters/pages/test_init.py",
     "adapters/pages/open_graph.py": "tests/unit/adapters/pages/test_init.py",
     "domain/clock.py": "one call of time.time(); every test that checks a time uses it",
-    "domain/db.py": "tests/unit/handlers/http/test_operations_busy.py",
     "domain/files/uploads.py": "tests/unit/handlers/test_uploads.py",
     "domain/guards/rate_limits.py": "tests/unit/handlers/http/test_operations_rate_limits.py",
     "domain/migrations/doomed.py": "tests/unit/domain/migrations/test_versions.py",

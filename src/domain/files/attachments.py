@@ -54,6 +54,7 @@ class Attachment:
         file_name: str,
         file_size: int,
         mime_type: str,
+        quotas: uploads.Quotas = uploads.NO_QUOTAS,
     ) -> uploads.Issued:
         """An upload URL for the card's file."""
         return uploads.issue_for_card(
@@ -67,6 +68,7 @@ class Attachment:
             file_name=file_name,
             file_size=file_size,
             mime_type=mime_type,
+            quotas=quotas,
         )
 
     def check(

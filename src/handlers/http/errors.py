@@ -48,11 +48,13 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.ExportRunning: (409, "EXPORT_RUNNING"),
     domain.ExportFinished: (409, "EXPORT_FINISHED"),
     domain.KeyLimitReached: (409, "KEY_LIMIT_REACHED"),
+    domain.QuotaExceeded: (409, "QUOTA_EXCEEDED"),
     domain.InsufficientScope: (403, "INSUFFICIENT_SCOPE"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
     domain.RateLimited: (429, "RATE_LIMITED"),
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
+    domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'

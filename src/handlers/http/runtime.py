@@ -5,18 +5,26 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.db import Database
-from cardvault.domain.errors import IdempotencyKeyInUse
+from cardvault.domain.errors import IdempotencyKeyInUse, ServiceBusy
+from cardvault.domain.files.uploads import Quotas
 from cardvault.settings import Settings
 
+T = TypeVar("T")
+SIGN_IN_SLOTS = 4  # sign-ins checking a password at once in a process (as Passwords' slots)
+SIGN_IN_WAITING = 32  # sign-ins waiting for a slot; past that 503 at once
 CACHE_SECONDS = 5.0  # a revoked key or token stops working within this long
 _CACHE_SIZE = 10_000
 
@@ -69,6 +77,33 @@ class CredentialCache:
             entries[digest] = (holder, until if ends_at is None else min(until, ends_at))
 
 
+class Admission:
+    """Work that runs in a worker thread, at most ``slots`` at once, with at most ``waiting``
+    more queued for a slot: past that ServiceBusy at once. The slot is taken on the event loop
+    before a thread is, so a flood of password checks holds no request thread while it waits."""
+
+    def __init__(self, slots: int, waiting: int) -> None:
+        self._limiter = anyio.CapacityLimiter(slots)
+        self.waiting = waiting
+
+    @property
+    def running(self) -> int:
+        """Calls holding a slot now."""
+        return int(self._limiter.borrowed_tokens)
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a slot now."""
+        return int(self._limiter.statistics().tasks_waiting)
+
+    async def run(self, work: Callable[..., T], *args: object) -> T:
+        """Run ``work(*args)`` in a worker thread once a slot is free; ServiceBusy when the
+        queue is full."""
+        if self.queued >= self.waiting:
+            raise ServiceBusy()
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._limiter)
+
+
 class InFlight:
     """The Idempotency-Keys (per account) whose first request runs in this process now."""
 
@@ -104,7 +139,14 @@ class Runtime:
     # of images cannot hold every request thread.
     decoder: Decoder = dataclasses.field(default_factory=lambda: Decoder(wait=5.0))
     credential_cache: CredentialCache = dataclasses.field(default_factory=CredentialCache)
+    # Sign-ins wait here for a password-checking slot, on the event loop, not in a thread.
+    sign_ins: Admission = dataclasses.field(default_factory=lambda: Admission(SIGN_IN_SLOTS, SIGN_IN_WAITING))
     in_flight: InFlight = dataclasses.field(default_factory=InFlight)
+
+    @property
+    def quotas(self) -> Quotas:
+        """The accounts' storage quotas, as the settings set them."""
+        return Quotas(self.settings.quota_pending_bytes, self.settings.quota_stored_bytes)
 
 
 _current: ContextVar[Runtime] = ContextVar("cardvault_runtime")
@@ -127,5 +169,6 @@ def passwords_from_settings(settings: Settings) -> Passwords:
             time_cost=settings.password_time_cost,
             memory_kib=settings.password_memory_kib,
             parallelism=settings.password_parallelism,
-        )
+        ),
+        slots=SIGN_IN_SLOTS,
     )

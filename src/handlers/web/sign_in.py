@@ -2,7 +2,8 @@
 
 Every attempt counts, before its password is checked, against two policies of the shared
 limiter: ``sign-in-account`` (per email) and ``sign-in-address`` (per client address; an IPv6
-address by its /64, which one host usually holds whole), which never fail open: while Redis cannot
+address by its /64, which one host usually holds whole), and ``sign-in-all`` (every attempt of the
+service, so a flood from many addresses is bounded too), which never fail open: while Redis cannot
 be reached they are counted in each API process's memory. Counting first, atomically, means
 guesses sent at once cannot pass the limit together, and an attempt over it costs no hash.
 A wrong email and a wrong password get the same answer in the same time."""
@@ -19,7 +20,7 @@ from starlette.responses import Response
 from cardvault.adapters.limiter import Policy
 from cardvault.domain.auth import accounts, web_sessions
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import RateLimited
+from cardvault.domain.errors import RateLimited, ServiceBusy
 from cardvault.domain.guards import rate_limits
 from cardvault.domain.models import Account
 from cardvault.handlers.http import runtime
@@ -46,6 +47,7 @@ def _policies(rt: runtime.Runtime, request: Request, email: str) -> list[tuple[P
     keys = {
         "sign-in-account": "email:" + accounts.email_key(email),
         "sign-in-address": "address:" + _address_key(request.client.host if request.client else "unknown"),
+        "sign-in-all": "all",  # the service's whole budget, whatever the addresses
     }
     return [
         (Policy.parse(name, limit), key)
@@ -118,21 +120,26 @@ def _form(csrf: str, next_path: str, *, email: str, error: str | None, status: i
     )
 
 
+def _message(status: int, title: str, message: str, *, link_text: str = "Back to sign-in") -> Response:
+    """A page that says what went wrong, with a way back to the sign-in form."""
+    return pages.render(
+        "message.html",
+        status,
+        title=title,
+        message=message,
+        alert=True,
+        link="/sign-in",
+        link_text=link_text,
+        signed_in_as=None,
+    )
+
+
 async def sign_in(request: Request) -> Response:
     """Check the email and password; start a session and go on, or show the form again."""
     try:
         form = await pages.read_form(request)
     except pages.FormRefused as refused:
-        return pages.render(
-            "message.html",
-            400,
-            title="Sign-in failed",
-            message=str(refused),
-            alert=True,
-            link="/sign-in",
-            link_text="Back to sign-in",
-            signed_in_as=None,
-        )
+        return _message(400, "Sign-in failed", str(refused))
     csrf, fresh = pages.csrf_token(request)
     email, password = pages.first(form, "email").strip(), pages.first(form, "password")
     next_path = pages.safe_next(pages.first(form, "next"), default="")
@@ -148,7 +155,14 @@ async def sign_in(request: Request) -> Response:
             fresh,
         )
     rt = runtime.current()
-    outcome = await anyio.to_thread.run_sync(_attempt, rt, _policies(rt, request, email), email, password)
+    try:  # a slot of the password checks first: a flood waits on the event loop, not in threads
+        outcome = await rt.sign_ins.run(_attempt, rt, _policies(rt, request, email), email, password)
+    except ServiceBusy:
+        busy = _message(
+            503, "Sign-in is busy", "Too many sign-ins are being checked right now. Try again in a moment."
+        )
+        busy.headers["Retry-After"] = "1"
+        return busy
     if outcome.retry_at is not None:
         seconds = max(1, -(-(outcome.retry_at - now_ms()) // 1000))
         minutes = -(-seconds // 60)
@@ -186,15 +200,11 @@ async def sign_out(request: Request) -> Response:
     except pages.FormRefused:
         form = []
     if not pages.is_csrf_valid(request, form):
-        return pages.render(
-            "message.html",
+        return _message(
             403,
-            title="Sign-out failed",
-            message="This form expired or came from another site. Reload the page and try again.",
-            alert=True,
-            link="/sign-in",
+            "Sign-out failed",
+            "This form expired or came from another site. Reload the page and try again.",
             link_text="Back",
-            signed_in_as=None,
         )
     token = pages.session_token(request)
     if token:

@@ -89,6 +89,7 @@ def _made_with_details() -> list[errors.CardVaultError]:
         errors.ContentTooLarge("content", limit=10, actual=11),
         errors.ExportRunning(SimpleNamespace(id="exp_1")),
         errors.InsufficientScope("keys", ["read", "write"]),
+        errors.QuotaExceeded("pendingUploads", limit=10, used=8, requested=3),
         errors.RateLimited("cards", limit=3, window_seconds=60, retry_at=1),
         errors.ExportQuotaUsed("exp_1", retry_at=1),
     ]
@@ -109,6 +110,14 @@ def test_details_say_what_was_wrong() -> None:
     assert errors.InsufficientScope("keys", []).details == {"scope": "keys", "heldScopes": []}
     assert "none" in errors.InsufficientScope("keys", []).message
     assert errors.UnsupportedType("Refused.").details is None  # a type not known is not named
+    assert errors.QuotaExceeded("storedFiles", limit=10, used=8, requested=3).details == {
+        "quota": "storedFiles",
+        "limitBytes": 10,
+        "usedBytes": 8,
+        "requestedBytes": 3,
+    }
+    assert "may have been saved" in errors.ServiceUnavailable(maybe_saved=True).message
+    assert "nothing was changed" in errors.ServiceUnavailable().message
     assert errors.ExportQuotaUsed("exp_1", retry_at=5).details == {
         "policy": "export-quota",
         "exportId": "exp_1",
@@ -117,9 +126,14 @@ def test_details_say_what_was_wrong() -> None:
 
 def test_errors_that_pass_by_themselves_say_when_to_retry_and_no_other_does() -> None:
     before = int(time.time() * 1000)
-    for passing in (errors.IdempotencyKeyInUse(), errors.ServiceBusy()):
+    for passing in (
+        errors.IdempotencyKeyInUse(),
+        errors.ServiceBusy(),
+        errors.ServiceUnavailable(),
+        errors.ServiceUnavailable(maybe_saved=True),
+    ):
         assert passing.retry_at is not None and before < passing.retry_at <= before + 2_000
     assert errors.RateLimited("cards", limit=3, window_seconds=60, retry_at=7).retry_at == 7
-    for made in _made_with_details()[:6]:
+    for made in _made_with_details()[:7]:
         assert made.retry_at is None
     assert errors.Conflict("x").retry_at is None and errors.IdempotencyKeyReused().retry_at is None

@@ -1,5 +1,7 @@
 """Authentication and framework errors: always the error body, always a request id."""
 
+from pathlib import Path
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -77,16 +79,29 @@ class TestFrameworkErrors:
 
 
 class TestUnexpectedErrors:
-    def test_a_failure_is_500_internal_error_without_internals(self, settings: Settings) -> None:
-        # A database server that cannot be reached: a real failure at a boundary we do not own.
+    def test_a_failure_is_500_internal_error_without_internals(
+        self, settings: Settings, tmp_path: Path
+    ) -> None:
+        # A database that was never migrated: a real failure at a boundary we do not own.
+        unmigrated = Database.from_url(f"sqlite:///{tmp_path / 'never-migrated.db'}")
+        with TestClient(create_app(settings, unmigrated), raise_server_exceptions=False) as client:
+            secret = "Q" * 30
+            key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
+            response = client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"})
+        body = assert_error(response, 500, "INTERNAL_ERROR")
+        assert body["details"] is None
+        for leak in ("never-migrated", "no such table", "sqlite3", "Traceback"):
+            assert leak not in response.text
+
+    def test_a_database_that_cannot_be_reached_is_503_without_internals(self, settings: Settings) -> None:
         unreachable = Database.from_url("postgresql+psycopg://cardvault:hunter2@127.0.0.1:9/db")
         with TestClient(create_app(settings, unreachable), raise_server_exceptions=False) as client:
             secret = "Q" * 30
             key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
             response = client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"})
             health = client.get("/v1/health")
-        body = assert_error(response, 500, "INTERNAL_ERROR")
-        assert body["details"] is None
-        for leak in ("hunter2", "127.0.0.1", "psycopg", "Traceback"):
-            assert leak not in response.text and leak not in health.text
-        assert_error(health, 500, "INTERNAL_ERROR")
+        for answer in (response, health):
+            body = assert_error(answer, 503, "SERVICE_UNAVAILABLE")
+            assert body["details"] is None and body["retryAt"] is not None
+            for leak in ("hunter2", "127.0.0.1", "psycopg", "Traceback"):
+                assert leak not in answer.text

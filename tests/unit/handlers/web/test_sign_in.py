@@ -188,6 +188,18 @@ class TestSignInLimit:
         assert answers == [303, 303, 303, 429]
 
 
+class TestSignInBudget:
+    def test_the_whole_services_budget_holds_whatever_the_accounts(
+        self, tmp_path: Path, database: Database, make_person: Callable[[], Person]
+    ) -> None:
+        env = {**app_env(tmp_path, database), "CARDVAULT_RATE_LIMIT_SIGN_IN_ALL": "3/15 minutes"}
+        app = create_app(Settings.from_env(env), database)
+        with TestClient(app, base_url=PUBLIC_URL, follow_redirects=False) as client:
+            people = [make_person() for _ in range(4)]
+            answers = [_post(client, someone, password="wrong password!!").status_code for someone in people]
+        assert answers == [401, 401, 401, 429]
+
+
 class TestSignInLimitWithRedisDown:
     def test_the_tenth_guess_is_the_last_even_with_redis_stopped(
         self, tmp_path: Path, database: Database, person: Person
