@@ -238,3 +238,14 @@ def test_every_operation_on_the_database_declares_service_busy() -> None:
     for _method, operation in _operations(_SPEC):
         if operation.get("security", _SPEC["security"]):
             assert operation["responses"]["503"] == {"$ref": "#/components/responses/ServiceBusy"}
+
+
+def test_every_operation_declares_the_503_of_a_database_it_cannot_reach() -> None:
+    # Every operation reads the database (health too); one that cannot be reached answers 503
+    # SERVICE_UNAVAILABLE, which the shared ServiceBusy response describes.
+    missing = [
+        operation["operationId"]
+        for _method, operation in _operations(_SPEC)
+        if operation["responses"].get("503") != {"$ref": "#/components/responses/ServiceBusy"}
+    ]
+    assert missing == []
