@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain.cards.editing import get_live_card
 from cardvault.domain.files import uploads
+from cardvault.domain.files.quotas import NO_QUOTAS, Quotas
 from cardvault.domain.models import Card
 
 
@@ -54,7 +55,7 @@ class Attachment:
         file_name: str,
         file_size: int,
         mime_type: str,
-        quotas: uploads.Quotas = uploads.NO_QUOTAS,
+        quotas: Quotas = NO_QUOTAS,
     ) -> uploads.Issued:
         """An upload URL for the card's file."""
         return uploads.issue_for_card(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -22,7 +22,6 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import (
     FileTooLarge,
     InvalidInput,
-    QuotaExceeded,
     UnsupportedType,
     UploadChanged,
     UploadIncomplete,
@@ -31,8 +30,9 @@ from cardvault.domain.errors import (
 )
 from cardvault.domain.files import filetypes
 from cardvault.domain.files.filetypes import FileType
+from cardvault.domain.files.quotas import NO_QUOTAS, Quotas, ensure_room
 from cardvault.domain.ids import is_well_formed, new_id
-from cardvault.domain.models import Account, Card, DoomedObject, Upload
+from cardvault.domain.models import Card, DoomedObject, Upload
 
 URL_SECONDS = 15 * 60  # how long an upload URL takes a PUT
 KEEP_MS = 24 * 3600 * 1000  # how long an upload waits for a card to take it
@@ -80,43 +80,6 @@ def max_size_for(declared_type: str) -> int:
     return filetypes.LARGEST
 
 
-@dataclasses.dataclass(frozen=True)
-class Quotas:
-    """An account's storage quotas, in bytes (None: no quota): what its uploads no card has
-    taken yet declare together (each counts until a card takes it or it is deleted, 24 hours
-    after it was issued), and that plus the files its cards hold, in Trash too."""
-
-    pending_bytes: int | None = None
-    stored_bytes: int | None = None
-
-
-NO_QUOTAS = Quotas()
-
-
-def _check_quotas(session: Session, *, account_id: str, file_size: int, quotas: Quotas) -> None:
-    """QuotaExceeded when an upload of ``file_size`` would take the account past a quota."""
-    if quotas.pending_bytes is None and quotas.stored_bytes is None:
-        return
-    # One new upload of the account at a time (PostgreSQL; SQLite's write lock is one already),
-    # so two cannot pass the same room together.
-    session.execute(select(Account.id).where(Account.id == account_id).with_for_update())
-    pending = session.scalar(
-        select(func.coalesce(func.sum(Upload.declared_size), 0)).where(
-            Upload.account_id == account_id, Upload.attached_at.is_(None)
-        )
-    )
-    pending = int(pending or 0)
-    if quotas.pending_bytes is not None and pending + file_size > quotas.pending_bytes:
-        raise QuotaExceeded("pendingUploads", limit=quotas.pending_bytes, used=pending, requested=file_size)
-    if quotas.stored_bytes is not None:
-        stored = session.scalar(
-            select(func.coalesce(func.sum(Card.file_size), 0)).where(Card.account_id == account_id)
-        )
-        used = int(stored or 0) + pending
-        if used + file_size > quotas.stored_bytes:
-            raise QuotaExceeded("storedFiles", limit=quotas.stored_bytes, used=used, requested=file_size)
-
-
 def issue(
     session: Session,
     store: BlobStore,
@@ -139,7 +102,7 @@ def issue(
         raise FileTooLarge(limit=limit, actual=file_size, kind=mime_type)
     if file_size == 0:
         raise InvalidInput("fileSize is 0: an empty file cannot be uploaded.")
-    _check_quotas(session, account_id=account_id, file_size=file_size, quotas=quotas)
+    ensure_room(session, account_id=account_id, file_size=file_size, quotas=quotas)
     upload_id = new_id("upl")
     now = now_ms()
     upload = Upload(

@@ -19,7 +19,7 @@ from cardvault.adapters.limiter import Limiter
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.db import Database
 from cardvault.domain.errors import IdempotencyKeyInUse, ServiceBusy
-from cardvault.domain.files.uploads import Quotas
+from cardvault.domain.files.quotas import Quotas
 from cardvault.settings import Settings
 
 T = TypeVar("T")
