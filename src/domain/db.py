@@ -11,6 +11,7 @@ holds the tag lock (shared; a tag batch exclusive), so no count moves while a ba
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import sqlite3
 import time
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable
 
 T = TypeVar("T")
+log = logging.getLogger("cardvault.db")
 _joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joined", default=None)
 
 # How long a statement of a background job or a command waits for a lock on SQLite (on
@@ -119,8 +121,20 @@ def rows_changed(session: Session, statement: Update | Delete) -> int:
 
 def after_commit(session: Session, action: Callable[[], object]) -> None:
     """Run ``action`` once the session's transaction has committed; never if it rolls back
-    (so a job is sent only for rows its worker will find)."""
-    event.listen(session, "after_commit", lambda _session: action(), once=True)
+    (so a job is sent only for rows its worker will find).
+
+    An action that fails (the broker cannot be reached) is logged, not raised: the change is
+    committed and its answer must say so. Every action is a message whose work the rows
+    already record, and the sweeper sends it again from them (stale stages, operations and
+    exports; the purges on its schedule)."""
+
+    def run(_session: Session) -> None:
+        try:
+            action()
+        except Exception:
+            log.warning("after the commit, %r failed; the sweeper will send it again", action, exc_info=True)
+
+    event.listen(session, "after_commit", run, once=True)
 
 
 def lock_tags(session: Session, *, account_id: str, exclusive: bool = False) -> None:

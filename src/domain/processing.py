@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, exists, literal, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, exists, literal, literal_column, or_, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
@@ -218,6 +218,22 @@ def unsettled(
         .limit(limit)
     )
     return [(pk, stage) for pk, stage in rows]
+
+
+def resent(session: Session, stages: Sequence[tuple[int, str]], *, older_than: int) -> None:
+    """Record that the sweeper has sent these stages again: a pending one's time moves to now,
+    so it is sent again only when it goes another ``older_than`` without a sign of life. (A
+    message still waiting behind a long queue is then not sent again on every pass.)"""
+    if stages:
+        session.execute(
+            update(CardStage)
+            .where(
+                tuple_(CardStage.card_pk, CardStage.stage).in_(list(stages)),
+                CardStage.state == "pending",
+                CardStage.updated_at < older_than,
+            )
+            .values(updated_at=now_ms())
+        )
 
 
 def in_state(state: str) -> ColumnElement[bool]:

@@ -210,4 +210,6 @@ def resend_unsettled(older_than_ms: int) -> int:
         )
     for card_pk, stage in found:
         send_stage(card_pk, stage)
+    with database().transaction() as session:
+        processing.resent(session, found, older_than=now - older_than_ms)
     return len(found)

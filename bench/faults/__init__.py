@@ -1,0 +1,304 @@
+"""Fault scenarios: real `cardvault serve` and `cardvault worker` processes, with clients
+sending requests while a component they need fails (a Redis, PostgreSQL or S3 server stopped,
+the data disk full, a process killed), then comes back. Each scenario returns an Outcome: the
+requests sent, the answers by status and code, the answers that should never be (a 500, a
+body other than the error body of a passing fault, a request that hung), the acknowledged
+writes lost, and how many seconds the service took to recover once the fault ended.
+
+The fault tests (tests/faults) run every scenario small and assert on its Outcome;
+`bench/bench_faults.py` runs them larger and prints the table.
+
+A passing fault is answered 503 with the error body, code ``SERVICE_BUSY`` or
+``SERVICE_UNAVAILABLE`` and ``retryAt``. Only the process-kill scenario also allows a dropped
+connection (a process killed while it held the request cannot answer it)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from bench.servers import BIN, cli, free_port, stop
+
+PASSING_CODES = frozenset({"SERVICE_BUSY", "SERVICE_UNAVAILABLE"})
+HANG_SECONDS = 30.0  # a request unanswered this long has hung
+PAUSE_AFTER_503 = 0.05  # a client's pause after a passing fault's answer (it does not spin)
+
+
+@dataclass
+class Outcome:
+    """What a scenario saw."""
+
+    fault: str
+    sent: int = 0
+    answers: Counter[str] = field(default_factory=Counter)  # "200", "503 SERVICE_UNAVAILABLE", ...
+    bad: list[str] = field(default_factory=list)  # answers that must never be
+    acknowledged: list[str] = field(default_factory=list)  # each acknowledged write's mark
+    lost: list[str] = field(default_factory=list)  # acknowledged writes not found afterwards
+    unsettled: list[str] = field(default_factory=list)  # jobs neither finished nor failed with a code
+    recover_seconds: float = math.nan  # fault over -> the first write acknowledged again
+    settle_seconds: float = math.nan  # fault over -> every job started has ended
+
+    def row(self) -> dict[str, object]:
+        """The Outcome as one line of the bench's table."""
+        return {
+            "fault": self.fault,
+            "sent": self.sent,
+            "answers": dict(sorted(self.answers.items())),
+            "bad": len(self.bad),
+            "acknowledged": len(self.acknowledged),
+            "lost": len(self.lost),
+            "unsettled": len(self.unsettled),
+            "recover_s": round(self.recover_seconds, 2),
+            "settle_s": round(self.settle_seconds, 2),
+        }
+
+    def problems(self) -> list[str]:
+        """Everything that breaks the promise, for a test's assertion message (empty: kept)."""
+        found = [f"bad answer: {text}" for text in self.bad[:10]]
+        found += [f"acknowledged write lost: {mark}" for mark in self.lost[:10]]
+        found += [f"job not settled: {job}" for job in self.unsettled[:10]]
+        if not self.acknowledged:
+            found.append("no write was acknowledged at all")
+        if math.isnan(self.recover_seconds):
+            found.append("no write was acknowledged after the fault ended")
+        return found
+
+
+# A client's request: given its HTTP client, its number and its count of requests so far, send
+# one and return the mark to keep if it is acknowledged (None: not a write to check) and the
+# answer.
+Request = Callable[[httpx.Client, int, int], tuple[str | None, httpx.Response]]
+
+
+class Traffic:
+    """Clients in threads, each sending requests in a loop until stopped (``pace`` seconds
+    apart), every answer sorted into the Outcome: a success, a passing fault's 503, an error
+    whose code is ``expected`` in normal work, or a bad answer. ``fault_over()`` marks the
+    moment the fault ended."""
+
+    def __init__(
+        self,
+        outcome: Outcome,
+        base: str,
+        key: str,
+        request: Request,
+        *,
+        clients: int = 4,
+        pace: float = 0.0,
+        expected: frozenset[str] = frozenset(),
+        dropped_ok: bool = False,
+    ) -> None:
+        self.outcome = outcome
+        self._base = base
+        self._key = key
+        self._request = request
+        self._dropped_ok = dropped_ok
+        self._pace = pace  # each client's pause between requests, in seconds
+        self._expected = expected  # error codes the requests meet in normal work (not faults)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._over_at: float | None = None
+        self._threads = [
+            threading.Thread(target=self._client, args=(n,), daemon=True) for n in range(clients)
+        ]
+
+    def __enter__(self) -> Traffic:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(HANG_SECONDS + 10)
+
+    def fault_over(self) -> None:
+        with self._lock:
+            self._over_at = time.monotonic()
+
+    def wait_for_recovery(self, timeout: float = 60) -> None:
+        """Wait until a write sent after the fault ended is acknowledged (or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while math.isnan(self.outcome.recover_seconds) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _client(self, number: int) -> None:
+        headers = {"Authorization": f"Bearer {self._key}"}
+        with httpx.Client(base_url=self._base, headers=headers, timeout=HANG_SECONDS) as http:
+            count = 0
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    mark, response = self._request(http, number, count)
+                except httpx.TimeoutException as exc:
+                    self._sort("hang", f"no answer in {HANG_SECONDS} s ({type(exc).__name__})", bad=True)
+                    continue
+                except httpx.TransportError as exc:
+                    self._sort("dropped", f"connection lost: {exc!r}", bad=not self._dropped_ok)
+                    time.sleep(PAUSE_AFTER_503)
+                    continue
+                finally:
+                    count += 1
+                self._answer(mark, response, started)
+                if self._pace:
+                    time.sleep(self._pace)
+
+    def _answer(self, mark: str | None, response: httpx.Response, started: float) -> None:
+        status = response.status_code
+        if status < 300:
+            with self._lock:
+                self.outcome.sent += 1
+                self.outcome.answers[str(status)] += 1
+                if mark is not None:
+                    self.outcome.acknowledged.append(mark)
+                    if (
+                        self._over_at is not None
+                        and started >= self._over_at
+                        and math.isnan(self.outcome.recover_seconds)
+                    ):
+                        self.outcome.recover_seconds = time.monotonic() - self._over_at
+            return
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        code = body.get("code") if isinstance(body, dict) else None
+        passing = status == 503 and code in PASSING_CODES and isinstance(body.get("retryAt"), int)
+        expected = status < 500 and code in self._expected
+        self._sort(f"{status} {code}", f"{status} {response.text[:300]}", bad=not (passing or expected))
+        time.sleep(PAUSE_AFTER_503)
+
+    def _sort(self, answer: str, text: str, *, bad: bool) -> None:
+        with self._lock:
+            self.outcome.sent += 1
+            self.outcome.answers[answer] += 1
+            if bad:
+                self.outcome.bad.append(text)
+
+
+def until(check: Callable[[], bool], timeout: float, *, every: float = 0.1) -> bool:
+    """Poll ``check`` until it holds (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if check():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+
+
+class Service:
+    """`cardvault serve` (``api_processes`` API processes) and, with a Redis, a `cardvault
+    worker` beside it, kept running as a supervisor would (systemd's Restart=always): a worker
+    that exits is started again. Logs go to ``workdir``."""
+
+    def __init__(self, env: dict[str, str], workdir: Path, *, api_processes: int = 2) -> None:
+        self.env = env
+        self._workdir = workdir
+        self._api_processes = api_processes
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}/v1"
+        self.api: subprocess.Popen[bytes] | None = None
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.worker_starts = 0
+        self._log = (workdir / "service.log").open("ab")
+        self._stop = threading.Event()
+        self._supervisor = threading.Thread(target=self._supervise, daemon=True)
+
+    def prepare(self, account: str = "faults") -> str:
+        """Migrate the database, create an account and return an API key for it."""
+        cli(self.env, "migrate")
+        cli(self.env, "accounts", "create", account)
+        return cli(self.env, "keys", "create", account)
+
+    def start(self, *, start_seconds: float = 60) -> None:
+        command = [
+            str(BIN / "cardvault"),
+            "serve",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self._api_processes),
+        ]
+        self.api = subprocess.Popen(command, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        if self.env.get("CARDVAULT_REDIS_URL"):
+            self._start_worker()
+            self._supervisor.start()
+        if not until(self._healthy, start_seconds, every=0.2):
+            self.stop()
+            raise RuntimeError(f"the service did not start; see {self._workdir / 'service.log'}")
+
+    def _healthy(self) -> bool:
+        if self.api is not None and self.api.poll() is not None:
+            raise RuntimeError(f"the API process exited; see {self._workdir / 'service.log'}")
+        try:
+            return httpx.get(f"{self.base}/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def _start_worker(self) -> None:
+        command = [str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "4"]
+        self.worker = subprocess.Popen(command, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.worker_starts += 1
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(0.1):
+            if self.worker is not None and self.worker.poll() is not None:
+                self._start_worker()
+
+    def api_children(self) -> list[int]:
+        """The pids of the API processes serving requests (uvicorn's workers)."""
+        assert self.api is not None
+        return _children(self.api.pid)
+
+    def worker_children(self) -> list[int]:
+        """The pids of the worker's processes running actors (Dramatiq's workers)."""
+        return _children(self.worker.pid) if self.worker is not None else []
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._supervisor.is_alive():
+            self._supervisor.join(5)
+        for process in (self.api, self.worker):
+            if process is not None and process.poll() is None:
+                stop(process)
+        self._log.close()
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return found
+
+
+@contextmanager
+def service(env: dict[str, str], workdir: Path, *, api_processes: int = 2) -> Iterator[tuple[Service, str]]:
+    """A started Service with an account; yield it and the account's API key."""
+    running = Service(env, workdir, api_processes=api_processes)
+    key = running.prepare()
+    running.start()
+    try:
+        yield running, key
+    finally:
+        running.stop()
+
+
+def kill(pid: int) -> None:
+    """SIGKILL a process that may have ended already."""
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

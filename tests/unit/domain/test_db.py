@@ -1,0 +1,55 @@
+"""Transactions' after-commit actions: run once the change is committed, never when it rolls
+back, and one that fails (a broker that cannot be reached) leaves the change committed, is
+logged, and raises nothing (the answer must say the change was made; the sweeper sends the
+message again from the rows). The connection faults are in test_db_disconnects."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+import redis
+from sqlalchemy import func, select
+
+from cardvault.domain.cards import editing
+from cardvault.domain.db import Database, after_commit
+from cardvault.domain.models import Card
+
+
+def _count(database: Database, content: str) -> int:
+    with database.transaction(write=False) as session:
+        return int(session.scalar(select(func.count()).select_from(Card).where(Card.content == content)) or 0)
+
+
+def _unreachable_broker() -> None:
+    raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+
+def test_an_action_that_fails_after_the_commit_leaves_the_change_and_is_logged(
+    database: Database, new_account: Callable[[], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    account_id = new_account()
+    ran: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="cardvault.db"), database.transaction() as session:
+        editing.add_card(session, account_id=account_id, content="kept though the broker is down")
+        after_commit(session, _unreachable_broker)
+        after_commit(session, lambda: ran.append("next"))  # later actions still run
+    assert _count(database, "kept though the broker is down") == 1
+    assert ran == ["next"]
+    (record,) = [r for r in caplog.records if r.name == "cardvault.db"]
+    assert "the sweeper will send it again" in record.getMessage()
+    assert record.exc_info is not None and isinstance(record.exc_info[1], redis.ConnectionError)
+
+
+def test_an_action_never_runs_when_the_transaction_rolls_back(
+    database: Database, new_account: Callable[[], str]
+) -> None:
+    account_id = new_account()
+    ran: list[str] = []
+    with pytest.raises(RuntimeError), database.transaction() as session:
+        editing.add_card(session, account_id=account_id, content="rolled back")
+        after_commit(session, lambda: ran.append("sent"))
+        raise RuntimeError("the request failed")
+    assert ran == []
+    assert _count(database, "rolled back") == 0
