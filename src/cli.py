@@ -184,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
             *pipeline.queues(),  # the stages' queues, from the table
             "exports",
         ]
+        # Dramatiq's main process waits up to this many ms for its worker processes to say they
+        # are ready before it watches them (default 30 s): one killed while it boots would keep
+        # the worker from exiting, and its supervisor from starting another, that long. The wait
+        # only orders the start of fork processes, which we have none of.
+        options += ["--worker-fork-timeout", "1000"]
         # An idle Dramatiq consumer backs off up to this many ms between polls of Redis, which
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).
         env = {**os.environ, "dramatiq_worker_timeout": "25"}

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from sqlalchemy import create_engine, text
 
-from bench.servers import BIN, cli, free_port, stop
+from bench.servers import BIN, PageServer, cli, free_port, server_env, stop
 
 PASSING_CODES = frozenset({"SERVICE_BUSY", "SERVICE_UNAVAILABLE"})
 HANG_SECONDS = 30.0  # a request unanswered this long has hung
@@ -48,6 +49,7 @@ class Outcome:
     unsettled: list[str] = field(default_factory=list)  # jobs neither finished nor failed with a code
     recover_seconds: float = math.nan  # fault over -> the first write acknowledged again
     settle_seconds: float = math.nan  # fault over -> every job started has ended
+    facts: dict[str, object] = field(default_factory=dict)  # what else the scenario counted
 
     def row(self) -> dict[str, object]:
         """The Outcome as one line of the bench's table."""
@@ -61,6 +63,7 @@ class Outcome:
             "unsettled": len(self.unsettled),
             "recover_s": round(self.recover_seconds, 2),
             "settle_s": round(self.settle_seconds, 2),
+            **self.facts,
         }
 
     def problems(self) -> list[str]:
@@ -302,3 +305,87 @@ def kill(pid: int) -> None:
     """SIGKILL a process that may have ended already."""
     with suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def settle_pipeline(
+    outcome: Outcome, base: str, key: str, operations: list[str], *, timeout: float = 60
+) -> list[str]:
+    """Wait until no card of the account is being processed and every tag operation in
+    ``operations`` has ended; set ``outcome.settle_seconds`` and return what did not settle
+    (cards whose processing failed for good included)."""
+    started = time.monotonic()
+    with httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=HANG_SECONDS
+    ) as http:
+
+        def settled() -> bool:
+            busy = [
+                http.get("/cards", params={"processingState": state, "limit": 1}).json()["items"]
+                for state in ("pending", "running")
+            ]
+            ended = [
+                http.get(f"/tags/operations/{op}").json()["status"] in {"completed", "failed"}
+                for op in operations
+            ]
+            return not any(busy) and all(ended)
+
+        unsettled: list[str] = []
+        if until(settled, timeout, every=0.2):
+            outcome.settle_seconds = time.monotonic() - started
+        else:
+            unsettled.append(f"cards still processing or operations still running after {timeout} s")
+        failed = http.get("/cards", params={"processingState": "failed", "limit": 5}).json()["items"]
+        return unsettled + [f"card {card['id']} failed processing" for card in failed]
+
+
+def stored_once(database_url: str, acknowledged: list[str]) -> list[str]:
+    """The acknowledged cards not stored exactly once: each card's mark is what its content has
+    after its last ``card=``."""
+    engine = create_engine(database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT content FROM cards")).all()
+    engine.dispose()
+    stored = Counter(str(row[0]).rsplit("card=", 1)[-1] for row in rows)
+    return [mark for mark in acknowledged if stored[mark] != 1]
+
+
+PAGE = b"<!doctype html><html><head><title>A page that stays</title></head><body><p>Words.</p></body></html>"
+
+
+def pipeline_env(
+    workdir: Path, database_url: str, redis_url: str, pages: PageServer, *, stale_seconds: float
+) -> dict[str, str]:
+    """A production-shaped service's environment (PostgreSQL, a Redis broker) whose link stage
+    fetches ``pages``, with no rate limit on cards and tag operations, and a sweeper that takes
+    over a stage or operation with no sign of life for ``stale_seconds``. Serves PAGE at /page."""
+    pages.routes["/page"] = (200, {"Content-Type": "text/html; charset=utf-8"}, PAGE)
+    return {
+        **server_env(workdir, database_url),
+        "CARDVAULT_REDIS_URL": redis_url,
+        "CARDVAULT_FETCH_LINKS": "true",
+        "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+        "CARDVAULT_FETCH_PORTS": str(pages.port),
+        "CARDVAULT_RATE_LIMIT_CARDS": "off",
+        "CARDVAULT_RATE_LIMIT_TAG_OPERATIONS": "off",
+        "CARDVAULT_STALE_SECONDS": str(stale_seconds),
+        "CARDVAULT_SWEEP_SECONDS": "0.5",
+    }
+
+
+def cards_and_renames(pages: PageServer, operations: list[str], *, rename_every: int) -> Request:
+    """Requests that create link cards (of /page, each with a mark of its own and a tag), client
+    0 starting a tag rename every ``rename_every`` requests instead (kept in ``operations``)."""
+
+    def request(http: httpx.Client, number: int, count: int) -> tuple[str | None, httpx.Response]:
+        if number == 0 and count % rename_every == rename_every - 1:
+            rename = {"from": f"t{count - rename_every + 1}", "to": f"renamed-{count}"}
+            response = http.post("/tags/rename", json=rename)
+            if response.status_code == 202:
+                operations.append(response.json()["id"])
+            return None, response
+        mark = f"{number}-{count}"
+        return mark, http.post(
+            "/cards", json={"content": pages.url(f"/page?card={mark}"), "tags": [f"t{count}"]}
+        )
+
+    return request

@@ -9,17 +9,21 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
-import httpx
 import redis as redis_client
-from sqlalchemy import create_engine, text
 
-from bench.faults import Outcome, Traffic, service, until
-from bench.servers import free_port, page_server, server_env
-
-PAGE = b"<!doctype html><html><head><title>A page that stays</title></head><body><p>Words.</p></body></html>"
+from bench.faults import (
+    Outcome,
+    Traffic,
+    cards_and_renames,
+    pipeline_env,
+    service,
+    settle_pipeline,
+    stored_once,
+    until,
+)
+from bench.servers import free_port, page_server
 
 
 class RedisProcess:
@@ -82,34 +86,11 @@ def redis_restarted(
     broker.start()
     try:
         with page_server() as pages:
-            pages.routes["/page"] = (200, {"Content-Type": "text/html; charset=utf-8"}, PAGE)
-            env = {
-                **server_env(workdir, database_url),
-                "CARDVAULT_REDIS_URL": broker.url,
-                "CARDVAULT_FETCH_LINKS": "true",
-                "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
-                "CARDVAULT_FETCH_PORTS": str(pages.port),
-                "CARDVAULT_RATE_LIMIT_CARDS": "off",
-                "CARDVAULT_RATE_LIMIT_TAG_OPERATIONS": "off",
-                # A message lost with Redis is sent again once its stage is this stale.
-                "CARDVAULT_STALE_SECONDS": str(stale_seconds),
-                "CARDVAULT_SWEEP_SECONDS": "0.5",
-            }
+            # A message lost with Redis is sent again once its stage is this stale.
+            env = pipeline_env(workdir, database_url, broker.url, pages, stale_seconds=stale_seconds)
             with service(env, workdir) as (running, key):
                 operations: list[str] = []
-
-                def request(http: httpx.Client, number: int, count: int) -> tuple[str | None, httpx.Response]:
-                    if number == 0 and count % 4 == 3:
-                        response = http.post(
-                            "/tags/rename", json={"from": f"t{count - 3}", "to": f"renamed-{count}"}
-                        )
-                        if response.status_code == 202:
-                            operations.append(response.json()["id"])
-                        return None, response
-                    mark = f"{number}-{count}"
-                    body = {"content": pages.url(f"/page?card={mark}"), "tags": [f"t{count}"]}
-                    return mark, http.post("/cards", json=body)
-
+                request = cards_and_renames(pages, operations, rename_every=4)
                 traffic = Traffic(
                     outcome, running.base, key, request, clients=clients, pace=pace,
                     expected=frozenset({"TAG_OPERATION_RUNNING"}),
@@ -122,43 +103,8 @@ def redis_restarted(
                     traffic.fault_over()
                     traffic.wait_for_recovery()
                     time.sleep(0.5)
-                over = time.monotonic()
-                with httpx.Client(base_url=running.base, headers={"Authorization": f"Bearer {key}"}) as http:
-
-                    def settled() -> bool:
-                        busy = [
-                            http.get("/cards", params={"processingState": state, "limit": 1}).json()["items"]
-                            for state in ("pending", "running")
-                        ]
-                        ended = [
-                            http.get(f"/tags/operations/{op}").json()["status"] in {"completed", "failed"}
-                            for op in operations
-                        ]
-                        return not any(busy) and all(ended)
-
-                    if until(settled, 60, every=0.2):
-                        outcome.settle_seconds = time.monotonic() - over
-                    else:
-                        outcome.unsettled.append(
-                            "cards still processing or operations still running after 60 s"
-                        )
-                    failed = http.get("/cards", params={"processingState": "failed", "limit": 5}).json()[
-                        "items"
-                    ]
-                    outcome.unsettled += [f"card {card['id']} failed processing" for card in failed]
+                outcome.unsettled += settle_pipeline(outcome, running.base, key, operations)
     finally:
         broker.kill()
-    outcome.lost = _lost(database_url, outcome.acknowledged)
+    outcome.lost = stored_once(database_url, outcome.acknowledged)
     return outcome
-
-
-def _lost(database_url: str, acknowledged: list[str]) -> list[str]:
-    """The acknowledged cards not stored exactly once."""
-    engine = create_engine(database_url)
-    with engine.connect() as connection:
-        stored = Counter(
-            row[0].rsplit("card=", 1)[-1]
-            for row in connection.execute(text("SELECT content FROM cards")).all()
-        )
-    engine.dispose()
-    return [mark for mark in acknowledged if stored[mark] != 1]

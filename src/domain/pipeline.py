@@ -41,13 +41,12 @@ SPEECH_WAIT = 5.0
 
 # A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
 # decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
-# one that runs longer, and another worker takes over a running stage only when it has run
-# longer than that (its worker died). The transcript stage, which may wait for speech
-# recognition and run it, has a queue and bounds of its own.
+# one that runs longer. While an attempt runs, its worker beats for it; another worker takes
+# over a running stage only once it has had no sign of life for CARDVAULT_STALE_SECONDS (its
+# worker died). The transcript stage, which may wait for speech recognition and run it, has a
+# queue and bounds of its own.
 STAGE_SECONDS = 240
 TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
-TAKE_OVER_MARGIN_SECONDS = 30
-TAKE_OVER_SECONDS = STAGE_SECONDS + TAKE_OVER_MARGIN_SECONDS
 MAX_ATTEMPTS = 5  # a stage failing for a passing reason fails for good on its fifth attempt
 
 
@@ -64,11 +63,6 @@ class Stage:
     queue: str = "files"
     seconds: int = STAGE_SECONDS  # Dramatiq's time limit of one attempt
     retries: int = MAX_ATTEMPTS  # Dramatiq's retries of an attempt that failed for a passing reason
-
-    @property
-    def take_over_seconds(self) -> int:
-        """How long a running attempt may go without a result before another worker takes it."""
-        return self.seconds + TAKE_OVER_MARGIN_SECONDS
 
     @property
     def module(self) -> str:

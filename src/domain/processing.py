@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, exists, literal, literal_column, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, exists, literal_column, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain.clock import now_ms
@@ -189,35 +189,34 @@ def release(
     )
 
 
-def unsettled(
-    session: Session,
-    *,
-    older_than: int,
-    taken_over_before: int,
-    long_stages: Mapping[str, int] | None = None,
-    limit: int = 500,
-) -> list[tuple[int, str]]:
-    """Stages for the sweeper to send again: pending with no sign of life since ``older_than``
-    (their message was lost), or running since before a worker may take them over
-    (``taken_over_before``, or a long stage's own time in ``long_stages``: their worker died).
-    A running stage within its time is left alone: sending it would do nothing."""
-    running_before: ColumnElement[int] = (
-        case(dict(long_stages), value=CardStage.stage, else_=taken_over_before)
-        if long_stages
-        else literal(taken_over_before)
-    )
+def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:
+    """Stages for the sweeper to send again: pending or running with no sign of life since
+    ``older_than``. A pending one's message was lost (or waits behind a long queue); a running
+    one's worker died, since a live worker beats for every attempt it runs (``beat``)."""
     rows = session.execute(
         select(CardStage.card_pk, CardStage.stage)
-        .where(
-            or_(
-                and_(CardStage.state == "pending", CardStage.updated_at < older_than),
-                and_(CardStage.state == "running", CardStage.updated_at < running_before),
-            )
-        )
+        .where(CardStage.state.in_(("pending", "running")), CardStage.updated_at < older_than)
         .order_by(CardStage.updated_at)
         .limit(limit)
     )
     return [(pk, stage) for pk, stage in rows]
+
+
+def beat(session: Session, attempts: Mapping[str, tuple[int, str]]) -> None:
+    """Record a sign of life of running attempts (lease -> card pk and stage) whose worker is
+    alive: a running stage is taken over by another worker only once its last sign of life is
+    older than the stale time, so a killed worker's stages are taken over in about that time,
+    not after the stage's whole time limit."""
+    if attempts:
+        session.execute(
+            update(CardStage)
+            .where(
+                tuple_(CardStage.card_pk, CardStage.stage).in_(list(attempts.values())),
+                CardStage.lease.in_(list(attempts)),
+                CardStage.state == "running",
+            )
+            .values(updated_at=now_ms())
+        )
 
 
 def resent(session: Session, stages: Sequence[tuple[int, str]], *, older_than: int) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import threading
 from types import ModuleType
 
 import dramatiq
@@ -97,10 +98,25 @@ run_stage = _previous("run_stage", "files", pipeline.STAGE_SECONDS)
 run_transcript_stage = _previous("run_transcript_stage", "transcripts", pipeline.TRANSCRIPT_SECONDS)
 
 
-def _take_over_ms(stage: pipeline.Stage | None = None) -> int:
-    """How long a running stage may go without a result before another worker takes it."""
-    seconds = pipeline.TAKE_OVER_SECONDS if stage is None else stage.take_over_seconds
-    return int(max(settings().stale_seconds, seconds) * 1000)
+# This process's running attempts (lease -> card pk and stage), for which it beats.
+_running: dict[str, tuple[int, str]] = {}
+_running_lock = threading.Lock()
+
+
+def _stale_ms() -> int:
+    """How long a stage may go without a sign of life before it is sent again: a pending one
+    (its message was lost) or a running one (its worker died: a live one beats)."""
+    return int(settings().stale_seconds * 1000)
+
+
+def beat() -> None:
+    """Record a sign of life of every attempt this process is running (the sweeper's heartbeat
+    thread calls it several times per stale time)."""
+    with _running_lock:
+        attempts = dict(_running)
+    if attempts:
+        with database().transaction() as session:
+            processing.beat(session, attempts)
 
 
 def run(card_pk: int, stage: str) -> None:
@@ -109,7 +125,7 @@ def run(card_pk: int, stage: str) -> None:
     if row is None:
         return
     work = MODULES[stage]
-    stale_before = now_ms() - _take_over_ms(row)
+    stale_before = now_ms() - _stale_ms()
     with database().transaction() as session:
         taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
         if isinstance(taken, processing.Settled):
@@ -118,6 +134,18 @@ def run(card_pk: int, stage: str) -> None:
             return
         session.expunge(taken.card)
     card, lease = taken.card, taken.lease
+    with _running_lock:
+        _running[lease] = (card_pk, stage)
+    try:
+        _attempt(card, stage, lease, work, taken.attempts)
+    finally:
+        with _running_lock:
+            del _running[lease]
+
+
+def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int) -> None:
+    """Run a taken stage's work and record its result, a retry or its end."""
+    card_pk = card.pk
     try:
         fields = work.run(card, lease)
     except StageSkipped as skipped:
@@ -131,7 +159,7 @@ def run(card_pk: int, stage: str) -> None:
         ACTORS[stage].send_with_options(args=(card_pk,), delay=deferred.delay_ms)
         return
     except StageFailed as failed:
-        if failed.transient and taken.attempts < pipeline.MAX_ATTEMPTS:
+        if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
             log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
             with database().transaction() as session:
                 processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=failed.code)
@@ -193,21 +221,11 @@ def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) 
 
 
 def resend_unsettled(older_than_ms: int) -> int:
-    """Send again every stage pending with no sign of life for ``older_than_ms`` (its message
-    was lost) or running past its time (its worker died); return how many."""
+    """Send again every stage pending or running with no sign of life for ``older_than_ms``
+    (its message was lost, or its worker died); return how many."""
     now = now_ms()
-    default = _take_over_ms()
     with database().transaction(write=False) as session:
-        found = processing.unsettled(
-            session,
-            older_than=now - older_than_ms,
-            taken_over_before=now - default,
-            long_stages={
-                stage.name: now - _take_over_ms(stage)
-                for stage in pipeline.STAGES
-                if _take_over_ms(stage) != default
-            },
-        )
+        found = processing.unsettled(session, older_than=now - older_than_ms)
     for card_pk, stage in found:
         send_stage(card_pk, stage)
     with database().transaction() as session:

@@ -1,7 +1,8 @@
-"""The sweeper: re-sends operations and exports whose heartbeat went stale, so a lost message
-or a killed worker never leaves one behind, and every ten minutes starts the Trash purge, the
-deletion of expired Idempotency-Keys, of expired export archives and of ended sign-in records.
-Runs in every worker (and in the embedded worker)."""
+"""The sweeper: re-sends operations, exports and stages whose heartbeat went stale, so a lost
+message or a killed worker never leaves one behind, and every ten minutes starts the Trash
+purge, the deletion of expired Idempotency-Keys, of expired export archives and of ended
+sign-in records. Beside it, the heartbeat: a sign of life of the stages this process is
+running, four times per stale time. Both run in every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -23,19 +24,30 @@ class Sweeper(dramatiq.Middleware):
 
     def __init__(self) -> None:
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.swept = threading.Event()  # set once a pass has ended since the worker booted
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         self._stop.clear()
         self.swept.clear()
-        self._thread = threading.Thread(target=self._run, name="cardvault-sweeper", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name="cardvault-sweeper", daemon=True),
+            threading.Thread(target=self._beat, name="cardvault-heartbeat", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(settings().stale_seconds / 4):
+            try:
+                pipeline.beat()
+            except Exception:
+                log.exception("the stages' heartbeat failed; trying again later")
 
     def _run(self) -> None:
         # At boot every running operation is resumed: a restarted embedded process lost its

@@ -2,8 +2,10 @@
 
 import os
 import pty
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cardvault.domain.auth import accounts, keys
@@ -234,3 +236,37 @@ def test_a_broken_speech_install_stops_the_workers_with_a_clear_message(tmp_path
     refused = run(tmp_path, "worker", PYTHONPATH=str(tmp_path / "shadow"))
     assert refused.returncode == 2 and "Speech recognition cannot start" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_worker_whose_process_is_killed_as_it_boots_exits_for_its_supervisor(tmp_path: Path) -> None:
+    """Dramatiq's main process waited 30 s for a worker process killed while booting to say it
+    was ready; a supervisor (systemd) could not start another meanwhile."""
+    from bench.servers import redis_server
+
+    with redis_server(tmp_path) as (url, _process):
+        env = {
+            **os.environ,
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_DATABASE_URL": "",
+            "CARDVAULT_REDIS_URL": url,
+            "CARDVAULT_SPEECH": "false",
+        }
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cardvault.cli", "worker"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            children: list[str] = []
+            for _ in range(3000):  # the worker process appears within moments
+                children = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
+                if children:
+                    break
+                time.sleep(0.01)
+            for child in children:
+                os.kill(int(child), signal.SIGKILL)
+            assert worker.wait(timeout=15) != 0
+        finally:
+            worker.kill()
+            worker.wait()

@@ -1,0 +1,72 @@
+"""Fault: processes killed with SIGKILL at random moments, many times: an API process (uvicorn's
+parent starts another; the other keeps serving) or the worker's process that runs actors (the
+worker then exits, and its supervisor starts it again, as systemd would), while clients create
+link cards and start tag renames. A request whose process is killed under it loses its
+connection (nothing can answer it); every other answer is a card or a passing fault, every
+acknowledged card is stored once, and every card and operation under way when its worker died
+is finished by the next one."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from bench.faults import (
+    Outcome,
+    Traffic,
+    cards_and_renames,
+    kill,
+    pipeline_env,
+    service,
+    settle_pipeline,
+    stored_once,
+)
+from bench.faults.redis import RedisProcess
+from bench.servers import page_server
+
+
+def processes_killed(
+    workdir: Path,
+    database_url: str,
+    *,
+    kills: int = 50,
+    clients: int = 3,
+    pace: float = 0.02,
+    seed: int = 27,
+    apart: tuple[float, float] = (0.05, 0.35),
+) -> Outcome:
+    """Run the scenario on a fresh PostgreSQL database at ``database_url``: ``kills`` SIGKILLs,
+    each of an API process or of the worker's process, chosen at random (``seed``), a random
+    time within ``apart`` (seconds) after the last."""
+    outcome = Outcome(f"SIGKILL of an API or worker process, {kills} times (link cards, tag renames)")
+    chance = random.Random(seed)  # noqa: S311 - picks a victim and a moment, not a secret
+    broker = RedisProcess(workdir)
+    broker.start()
+    try:
+        with page_server() as pages:
+            env = pipeline_env(workdir, database_url, broker.url, pages, stale_seconds=3)
+            with service(env, workdir) as (running, key):
+                operations: list[str] = []
+                request = cards_and_renames(pages, operations, rename_every=5)
+                traffic = Traffic(
+                    outcome, running.base, key, request, clients=clients, pace=pace, dropped_ok=True,
+                    expected=frozenset({"TAG_OPERATION_RUNNING"}),
+                )  # fmt: skip
+                killed = {"api": 0, "worker": 0}
+                with traffic:
+                    for _ in range(kills):
+                        time.sleep(chance.uniform(*apart))  # a random moment, not a wait for a result
+                        kind = "worker" if chance.random() < 0.5 and running.worker_children() else "api"
+                        victims = running.worker_children() if kind == "worker" else running.api_children()
+                        if victims:
+                            kill(chance.choice(victims))
+                            killed[kind] += 1
+                    traffic.fault_over()
+                    traffic.wait_for_recovery()
+                outcome.unsettled += settle_pipeline(outcome, running.base, key, operations)
+                outcome.facts = {"api_killed": killed["api"], "worker_killed": killed["worker"]}
+    finally:
+        broker.kill()
+    outcome.lost = stored_once(database_url, outcome.acknowledged)
+    return outcome
