@@ -29,7 +29,9 @@ from pathlib import Path
 import httpx
 from sqlalchemy import create_engine, text
 
-from bench.servers import BIN, PageServer, cli, free_port, server_env, stop
+from bench.servers import BIN, PageServer, free_port, server_env, stop
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.db import Database
 
 PASSING_CODES = frozenset({"SERVICE_BUSY", "SERVICE_UNAVAILABLE"})
 HANG_SECONDS = 30.0  # a request unanswered this long has hung
@@ -220,10 +222,17 @@ class Service:
         self._supervisor = threading.Thread(target=self._supervise, daemon=True)
 
     def prepare(self, account: str = "faults") -> str:
-        """Migrate the database, create an account and return an API key for it."""
-        cli(self.env, "migrate")
-        cli(self.env, "accounts", "create", account)
-        return cli(self.env, "keys", "create", account)
+        """Migrate the database, create an account and return an API key for it (in this
+        process, as `cardvault migrate`, `accounts create` and `keys create` would, without
+        three interpreters' start-up)."""
+        db = Database.from_url(self.env["CARDVAULT_DATABASE_URL"])
+        try:
+            db.migrate()
+            with db.transaction() as session:
+                account_id = accounts.create_account(session, name=account).id
+                return keys.issue_api_key(session, account_id=account_id)
+        finally:
+            db.dispose()
 
     def start(self, *, start_seconds: float = 60) -> None:
         command = [
