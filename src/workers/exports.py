@@ -17,7 +17,7 @@ from typing import Any
 import dramatiq
 import zipstream
 
-from cardvault.adapters.blobs import BlobStore
+from cardvault.adapters.blobs import BlobStore, StoreUnreachable
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportItem, ExportJob
 from cardvault.domain.portability import archive, export_runs
@@ -93,7 +93,9 @@ def _run(job_id: str) -> None:
     except Stopped:
         log.info("export %s stopped: canceled or taken over", job_id)
     except Exception as exc:
-        storage = isinstance(exc, OSError) or type(exc).__module__.startswith(("botocore", "boto3"))
+        storage = isinstance(exc, (OSError, StoreUnreachable)) or type(exc).__module__.startswith(
+            ("botocore", "boto3")
+        )
         log.exception("export %s failed; it will be tried again", job_id)
         _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error")
 
@@ -202,9 +204,12 @@ def _add_file(
 
 
 def _open(store: BlobStore, key: str) -> tuple[int, bytes] | str:
-    """The object's size and first chunk, or why it cannot be read."""
-    reason = "unreadable"
+    """The object's size and first chunk, or why it cannot be read. A store that stayed out of
+    reach (StoreUnreachable) is not the file's fault: it ends the attempt, and the export is
+    tried again with every file, rather than left without this one."""
+    reason, unreachable = "unreadable", None
     for attempt in range(READ_TRIES):
+        unreachable = None
         try:
             found = store.stat(key)
             if found is None:
@@ -217,10 +222,13 @@ def _open(store: BlobStore, key: str) -> tuple[int, bytes] | str:
                     reading.close()
         except FileNotFoundError:
             reason = "missing"
-        except Exception:
+        except Exception as exc:
             log.warning("reading %s failed (try %d of %d)", key, attempt + 1, READ_TRIES, exc_info=True)
             reason = "unreadable"
+            unreachable = exc if isinstance(exc, StoreUnreachable) else None
         time.sleep(0.2 * (attempt + 1))
+    if unreachable is not None:
+        raise unreachable
     return reason
 
 

@@ -9,7 +9,9 @@ slow part outside any transaction and returns its result; ``apply`` writes the r
 card, in the transaction that records the stage, if the lease still holds and the card still
 is what the result was made from (its ``BASIS``). A stage that fails for a passing reason is
 put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
-failed with a stable error code.
+failed with a stable error code. A stage that found the file store out of reach gives its
+attempt back (``STORAGE_UNAVAILABLE``) and is sent again STORE_RETRY_MS later, for as long as
+the store stays away: the card is not to blame, and no card can take a file meanwhile.
 
 ``run_stage`` and ``run_transcript_stage`` are the actors of the release before one actor per
 stage: they pass messages still queued for them on to the stage's own actor. They can go one
@@ -26,6 +28,7 @@ from types import ModuleType
 import dramatiq
 from sqlalchemy.orm import Session
 
+from cardvault.adapters.blobs import StoreUnreachable
 from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
@@ -38,6 +41,7 @@ from cardvault.workers.stages import Deferred
 
 log = logging.getLogger("cardvault.processing")
 MIN_BACKOFF_MS = 2_000
+STORE_RETRY_MS = 5_000  # a stage that found the file store out of reach is tried again this late
 
 
 class TryAgain(Exception):
@@ -152,11 +156,11 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
         _settle(card, stage, lease, "skipped", skipped.code)
         return
     except Deferred as deferred:
-        with database().transaction() as session:
-            processing.release(
-                session, card_pk=card_pk, stage=stage, lease=lease, error_code=deferred.code, counted=False
-            )
-        ACTORS[stage].send_with_options(args=(card_pk,), delay=deferred.delay_ms)
+        _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms)
+        return
+    except StoreUnreachable as unreachable:
+        log.warning("stage %s of card %s waits for the file store: %s", stage, card.id, unreachable)
+        _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS)
         return
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
@@ -167,11 +171,19 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
         _settle(card, stage, lease, "failed", failed.code)
         return
-    except Exception:  # the store out of reach, or the like: Dramatiq retries with backoff
+    except Exception:  # anything else (the database out of reach, a bug): Dramatiq retries
         with database().transaction() as session:
             processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=None)
         raise
     _record(card, stage, lease, work, fields)
+
+
+def _defer(card_pk: int, stage: str, lease: str, code: str, delay_ms: int) -> None:
+    """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
+    again ``delay_ms`` later."""
+    with database().transaction() as session:
+        processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=code, counted=False)
+    ACTORS[stage].send_with_options(args=(card_pk,), delay=delay_ms)
 
 
 def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object]) -> None:

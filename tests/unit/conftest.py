@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bench.servers import seaweedfs_server
+from bench.servers import S3_ACCESS_KEY, S3_BUCKET, S3_SECRET_KEY, free_port, seaweedfs_server
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
@@ -22,6 +22,18 @@ from tests.conftest import Api, api_of_new_account, app_env
 def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     with seaweedfs_server(tmp_path_factory.mktemp("s3")) as env:
         yield env
+
+
+@pytest.fixture
+def unreachable_s3_env() -> dict[str, str]:
+    """The settings of an S3 server out of reach: nothing listens on its port (as when the
+    server was stopped), so every connection is refused."""
+    return {
+        "CARDVAULT_S3_BUCKET": S3_BUCKET,
+        "CARDVAULT_S3_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+        "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
+        "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
+    }
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -7,7 +7,10 @@ Both follow S3's model. An upload is a PUT of the bytes to a short-lived URL tha
 object's key, size and content type (a presigned PUT on S3; on local disk a signed URL the app
 itself serves, see cardvault.handlers.http.files); the PUT answers the object's ``ETag`` (the MD5 of
 its bytes, quoted, as S3 sends it). A download is a short-lived signed GET URL. Keys are made by
-the domain, never by clients."""
+the domain, never by clients.
+
+An S3 store's operations that reach its server raise StoreUnreachable while the server is out
+of reach (signing a URL does not reach it)."""
 
 from __future__ import annotations
 
@@ -46,6 +49,12 @@ class UploadTarget:
 
 class ObjectChanged(Exception):
     """The object is missing, or is not the one the caller names by its ETag."""
+
+
+class StoreUnreachable(Exception):
+    """The store could not be reached, the connection to it broke, it did not answer in time,
+    or it answered that it cannot serve now (5xx), through the client's own retries: a passing
+    fault, so the caller tries again later rather than treat the object as missing or broken."""
 
 
 class BlobStore(Protocol):

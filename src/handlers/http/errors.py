@@ -1,5 +1,6 @@
-"""The one error table: every failure, ours or the framework's, becomes the interface's error
-body {code, error, details, requestId, retryAt} as application/json."""
+"""The one error table: every failure, ours, the framework's or the file store's being out of
+reach, becomes the interface's error body {code, error, details, requestId, retryAt} as
+application/json."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from connexion.exceptions import (
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 
+from cardvault.adapters.blobs import StoreUnreachable
 from cardvault.domain import errors as domain
 
 log = logging.getLogger("cardvault.errors")
@@ -55,6 +57,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.RateLimited: (429, "RATE_LIMITED"),
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
     domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
+    domain.StorageUnavailable: (503, "SERVICE_UNAVAILABLE"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'
@@ -147,6 +150,9 @@ def _domain(exc: domain.CardVaultError) -> tuple[int, str]:
 def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     """Turn any exception raised while serving a request into the error body."""
     request_id = _request_id(request)
+    if isinstance(exc, StoreUnreachable):  # a passing fault, as the database's, but logged
+        log.warning("request %s: the file store is out of reach: %s", request_id, exc)
+        exc = domain.StorageUnavailable()
     if isinstance(exc, domain.CardVaultError):
         status, code = _domain(exc)
         # Headers the operation sends on every response (RateLimit), then Retry-After.

@@ -21,6 +21,7 @@ from cardvault.domain.files import uploads
 from cardvault.domain.models import Card, Upload
 from cardvault.workers.trash import purge_trash
 from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
 
 
 def png(width: int = 8, height: int = 6) -> bytes:
@@ -264,6 +265,26 @@ class TestS3UploadUrl:
         import httpx
 
         assert httpx.put(expired.url, content=b"abcd", headers=expired.headers).status_code == 403
+
+
+class TestS3OutOfReach:
+    """An S3 server that cannot be reached (stopped: nothing listens on its port). Asking for an
+    upload does not reach it (its URL is signed here); taking one does."""
+
+    @pytest.fixture
+    def storage(self, unreachable_s3_env: dict[str, str]) -> dict[str, str]:
+        return unreachable_s3_env
+
+    def test_create_card_with_a_file_answers_503_service_unavailable_with_retry_at(
+        self, files_api: Api
+    ) -> None:
+        upload = ticket(files_api, png(), "a.png", "image/png")
+        before = time.time() * 1000
+        response = files_api.post("/v1/cards", json={"fileKey": upload["fileKey"], "fileEtag": '"0"'})
+        body = assert_error(response, 503, "SERVICE_UNAVAILABLE")
+        assert "file store" in body["error"] and body["retryAt"] > before
+        assert int(response.headers["retry-after"]) >= 1
+        assert card_count(files_api) == 0
 
 
 def _wait_for(condition: Callable[[], bool], seconds: float = 10) -> None:

@@ -1,6 +1,7 @@
 """The export actor: run twice, on a missing row, resumed after a stop, stopped by a cancel or a
 takeover mid-archive (keeping nothing), failing with its class when the store cannot be written,
-and failing as interrupted once it stopped too often."""
+ending the attempt (not leaving files out) when the store is out of reach, and failing as
+interrupted once it stopped too often."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, update
 
-from cardvault.adapters.blobs import store_from_settings
+from cardvault.adapters.blobs import StoreUnreachable, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import folders
 from cardvault.domain.cards import editing
@@ -311,3 +312,25 @@ def test_a_file_that_cannot_be_opened_is_tried_then_left_out(
     assert (done.status, done.files_included, done.files_omitted, done.files_unreadable) == ("ready", 0, 1, 1)
     manifest = json.loads(archive_of(store, done).read("manifest.json"))
     assert [o["reason"] for o in manifest["omitted"]] == ["unreadable"]
+
+
+def test_a_store_out_of_reach_ends_the_attempt_rather_than_leave_files_out(
+    bound: Database,
+    store: LocalDiskStore,
+    account_id: str,
+    unreachable_s3_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    key = f"accounts/{account_id}/files/kept/a.pdf"
+    store.write(key, iter([b"%PDF-1.4"]), content_type="application/pdf")
+    with bound.transaction() as session:
+        card = editing.add_card(session, account_id=account_id, content="")
+        card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
+    job_id, _, beat, _ = _archiving(bound, account_id)
+    out_of_reach = store_from_settings(
+        Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), **unreachable_s3_env})
+    )
+    created = job(bound, job_id).created_at
+    chunks = actors._zip(bound, out_of_reach, beat, job_id=job_id, account_id=account_id, created_at=created)
+    with pytest.raises(StoreUnreachable):
+        b"".join(chunks)  # the file is not left out as unreadable: the store is to blame

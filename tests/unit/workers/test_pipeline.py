@@ -1,18 +1,26 @@
 """The pipeline's table and its workers agree: every row has a stage module and an actor with
 the row's queue and limits, every stage module and stage actor has a row (a half-added stage
 fails here), and the actors of the release before one actor per stage pass their queued
-messages on."""
+messages on. A stage that finds the file store out of reach waits for it, uncounted."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import pkgutil
+from pathlib import Path
 
 import pytest
 
+from cardvault.adapters.blobs import store_from_settings
 from cardvault.domain import pipeline as table
+from cardvault.domain import processing
+from cardvault.domain.cards import editing
+from cardvault.domain.db import Database
+from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, pipeline, stages
+from tests.conftest import app_env
+from tests.unit.handlers.test_uploads import png
 
 # Modules of cardvault.workers.stages that are not stages.
 SHARED = {"pictures"}
@@ -69,3 +77,37 @@ def test_a_stage_the_table_does_not_name_is_logged_and_not_sent(caplog: pytest.L
     assert [(m["actor_name"], m["args"]) for m in sent] == [(table.BY_NAME["ai"].actor_name, [7])]
     assert "retiredStage" in caplog.text
     broker.broker.flush_all()
+
+
+def test_a_stage_that_finds_the_file_store_out_of_reach_waits_for_it_and_never_fails_for_it(
+    database: Database, account_id: str, tmp_path: Path, unreachable_s3_env: dict[str, str]
+) -> None:
+    local = Settings.from_env(app_env(tmp_path, database))
+    store = store_from_settings(local)
+    key = f"accounts/{account_id}/files/up/a.png"
+    store.put(key, png(30, 20), content_type="image/png")
+    with database.transaction() as session:
+        card = editing.add_card(session, account_id=account_id, content="")
+        card.type, card.file_object, card.file_name, card.file_size = "image", key, "a.png", 1
+        card.mime_type = "image/png"
+        assert processing.queue(session, card) == ("renditions",)
+        pk = card.pk
+    broker.bind(Settings.from_env({**app_env(tmp_path, database), **unreachable_s3_env}), database)
+    broker.broker.flush_all()
+    for _ in range(table.MAX_ATTEMPTS + 1):  # more attempts than a failing stage has
+        pipeline.run(pk, "renditions")
+    assert _stage(database, pk) == ("pending", 0, "STORAGE_UNAVAILABLE")
+    sent = [json.loads(m) for m in broker.broker.queues["files.DQ"].queue]  # type: ignore[attr-defined]
+    assert {(m["actor_name"], m["options"]["eta"] > 0) for m in sent} == {
+        (table.BY_NAME["renditions"].actor_name, True)
+    }
+    broker.bind(local, database, store)  # the store is back
+    broker.broker.flush_all()
+    pipeline.run(pk, "renditions")
+    assert _stage(database, pk) == ("completed", 1, None)
+
+
+def _stage(database: Database, pk: int) -> tuple[str, int, str | None]:
+    with database.transaction(write=False) as session:
+        (row,) = processing.stages_of(session, [pk])[pk]
+        return row.state, row.attempts, row.error_code
