@@ -30,13 +30,15 @@ CardVaultError
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
-└── ServiceUnavailable       the database cannot be reached, or its connection was lost
+├── ServiceUnavailable       the database cannot be reached, or its connection was lost
+└── StorageFull              the disk that keeps files (or the database) is full; retry at retry_at
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
 """
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
@@ -254,6 +256,26 @@ class ServiceUnavailable(CardVaultError):
         )
         super().__init__(message, retry_at=_in_ms(1.0))
         self.maybe_saved = maybe_saved
+
+
+STORAGE_FULL_RETRY_SECONDS = 10.0  # room is made by an operator or by deletions, not in a moment
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class StorageFull(CardVaultError):
+    """A write found no room: the disk that keeps the files (or the database) is full, or its
+    quota is used up. Nothing was stored; it passes once room is made."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service has no room left to store data; nothing was stored. Retry later.",
+            retry_at=_in_ms(STORAGE_FULL_RETRY_SECONDS),
+        )
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """Say whether an error is a write that found no room (ENOSPC or EDQUOT): StorageFull."""
+    return isinstance(exc, StorageFull) or (isinstance(exc, OSError) and exc.errno in _NO_ROOM)
 
 
 def _in_ms(seconds: float) -> int:

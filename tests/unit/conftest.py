@@ -1,5 +1,5 @@
-"""The file tests' app: on each database, with files on local disk and on a real S3 server
-(SeaweedFS)."""
+"""The file tests' app: on each database, with files on local disk (on a disk of their own
+when a test fills it) and on a real S3 server (SeaweedFS)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from bench.faults.disk import small_disk
 from bench.servers import seaweedfs_server
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
@@ -22,6 +23,15 @@ from tests.conftest import Api, api_of_new_account, app_env
 def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     with seaweedfs_server(tmp_path_factory.mktemp("s3")) as env:
         yield env
+
+
+@pytest.fixture
+def blobs_disk(tmp_path: Path) -> Iterator[Path]:
+    """A disk of 1 MiB (a tmpfs) where the data directory keeps its blobs, for a test to fill
+    (bench.faults.disk.Filler); ask for it before the app or store, so they make their folders
+    on it. Skipped where mounting is not permitted (failed under CI=true)."""
+    with small_disk(tmp_path / "blobs", 1) as disk:
+        yield disk
 
 
 @pytest.fixture(params=["local", "s3"])

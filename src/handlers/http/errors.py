@@ -55,6 +55,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.RateLimited: (429, "RATE_LIMITED"),
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
     domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
+    domain.StorageFull: (503, "SERVICE_UNAVAILABLE"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'
@@ -147,6 +148,11 @@ def _domain(exc: domain.CardVaultError) -> tuple[int, str]:
 def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     """Turn any exception raised while serving a request into the error body."""
     request_id = _request_id(request)
+    if domain.is_storage_full(exc) and not isinstance(exc, domain.StorageFull):
+        # A write that found the disk full, wherever it was (the store, an upload's body): it
+        # passes once room is made, so it is no failure of ours; the operator must hear of it.
+        log.warning("request %s found no room to write: %s", request_id, exc)
+        exc = domain.StorageFull()
     if isinstance(exc, domain.CardVaultError):
         status, code = _domain(exc)
         # Headers the operation sends on every response (RateLimit), then Retry-After.
