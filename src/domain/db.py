@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from cardvault.domain.errors import ServiceBusy, ServiceUnavailable
+from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, StorageFull
 
 T = TypeVar("T")
 log = logging.getLogger("cardvault.db")
@@ -199,6 +199,9 @@ class Database:
         except DBAPIError as exc:
             if is_busy(exc):
                 raise ServiceBusy() from exc
+            if is_full(exc):
+                log.warning("the database found no room to write: %s", exc.orig)
+                raise StorageFull() from exc
             if is_unreachable(exc):
                 # Lost in COMMIT, the change may have been saved: not to be run again blindly.
                 raise ServiceUnavailable(maybe_saved=committing and write) from exc
@@ -269,6 +272,15 @@ def is_busy(exc: DBAPIError) -> bool:
         # Some errors carry no code (it is then 0).
         return getattr(orig, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return getattr(orig, "sqlstate", None) in _BUSY_SQLSTATES
+
+
+def is_full(exc: DBAPIError) -> bool:
+    """Whether the statement found no room to write: SQLite's disk full, PostgreSQL's disk_full
+    (53100). Nothing was written; it passes once room is made."""
+    orig = exc.orig
+    if isinstance(orig, sqlite3.Error):
+        return getattr(orig, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL
+    return getattr(orig, "sqlstate", None) == "53100"
 
 
 # PostgreSQL: connection exceptions (08...), and the server shutting down or starting up

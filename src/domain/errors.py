@@ -30,14 +30,16 @@ CardVaultError
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
-└── ServiceUnavailable       the database cannot be reached, or its connection was lost
-    └── StorageUnavailable   the file store cannot be reached (cardvault.adapters.blobs.StoreUnreachable)
+├── ServiceUnavailable       the database cannot be reached, or its connection was lost
+│   └── StorageUnavailable   the file store cannot be reached (cardvault.adapters.blobs.StoreUnreachable)
+└── StorageFull              the disk that keeps files (or the database) is full; retry at retry_at
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
 """
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
@@ -270,6 +272,26 @@ class StorageUnavailable(ServiceUnavailable):
             retry_at=_in_ms(2.0),
         )
         self.maybe_saved = False
+
+
+STORAGE_FULL_RETRY_SECONDS = 10.0  # room is made by an operator or by deletions, not in a moment
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class StorageFull(CardVaultError):
+    """A write found no room: the disk that keeps the files (or the database) is full, or its
+    quota is used up. Nothing was stored; it passes once room is made."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service has no room left to store data; nothing was stored. Retry later.",
+            retry_at=_in_ms(STORAGE_FULL_RETRY_SECONDS),
+        )
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """Say whether an error is a write that found no room (ENOSPC or EDQUOT): StorageFull."""
+    return isinstance(exc, StorageFull) or (isinstance(exc, OSError) and exc.errno in _NO_ROOM)
 
 
 def _in_ms(seconds: float) -> int:

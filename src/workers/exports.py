@@ -18,7 +18,9 @@ import dramatiq
 import zipstream
 
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
+from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
+from cardvault.domain.errors import is_storage_full
 from cardvault.domain.models import ExportItem, ExportJob
 from cardvault.domain.portability import archive, export_runs
 from cardvault.workers.broker import blob_store, database, settings
@@ -28,6 +30,7 @@ log = logging.getLogger("cardvault.exports")
 EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper takes it over
 HEARTBEAT_SECONDS = 5.0  # at most; always well inside the sweeper's stale_seconds
 RETRY_DELAY_MS = 30_000
+FULL_DISK_WAIT_MS = 24 * 3600 * 1000  # a full disk is waited for this long, then attempts count
 BUSY_DELAY_MS = 10_000  # when this process runs another export
 _one_at_a_time = threading.Lock()
 READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
@@ -93,22 +96,31 @@ def _run(job_id: str) -> None:
     except Stopped:
         log.info("export %s stopped: canceled or taken over", job_id)
     except Exception as exc:
-        storage = isinstance(exc, (OSError, StoreUnreachable)) or type(exc).__module__.startswith(
-            ("botocore", "boto3")
+        full = is_storage_full(exc)  # the store's disk, or the database's
+        storage = (
+            full
+            or isinstance(exc, (OSError, StoreUnreachable))
+            or type(exc).__module__.startswith(("botocore", "boto3"))
         )
-        log.exception("export %s failed; it will be tried again", job_id)
-        _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error")
+        if full:
+            log.warning("export %s found the disk full (%s); it will be tried again", job_id, exc)
+        else:
+            log.exception("export %s failed; it will be tried again", job_id)
+        _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error", full=full)
 
 
-def _give_back(db: Database, job_id: str, lease: str, failure_class: str) -> None:
-    """After an error: fail the job if it ran out of attempts, else free it and send it again."""
+def _give_back(db: Database, job_id: str, lease: str, failure_class: str, *, full: bool = False) -> None:
+    """After an error: fail the job if it ran out of attempts, else free it and send it again.
+    An attempt that found the disk full is not counted while the job is younger than
+    FULL_DISK_WAIT_MS: the disk is the service's to free, not the export's fault."""
     with db.transaction() as session:
         job = session.get(ExportJob, job_id)
-        last = job is not None and job.attempts >= export_runs.MAX_ATTEMPTS
+        counted = not full or job is None or job.created_at < now_ms() - FULL_DISK_WAIT_MS
+        last = counted and job is not None and job.attempts >= export_runs.MAX_ATTEMPTS
         if last:
             export_runs.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
         else:
-            export_runs.release(session, job_id=job_id, lease=lease)
+            export_runs.release(session, job_id=job_id, lease=lease, counted=counted)
     if not last:
         run_export.send_with_options(args=(job_id,), delay=RETRY_DELAY_MS)
 

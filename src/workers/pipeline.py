@@ -11,7 +11,9 @@ is what the result was made from (its ``BASIS``). A stage that fails for a passi
 put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
 failed with a stable error code. A stage that found the file store out of reach gives its
 attempt back (``STORAGE_UNAVAILABLE``) and is sent again STORE_RETRY_MS later, for as long as
-the store stays away: the card is not to blame, and no card can take a file meanwhile.
+the store stays away: the card is not to blame, and no card can take a file meanwhile. One that
+finds the disk full waits for room without spending its attempts (cardvault.domain.pipeline
+says for how long).
 
 ``run_stage`` and ``run_transcript_stage`` are the actors of the release before one actor per
 stage: they pass messages still queued for them on to the stage's own actor. They can go one
@@ -32,6 +34,7 @@ from cardvault.adapters.blobs import StoreUnreachable
 from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
+from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import uploads
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
@@ -171,10 +174,24 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
         _settle(card, stage, lease, "failed", failed.code)
         return
-    except Exception:  # anything else (the database out of reach, a bug): Dramatiq retries
+    except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
+        full = is_storage_full(exc)
+        waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
         with database().transaction() as session:
-            processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=None)
-        raise
+            processing.release(
+                session,
+                card_pk=card_pk,
+                stage=stage,
+                lease=lease,
+                error_code="STORAGE_FULL" if full else None,
+                counted=not waits,
+            )
+        if not waits:
+            raise
+        # The disk is the service's to free, not the card's fault: wait for room.
+        log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
+        ACTORS[stage].send_with_options(args=(card_pk,), delay=pipeline.FULL_DISK_DELAY_MS)
+        return
     _record(card, stage, lease, work, fields)
 
 

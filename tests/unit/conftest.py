@@ -1,5 +1,5 @@
-"""The file tests' app: on each database, with files on local disk and on a real S3 server
-(SeaweedFS)."""
+"""The file tests' app: on each database, with files on local disk (on a disk of their own
+when a test fills it) and on a real S3 server (SeaweedFS)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from bench.faults.disk import small_disk
 from bench.servers import S3_ACCESS_KEY, S3_BUCKET, S3_SECRET_KEY, free_port, seaweedfs_server
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
@@ -34,6 +35,15 @@ def unreachable_s3_env() -> dict[str, str]:
         "CARDVAULT_S3_ACCESS_KEY_ID": S3_ACCESS_KEY,
         "CARDVAULT_S3_SECRET_ACCESS_KEY": S3_SECRET_KEY,
     }
+
+
+@pytest.fixture
+def blobs_disk(tmp_path: Path) -> Iterator[Path]:
+    """A disk of 1 MiB (a tmpfs) where the data directory keeps its blobs, for a test to fill
+    (bench.faults.disk.Filler); ask for it before the app or store, so they make their folders
+    on it. Skipped where mounting is not permitted (failed under CI=true)."""
+    with small_disk(tmp_path / "blobs", 1) as disk:
+        yield disk
 
 
 @pytest.fixture(params=["local", "s3"])

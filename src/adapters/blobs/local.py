@@ -114,10 +114,14 @@ class LocalDiskStore:
                         )
                     digest.update(chunk)
                     await out.write(chunk)
-            if received != size:
-                raise UploadRefused(
-                    400, "INVALID_INPUT", f"The body has {received} bytes; this URL takes exactly {size}."
-                )
+                if received != size:
+                    raise UploadRefused(
+                        400, "INVALID_INPUT", f"The body has {received} bytes; this URL takes exactly {size}."
+                    )
+                # On disk before the ETag is answered: a disk that defers its errors (a full
+                # NFS share or quota, a thin volume) reports them here, not after the answer.
+                await out.flush()
+                await anyio.to_thread.run_sync(os.fsync, out.wrapped.fileno())
             etag = f'"{digest.hexdigest()}"'
             await anyio.to_thread.run_sync(self._commit, tmp, key, etag, content_type)
             stored = True
@@ -131,10 +135,16 @@ class LocalDiskStore:
         data, meta = self._path("objects", key), self._path("meta", key)
         data.parent.mkdir(parents=True, exist_ok=True)
         meta.parent.mkdir(parents=True, exist_ok=True)
-        meta_tmp = self.root / "tmp" / f"{uuid.uuid4().hex}.meta"
-        meta_tmp.write_text(f"{etag}\n{content_type}\n")
-        os.replace(meta_tmp, meta)
+        self._write_meta(key, etag, content_type)
         os.replace(tmp, data)
+
+    def _write_meta(self, key: str, etag: str, content_type: str) -> None:
+        meta_tmp = self.root / "tmp" / f"{uuid.uuid4().hex}.meta"
+        try:  # a full disk fails the write part-way: nothing of it may stay behind
+            meta_tmp.write_text(f"{etag}\n{content_type}\n")
+            os.replace(meta_tmp, self._path("meta", key))
+        finally:
+            meta_tmp.unlink(missing_ok=True)
 
     def stat(self, key: str) -> StoredObject | None:
         try:
@@ -158,9 +168,9 @@ class LocalDiskStore:
 
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         tmp = self.root / "tmp" / uuid.uuid4().hex
-        tmp.write_bytes(data)
         etag = f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"'
         try:
+            tmp.write_bytes(data)
             self._commit(tmp, key, etag, content_type)
         finally:
             tmp.unlink(missing_ok=True)
@@ -213,7 +223,7 @@ class LocalDiskStore:
         # renaming a new one over it, which leaves the link's bytes as they were.
         os.link(self._path("objects", source), linked)
         try:
-            shutil.copyfile(self._path("meta", source), meta)
+            self._write_meta(target, found.etag, found.content_type)
             os.replace(linked, data)
         finally:
             linked.unlink(missing_ok=True)

@@ -60,11 +60,14 @@ def _held(session: Session, job_id: str, lease: str) -> ExportJob | None:
     return job
 
 
-def release(session: Session, *, job_id: str, lease: str) -> None:
-    """Give the job up after an error, so the next attempt need not wait for a stale heartbeat."""
+def release(session: Session, *, job_id: str, lease: str, counted: bool = True) -> None:
+    """Give the job up after an error, so the next attempt need not wait for a stale heartbeat;
+    an attempt not ``counted`` (it waited for room on a full disk) gives its attempt back."""
     job = _held(session, job_id, lease)
     if job is not None:
         job.lease = None
+        if not counted:
+            job.attempts -= 1
 
 
 def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int = 2000) -> bool | None:

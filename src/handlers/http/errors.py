@@ -58,6 +58,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
     domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
     domain.StorageUnavailable: (503, "SERVICE_UNAVAILABLE"),
+    domain.StorageFull: (503, "SERVICE_UNAVAILABLE"),
 }
 
 _BEARER_CHALLENGE = 'Bearer realm="cardvault"'
@@ -153,6 +154,11 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
     if isinstance(exc, StoreUnreachable):  # a passing fault, as the database's, but logged
         log.warning("request %s: the file store is out of reach: %s", request_id, exc)
         exc = domain.StorageUnavailable()
+    if domain.is_storage_full(exc) and not isinstance(exc, domain.StorageFull):
+        # A write that found the disk full, wherever it was (the store, an upload's body): it
+        # passes once room is made, so it is no failure of ours; the operator must hear of it.
+        log.warning("request %s found no room to write: %s", request_id, exc)
+        exc = domain.StorageFull()
     if isinstance(exc, domain.CardVaultError):
         status, code = _domain(exc)
         # Headers the operation sends on every response (RateLimit), then Retry-After.

@@ -1,19 +1,25 @@
 """Transactions' after-commit actions: run once the change is committed, never when it rolls
 back, and one that fails (a broker that cannot be reached) leaves the change committed, is
 logged, and raises nothing (the answer must say the change was made; the sweeper sends the
-message again from the rows). The connection faults are in test_db_disconnects."""
+message again from the rows). A SQLite database on a full disk answers StorageFull. The
+connection faults are in test_db_disconnects."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
+import psycopg.errors
 import pytest
 import redis
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import OperationalError
 
+from bench.faults.disk import Filler, small_disk
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database, after_commit
+from cardvault.domain.db import Database, after_commit, is_full
+from cardvault.domain.errors import StorageFull
 from cardvault.domain.models import Card
 
 
@@ -53,3 +59,34 @@ def test_an_action_never_runs_when_the_transaction_rolls_back(
         raise RuntimeError("the request failed")
     assert ran == []
     assert _count(database, "rolled back") == 0
+
+
+def test_a_sqlite_database_on_a_full_disk_answers_storage_full_and_writes_again_after(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with small_disk(tmp_path / "disk", 2) as disk:
+        db = Database.from_url(f"sqlite:///{disk / 'full.db'}")
+        try:
+            with db.transaction() as session:
+                session.execute(text("CREATE TABLE kept (data BLOB)"))
+            row = {"data": b"x" * 200_000}  # the write-ahead log must grow for it
+            with (
+                Filler(disk),
+                caplog.at_level(logging.WARNING, logger="cardvault.db"),
+                pytest.raises(StorageFull),
+                db.transaction() as session,
+            ):
+                session.execute(text("INSERT INTO kept VALUES (:data)"), row)
+            assert any("no room" in r.getMessage() for r in caplog.records)
+            with db.transaction() as session:
+                session.execute(text("INSERT INTO kept VALUES (:data)"), row)
+                assert session.scalar(text("SELECT count(*) FROM kept")) == 1
+        finally:
+            db.dispose()
+
+
+def test_postgresql_disk_full_is_told_from_its_other_errors() -> None:
+    # The server's own disk cannot be filled from here: its error as psycopg raises it.
+    full = OperationalError("INSERT", {}, psycopg.errors.DiskFull("could not extend file"))
+    busy = OperationalError("INSERT", {}, psycopg.errors.LockNotAvailable("lock timeout"))
+    assert is_full(full) and not is_full(busy)

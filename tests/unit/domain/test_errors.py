@@ -4,6 +4,7 @@ and retry time each error carries are what the interface describes."""
 
 from __future__ import annotations
 
+import errno
 import inspect
 import re
 import time
@@ -133,7 +134,17 @@ def test_errors_that_pass_by_themselves_say_when_to_retry_and_no_other_does() ->
         errors.ServiceUnavailable(maybe_saved=True),
     ):
         assert passing.retry_at is not None and before < passing.retry_at <= before + 2_000
+    full = errors.StorageFull().retry_at
+    assert full is not None and before < full <= before + (errors.STORAGE_FULL_RETRY_SECONDS + 1) * 1000
     assert errors.RateLimited("cards", limit=3, window_seconds=60, retry_at=7).retry_at == 7
     for made in _made_with_details()[:7]:
         assert made.retry_at is None
     assert errors.Conflict("x").retry_at is None and errors.IdempotencyKeyReused().retry_at is None
+
+
+def test_a_write_that_found_no_room_is_storage_full_and_no_other_error_is() -> None:
+    for no_room in (errno.ENOSPC, errno.EDQUOT):
+        assert errors.is_storage_full(OSError(no_room, "No space left on device"))
+    assert errors.is_storage_full(errors.StorageFull())
+    for other in (OSError(errno.EIO, "I/O error"), FileNotFoundError("gone"), ValueError("no")):
+        assert not errors.is_storage_full(other)

@@ -1,7 +1,7 @@
 """The export actor: run twice, on a missing row, resumed after a stop, stopped by a cancel or a
 takeover mid-archive (keeping nothing), failing with its class when the store cannot be written,
-ending the attempt (not leaving files out) when the store is out of reach, and failing as
-interrupted once it stopped too often."""
+ending the attempt (not leaving files out) when the store is out of reach, waiting out a full
+disk, and failing as interrupted once it stopped too often."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, update
 
+from bench.faults.disk import Filler
 from cardvault.adapters.blobs import StoreUnreachable, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain import folders
@@ -171,6 +172,35 @@ def test_a_store_that_cannot_be_written_fails_the_job_as_storage_unavailable_aft
         None,
     )
     assert failed.completed_at is not None and failed.object_key is None
+
+
+def test_a_full_disk_is_waited_for_without_counting_attempts_and_the_job_ends_ready(
+    blobs_disk: Path, bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    with Filler(blobs_disk):
+        for _ in range(export_runs.MAX_ATTEMPTS + 1):
+            actors.run_export(job_id)  # (sent again 30 s later, or by the sweeper; here, at once)
+            waiting = job(bound, job_id)
+            assert (waiting.status, waiting.attempts, waiting.lease) == ("running", 0, None)
+            assert parts_left(store) == []
+    actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.attempts, done.card_count) == ("ready", 1, 3)
+
+
+def test_a_disk_full_past_the_wait_counts_attempts_and_fails_as_storage_unavailable(
+    blobs_disk: Path, bound: Database, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    with bound.transaction() as session:
+        long_ago = job(bound, job_id).created_at - actors.FULL_DISK_WAIT_MS - 1
+        session.execute(update(ExportJob).where(ExportJob.id == job_id).values(created_at=long_ago))
+    with Filler(blobs_disk):
+        for _ in range(export_runs.MAX_ATTEMPTS):
+            actors.run_export(job_id)
+    failed = job(bound, job_id)
+    assert (failed.status, failed.failure_class) == ("failed", "storage_unavailable")
 
 
 def test_a_job_stopped_too_often_fails_as_interrupted(bound: Database, account_id: str) -> None:

@@ -1,22 +1,28 @@
 """The pipeline's table and its workers agree: every row has a stage module and an actor with
 the row's queue and limits, every stage module and stage actor has a row (a half-added stage
-fails here), and the actors of the release before one actor per stage pass their queued
-messages on. A stage that finds the file store out of reach waits for it, uncounted."""
+fails here), the actors of the release before one actor per stage pass their queued messages
+on, a stage that finds the file store out of reach waits for it, uncounted, and one whose file
+finds the disk full waits for room without spending its attempts."""
 
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import pkgutil
 from pathlib import Path
 
 import pytest
+from PIL import Image
+from sqlalchemy import update
 
+from bench.faults.disk import Filler
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.domain import pipeline as table
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
+from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, pipeline, stages
 from tests.conftest import app_env
@@ -111,3 +117,63 @@ def _stage(database: Database, pk: int) -> tuple[str, int, str | None]:
     with database.transaction(write=False) as session:
         (row,) = processing.stages_of(session, [pk])[pk]
         return row.state, row.attempts, row.error_code
+
+
+def _image_card(db: Database, account_id: str, *, created_at: int | None = None) -> int:
+    """An image card whose ``renditions`` stage is pending."""
+    out = io.BytesIO()
+    Image.new("RGB", (300, 200), (20, 90, 160)).save(out, "PNG")
+    key = f"accounts/{account_id}/files/test/photo.png"
+    broker.blob_store().put(key, out.getvalue(), content_type="image/png")
+    with db.transaction() as session:
+        card = editing.add_card(session, account_id=account_id, content="", card_type="text")
+        session.flush()
+        values = {"type": "image", "file_object": key, "file_kind": "image", "mime_type": "image/png"}
+        if created_at is not None:
+            values["created_at"] = created_at
+        session.execute(update(Card).where(Card.pk == card.pk).values(**values))
+        session.flush()
+        session.expire(card)
+        assert processing.queue(session, card) == ("renditions",)
+        return card.pk
+
+
+def _renditions(db: Database, pk: int) -> tuple[str, int, str | None]:
+    with db.transaction(write=False) as session:
+        row = session.get(CardStage, (pk, "renditions"))
+        assert row is not None
+        return row.state, row.attempts, row.error_code
+
+
+def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attempts(
+    blobs_disk: Path, database: Database, settings: Settings, account_id: str
+) -> None:
+    broker.bind(settings, database)
+    broker.broker.flush_all()
+    pk = _image_card(database, account_id)
+    with Filler(blobs_disk):
+        for _ in range(table.MAX_ATTEMPTS + 1):
+            pipeline.ACTORS["renditions"](pk)  # (sent again 30 s later, or by the sweeper)
+            assert _renditions(database, pk) == ("pending", 0, "STORAGE_FULL")
+    delayed = broker.broker.queues["files.DQ"]  # type: ignore[attr-defined]
+    assert delayed.qsize() == table.MAX_ATTEMPTS + 1
+    assert list((blobs_disk / "tmp").iterdir()) == []
+    pipeline.ACTORS["renditions"](pk)
+    assert _renditions(database, pk) == ("completed", 1, None)
+    broker.broker.flush_all()
+
+
+def test_a_stage_of_a_card_older_than_the_wait_counts_its_attempts_and_fails_storage_full(
+    blobs_disk: Path, database: Database, settings: Settings, account_id: str
+) -> None:
+    broker.bind(settings, database)
+    broker.broker.flush_all()
+    pk = _image_card(database, account_id, created_at=1)
+    with Filler(blobs_disk):
+        for attempt in range(1, table.MAX_ATTEMPTS + 1):
+            with pytest.raises(OSError, match="No space"):  # Dramatiq retries it with backoff
+                pipeline.ACTORS["renditions"](pk)
+            assert _renditions(database, pk) == ("pending", attempt, "STORAGE_FULL")
+        pipeline.ACTORS["renditions"](pk)
+    assert _renditions(database, pk) == ("failed", table.MAX_ATTEMPTS, "STORAGE_FULL")
+    broker.broker.flush_all()

@@ -1,15 +1,18 @@
 """The local disk store (cardvault.adapters.blobs.local): an upload's body as it arrives, its
-signed URLs, and the keys it refuses."""
+signed URLs, the keys it refuses, and its writes on a full disk."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bench.faults.disk import Filler
 from cardvault.adapters.blobs.local import LocalDiskStore, UploadRefused
 
 
@@ -76,3 +79,63 @@ class TestLocalReceive:
     def test_refuses_keys_that_leave_its_directory(self, local_store: LocalDiskStore, key: str) -> None:
         with pytest.raises(ValueError, match="not an object key"):
             local_store.put(key, b"x", content_type="text/plain")
+
+
+async def _body(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+def _left_behind(store: LocalDiskStore) -> list[str]:
+    """What failed writes left in the store's own folders (nothing may stay of them)."""
+    return [str(p.relative_to(store.root)) for p in store.root.rglob("*") if p.is_file()]
+
+
+class TestLocalOnAFullDisk:
+    """Every write that finds the disk full fails with ENOSPC, keeps nothing of itself (no
+    partial file holding space, nothing taken for whole), and works once room is made."""
+
+    @pytest.fixture
+    def store(self, blobs_disk: Path, local_store: LocalDiskStore) -> LocalDiskStore:
+        assert local_store.root == blobs_disk
+        return local_store
+
+    def test_a_put_fails_and_leaves_no_partial_file(self, store: LocalDiskStore) -> None:
+        with Filler(store.root), pytest.raises(OSError) as failed:
+            store.put("k/x", b"x" * 20_000, content_type="text/plain")
+        assert failed.value.errno == errno.ENOSPC
+        assert _left_behind(store) == []
+        assert store.put("k/x", b"x" * 20_000, content_type="text/plain").size == 20_000
+
+    def test_an_upload_body_fails_and_its_url_takes_it_again(self, store: LocalDiskStore) -> None:
+        with Filler(store.root), pytest.raises(OSError) as failed:
+            asyncio.run(store.receive("k/x", _body(b"ab" * 10_000), size=20_000, content_type="text/plain"))
+        assert failed.value.errno == errno.ENOSPC
+        assert _left_behind(store) == []
+        stored = asyncio.run(
+            store.receive("k/x", _body(b"ab" * 10_000), size=20_000, content_type="text/plain")
+        )
+        assert store.stat("k/x") == stored
+
+    def test_a_disk_that_reports_no_room_only_at_fsync_gets_no_etag_answered(
+        self, store: LocalDiskStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # As an NFS share or a thin volume may: the bytes are taken, the room is found missing
+        # when they are flushed to the disk.
+        def no_room(fd: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(os, "fsync", no_room)
+        with pytest.raises(OSError, match="No space"):
+            asyncio.run(store.receive("k/x", _body(b"abcd"), size=4, content_type="text/plain"))
+        assert store.stat("k/x") is None and _left_behind(store) == []
+
+    def test_a_copy_fails_and_leaves_no_partial_file(self, store: LocalDiskStore) -> None:
+        source = store.put("k/source", b"x" * 20_000, content_type="text/plain")
+        with Filler(store.root), pytest.raises(OSError) as failed:
+            store.copy("k/source", "k/copy", etag=source.etag)
+        assert failed.value.errno == errno.ENOSPC
+        assert store.stat("k/copy") is None
+        assert sorted(_left_behind(store)) == ["meta/k/source", "objects/k/source"]
+        store.copy("k/source", "k/copy", etag=source.etag)
+        assert store.read("k/copy", 20_000) == b"x" * 20_000

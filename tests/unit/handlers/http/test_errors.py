@@ -1,16 +1,19 @@
 """Authentication and framework errors: always the error body, always a request id."""
 
+import logging
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+from bench.faults.disk import Filler
 from cardvault.domain.auth import credentials
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
+from tests.unit.handlers.test_uploads import png, uploaded
 
 
 class TestAuthentication:
@@ -105,3 +108,17 @@ class TestUnexpectedErrors:
             assert body["details"] is None and body["retryAt"] is not None
             for leak in ("hunter2", "127.0.0.1", "psycopg", "Traceback"):
                 assert leak not in answer.text
+
+
+class TestStorageFull:
+    def test_a_write_that_finds_the_disk_full_is_503_service_unavailable_and_logged(
+        self, blobs_disk: Path, api: Api, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        key, etag = uploaded(api, png(), "a.png", "image/png")
+        with Filler(blobs_disk), caplog.at_level(logging.WARNING, "cardvault.errors"):
+            response = api.post("/v1/cards", json={"fileKey": key, "fileEtag": etag})
+        body = assert_error(response, 503, "SERVICE_UNAVAILABLE")
+        assert body["details"] is None and body["retryAt"] is not None and response.headers["Retry-After"]
+        assert "No space left" not in response.text  # the operator's to read, in the log
+        assert any("found no room" in r.getMessage() for r in caplog.records)
+        assert api.post("/v1/cards", json={"fileKey": key, "fileEtag": etag}).status_code == 200

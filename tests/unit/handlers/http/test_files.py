@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.faults.disk import Filler
 from cardvault.adapters.blobs.local import LocalDiskStore
 from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
 from tests.unit.handlers.test_uploads import png, put, ticket, uploaded
 
 
@@ -60,3 +62,16 @@ class TestLocalUploadUrl:
         card = files_api.post("/v1/cards", json={"fileKey": key, "fileEtag": etag}).json()["card"]
         part = files_api.client.get(card["fileUrl"], headers={"Range": "bytes=5-9"})
         assert part.status_code == 206 and part.content == text[5:10]
+
+    def test_a_body_that_finds_the_disk_full_answers_503_and_the_url_takes_it_later(
+        self, blobs_disk: Path, files_api: Api
+    ) -> None:
+        data = png(64, 64)
+        upload = ticket(files_api, data, "a.png", "image/png")
+        with Filler(blobs_disk):
+            full = put(files_api, upload, data)
+        body = assert_error(full, 503, "SERVICE_UNAVAILABLE")
+        assert body["retryAt"] is not None and int(full.headers["Retry-After"]) >= 1
+        assert list((blobs_disk / "tmp").iterdir()) == []  # no partial file holds the space
+        stored = put(files_api, upload, data)
+        assert stored.status_code == 200 and stored.headers["ETag"]
