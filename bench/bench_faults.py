@@ -30,14 +30,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.faults import Outcome
+from bench.faults.disk import disk_full
 from bench.faults.kills import processes_killed
 from bench.faults.redis import redis_restarted
+from bench.faults.storage import s3_stopped
 from bench.servers import fresh_database
 
 # name -> the scenario, run with a fresh working directory and PostgreSQL database URL.
 Scenario = Callable[[Path, str, argparse.Namespace], Outcome]
 SCENARIOS: dict[str, Scenario] = {
     "redis": lambda work, url, _args: redis_restarted(work, url, down_seconds=5.0, clients=4, pace=0.02),
+    "s3": lambda work, url, _args: s3_stopped(work, url, down_seconds=5.0, clients=4, pace=0.02),
+    "disk": lambda work, url, _args: disk_full(work, url, clients=4, pace=0.02, fault_seconds=5.0),
+    "disk-embedded": lambda work, _url, _args: disk_full(work, None, clients=4, pace=0.02, fault_seconds=5.0),
     "kills": lambda work, url, args: processes_killed(
         work, url, kills=args.kills, clients=4, apart=(0.2, 1.0)
     ),
@@ -54,7 +59,7 @@ def main() -> None:
     rows = []
     for name in args.only or list(SCENARIOS):
         with tempfile.TemporaryDirectory(prefix=f"bench-faults-{name}-") as work:
-            url = fresh_database("postgresql", Path(work), name=f"faults_{name}")
+            url = fresh_database("postgresql", Path(work), name=f"faults_{name.replace('-', '_')}")
             started = time.monotonic()
             outcome = SCENARIOS[name](Path(work), url, args)
             row = {"scenario": name, **outcome.row(), "wall_s": round(time.monotonic() - started, 1)}

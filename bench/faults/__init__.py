@@ -32,6 +32,7 @@ from sqlalchemy import create_engine, text
 from bench.servers import BIN, PageServer, free_port, server_env, stop
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
+from cardvault.settings import Settings
 
 PASSING_CODES = frozenset({"SERVICE_BUSY", "SERVICE_UNAVAILABLE"})
 HANG_SECONDS = 30.0  # a request unanswered this long has hung
@@ -225,7 +226,7 @@ class Service:
         """Migrate the database, create an account and return an API key for it (in this
         process, as `cardvault migrate`, `accounts create` and `keys create` would, without
         three interpreters' start-up)."""
-        db = Database.from_url(self.env["CARDVAULT_DATABASE_URL"])
+        db = Database.from_url(Settings.from_env(self.env).database_url)
         try:
             db.migrate()
             with db.transaction() as session:
