@@ -3,10 +3,12 @@
 Lock order (PostgreSQL; SQLite runs one writer at a time): a writer takes locks top-down, never
 back up: an operation or folder row; then the account's tag lock (``lock_tags``); then cards,
 several only in ascending pk (``ORDER BY pk FOR UPDATE``); then child rows (card_tags,
-folder_cards, card_search) only of cards it holds; last the account's tag counters
-(cardvault.domain.tags.counts), in name_key order. Every wait then points down the same order,
-so no two transactions can wait for each other (a deadlock). Whoever changes the tag counts
-holds the tag lock (shared; a tag batch exclusive), so no count moves while a batch runs."""
+folder_cards, card_search) only of cards it holds; then the account's tag counters
+(cardvault.domain.tags.counts), in name_key order; last the account's row, for its storage
+counters (cardvault.domain.files.quotas), several accounts' in id order. Every wait then points
+down the same order, so no two transactions can wait for each other (a deadlock). Whoever
+changes the tag counts holds the tag lock (shared; a tag batch exclusive), so no count moves
+while a batch runs."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
 from cardvault.domain.portability import archive, import_checks
 from cardvault.settings import Settings
+from tests.unit.domain.files.test_quotas import assert_counters_hold
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run
 
@@ -280,6 +281,39 @@ class TestHostileArchives:
         assert [card_id for card_id, _ in outcome.failed] == ["crd_2"]
         assert "cannot be read from the archive" in outcome.failed[0][1]
         assert [c.content for c in self.cards_of(database, account_id)] == ["note 1"]
+
+    def test_the_quota_counters_hold_what_was_restored_and_nothing_of_what_failed(
+        self, database: Database, settings: Settings, account_id: str, tmp_path: Path
+    ) -> None:
+        kept, discarded, unread = png(4, 4), png(8, 8), png(12, 12)
+
+        def image(number: int, **fields: Any) -> dict[str, Any]:
+            path = f"files/crd_{number}/a.png"
+            return _card(
+                number,
+                type="image",
+                content="",
+                fileName="a.png",
+                mimeType="image/png",
+                file={"path": path},
+                **fields,
+            )
+
+        path = make_archive(
+            tmp_path / "a.zip",
+            [
+                _card(1),
+                image(2),  # restored with its file
+                image(3, captions={"path": "captions/crd_3/a.vtt"}),  # made, taken, then removed again
+                image(4),  # its upload is issued, its bytes are not the manifest's
+            ],
+            {"files/crd_2/a.png": kept, "files/crd_3/a.png": discarded, "files/crd_4/a.png": unread},
+            files_crd_4_a_png=unread[:-1] + b"!",
+        )
+        outcome = self.restore(database, settings, account_id, path)
+        assert sorted(card_id for card_id, _ in outcome.failed) == ["crd_3", "crd_4"]
+        # The upload of the card that could not be read waits, as any untaken one, 24 hours.
+        assert assert_counters_hold(database, account_id) == [(len(unread), len(kept))]
 
     def test_what_the_api_could_not_show_is_dropped_and_the_card_kept(
         self, database: Database, settings: Settings, account_id: str, tmp_path: Path

@@ -13,7 +13,7 @@ from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch
-from cardvault.domain.files import filetypes, uploads
+from cardvault.domain.files import filetypes, quotas, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
 from cardvault.domain.tags import counts
@@ -77,8 +77,9 @@ def add_card(
     for imports, which keep a card's time."""
     clean = clean_tags(tags)
     taken = file
+    upload = None
     if taken is not None:
-        uploads.mark_taken(session, account_id=account_id, file_key=taken.upload_id)
+        upload = uploads.mark_taken(session, account_id=account_id, file_key=taken.upload_id)
     elif card_type in FILE_CARD_TYPES:
         raise FileRequired(
             f"{_a(card_type).capitalize()} card needs its file: upload it (POST /v1/uploads), "
@@ -118,6 +119,14 @@ def add_card(
     session.flush()
     search.index_card(session, card)
     counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
+    # After the tag counters (the lock order in cardvault.domain.db): the upload leaves the
+    # account's pending bytes and the card's file joins its stored ones.
+    quotas.count(
+        session,
+        account_id=account_id,
+        pending=-upload.declared_size if upload is not None else 0,
+        stored=card.file_size or 0,
+    )
     return card
 
 

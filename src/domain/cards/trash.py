@@ -3,13 +3,16 @@ on request or once they have been there longer than the retention period."""
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, delete, select
+from collections.abc import Sequence
+
+from sqlalchemy import ColumnElement, Row, delete, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.editing import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash
+from cardvault.domain.files import quotas
 from cardvault.domain.models import Card
 from cardvault.domain.tags import counts
 
@@ -57,30 +60,43 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     if card.deleted_at is None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
     session.delete(card)
+    quotas.count(session, account_id=account_id, stored=-(card.file_size or 0))
 
 
-def _delete_locked(session: Session, condition: ColumnElement[bool], limit: int) -> list[int]:
+def _delete_locked(
+    session: Session, condition: ColumnElement[bool], limit: int
+) -> Sequence[Row[int, str, int | None]]:
     """Lock up to ``limit`` matching cards in pk order (the lock order in cardvault.domain.db)
-    and delete them; return their pks."""
-    pks = list(
-        session.scalars(select(Card.pk).where(condition).order_by(Card.pk).limit(limit).with_for_update())
-    )
-    if pks:
+    and delete them; return their pk, account_id and file_size, in that order."""
+    cards = session.execute(
+        select(Card.pk, Card.account_id, Card.file_size)
+        .where(condition)
+        .order_by(Card.pk)
+        .limit(limit)
+        .with_for_update()
+    ).all()
+    if cards:
+        pks = [card.pk for card in cards]
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
-    return pks
+    return cards
 
 
 def empty_trash(session: Session, *, account_id: str) -> int:
     """Delete every card of the account's Trash; return how many."""
     in_trash = (Card.account_id == account_id) & Card.deleted_at.is_not(None)
-    deleted = after = 0
+    deleted = after = freed = 0
     # Each batch starts after the last one, so the whole transaction locks in ascending pk; a card
     # moved to Trash meanwhile behind it stays for the next time.
-    while pks := _delete_locked(session, in_trash & (Card.pk > after), PURGE_BATCH):
-        deleted, after = deleted + len(pks), pks[-1]
+    while cards := _delete_locked(session, in_trash & (Card.pk > after), PURGE_BATCH):
+        deleted, after = deleted + len(cards), cards[-1].pk
+        freed += sum(card.file_size or 0 for card in cards)
+    # Once, after every card: the account's row is the last lock (cardvault.domain.db).
+    quotas.count(session, account_id=account_id, stored=-freed)
     return deleted
 
 
 def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
     """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
-    return len(_delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit))
+    deleted = _delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit)
+    quotas.count_deleted_files(session, [(card.account_id, card.file_size) for card in deleted])
+    return len(deleted)

@@ -30,7 +30,7 @@ from cardvault.domain.errors import (
     UnsupportedType,
     UploadChanged,
 )
-from cardvault.domain.files import uploads
+from cardvault.domain.files import quotas, uploads
 from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
@@ -139,7 +139,7 @@ def apply(session: Session, *, account_id: str, card_id: str, attached: Attached
     its transcript again."""
     lock_tags(session, account_id=account_id)  # before the card: its AI tags go
     card = CAPTIONS.card(session, account_id=account_id, card_id=card_id, for_update=True)
-    uploads.mark_taken(session, account_id=account_id, file_key=attached.upload_id)
+    upload = uploads.mark_taken(session, account_id=account_id, file_key=attached.upload_id)
     card.captions_object = attached.object_key
     card.captions = {
         "fileName": attached.file_name,
@@ -148,7 +148,10 @@ def apply(session: Session, *, account_id: str, card_id: str, attached: Attached
         "cueCount": attached.cue_count,
     }
     card.captions_text = attached.text
-    return _transcribe_again(session, card)
+    edited = _transcribe_again(session, card)
+    # After the tag counters its AI tags moved (the lock order in cardvault.domain.db).
+    quotas.count(session, account_id=account_id, pending=-upload.declared_size)
+    return edited
 
 
 def remove(session: Session, *, account_id: str, card_id: str) -> Edited:

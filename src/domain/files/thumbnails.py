@@ -21,7 +21,7 @@ from cardvault.domain import processing
 from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
-from cardvault.domain.files import filetypes, uploads
+from cardvault.domain.files import filetypes, quotas, uploads
 from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
@@ -102,12 +102,13 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     """Make the renditions the card's image (the old ones are doomed by the database); it
     queues no stage."""
     card = IMAGE.card(session, account_id=account_id, card_id=card_id, for_update=True)
-    uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
+    upload = uploads.mark_taken(session, account_id=account_id, file_key=replacement.upload_id)
     card.thumbnail_object = replacement.large
     card.compact_object = replacement.compact
     card.placeholder_object = replacement.placeholder
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
+    quotas.count(session, account_id=account_id, pending=-upload.declared_size)
     return Edited(card)
 
 

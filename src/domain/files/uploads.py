@@ -30,7 +30,7 @@ from cardvault.domain.errors import (
 )
 from cardvault.domain.files import filetypes
 from cardvault.domain.files.filetypes import FileType
-from cardvault.domain.files.quotas import NO_QUOTAS, Quotas, ensure_room
+from cardvault.domain.files.quotas import NO_QUOTAS, Quotas, count_deleted_uploads, ensure_room
 from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, DoomedObject, Upload
 
@@ -238,7 +238,8 @@ def copy_for_card(store: BlobStore, checked: CheckedUpload) -> TakenFile:
 
 def mark_taken(session: Session, *, account_id: str, file_key: str) -> Upload:
     """Mark a checked upload taken, in the transaction that uses it (UploadUsed when another
-    request took it meanwhile)."""
+    request took it meanwhile). The caller then takes its declared size off the account's
+    pending bytes (quotas.count), after its other locks."""
     upload = session.scalars(
         select(Upload).where(Upload.id == file_key, Upload.account_id == account_id).with_for_update()
     ).one_or_none()
@@ -305,13 +306,15 @@ def read_text(store: BlobStore, checked: CheckedUpload) -> str:
 def forget_old(session: Session, *, batch_size: int) -> int:
     """Delete up to batch_size uploads older than KEEP_MS and doom their objects: each one's
     upload object, and the card's copy of one no card took (a copy made by a transaction that
-    then failed). Return how many were deleted."""
+    then failed); those no card took leave their accounts' pending bytes. Return how many were
+    deleted."""
     old = session.scalars(
         select(Upload).where(Upload.created_at < now_ms() - KEEP_MS).limit(batch_size).with_for_update()
     ).all()
     if old:
         doom(session, list(_keys_of(old)))
         session.execute(delete(Upload).where(Upload.id.in_([u.id for u in old])))
+        count_deleted_uploads(session, old)
     return len(old)
 
 

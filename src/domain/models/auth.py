@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -18,6 +18,11 @@ class Account(Base):
     email: Mapped[str | None] = mapped_column(String(320))
     email_key: Mapped[str | None] = mapped_column(String(320))  # lowercased: unique ignoring case
     password_hash: Mapped[str | None] = mapped_column(Text)  # None: no sign-in, API keys only
+    # What the storage quotas count, in bytes (cardvault.domain.files.quotas): the declared sizes
+    # of its uploads no card has taken yet, and the file sizes of its cards (Trash included).
+    # Moved in the transaction of every change to those rows, so a quota check reads one row.
+    pending_upload_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    stored_file_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
     __table_args__ = (Index("uq_accounts_email_key", "email_key", unique=True),)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, text
+from sqlalchemy import BigInteger, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -12,15 +12,6 @@ class Upload(Base):
     """A file a client was given a URL to upload, until a card takes it (or 24 hours pass)."""
 
     __tablename__ = "uploads"
-    __table_args__ = (
-        # What the pending-uploads quota sums (migration 0014).
-        Index(
-            "ix_uploads_pending",
-            "account_id",
-            postgresql_where=text("attached_at IS NULL"),
-            sqlite_where=text("attached_at IS NULL"),
-        ),
-    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the fileKey clients see
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))

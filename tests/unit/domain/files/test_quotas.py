@@ -1,23 +1,58 @@
 """Storage quotas per account, through the upload operations: the uploads no card has taken yet,
 and those plus the files its cards hold. A refused upload answers 409 QUOTA_EXCEEDED and records
-nothing."""
+nothing. The amounts are counters on the account's row: after every kind of change they are the
+sums of the rows they count, and the check reads no card and no upload."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select, update
 from starlette.testclient import TestClient
 
+from bench import media_files
+from cardvault.adapters.blobs import store_from_settings
+from cardvault.domain.cards import trash
 from cardvault.domain.db import Database
-from cardvault.domain.models import Upload
+from cardvault.domain.errors import QuotaExceeded
+from cardvault.domain.files import uploads
+from cardvault.domain.files.quotas import Quotas, check_room, ensure_room
+from cardvault.domain.models import Account, Card, Upload
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, api_of_new_account, app_env
-from tests.unit.handlers.test_uploads import png, put
+from tests.unit.domain.files.test_captions import caption_ticket
+from tests.unit.handlers.test_uploads import png, put, thumbnail_upload, uploaded
+from tests.unit.workers.stages.test_media import file_card
+
+
+def assert_counters_hold(database: Database, *account_ids: str) -> list[tuple[int, int]]:
+    """Assert that each account's counters are the sums of the rows they count, recomputed:
+    its uploads no card took, and its cards' files; return each one's (pending, stored)."""
+    found = []
+    with database.transaction(write=False) as session:
+        for account_id in account_ids:
+            counters = session.execute(
+                select(Account.pending_upload_bytes, Account.stored_file_bytes).where(
+                    Account.id == account_id
+                )
+            ).one()
+            pending = session.scalar(
+                select(func.coalesce(func.sum(Upload.declared_size), 0)).where(
+                    Upload.account_id == account_id, Upload.attached_at.is_(None)
+                )
+            )
+            stored = session.scalar(
+                select(func.coalesce(func.sum(Card.file_size), 0)).where(Card.account_id == account_id)
+            )
+            assert tuple(counters) == (pending, stored), account_id
+            found.append((int(pending or 0), int(stored or 0)))
+    return found
 
 
 class TestQuotas:
@@ -93,3 +128,156 @@ class TestQuotas:
         body = {"fileName": "a.png", "fileSize": self.SIZE, "mimeType": "image/png"}
         answers = [api.post(f"/v1/cards/{card}/thumbnail/upload", json=body).status_code for _ in range(3)]
         assert answers == [200, 200, 409]
+
+
+class TestCounters:
+    """The counters the quotas read move with every change to what they count, in its
+    transaction: uploads issued, taken by cards, as images and caption files, forgotten after
+    24 hours; cards made, deleted for good, purged from Trash and emptied from it."""
+
+    def test_every_kind_of_change_keeps_the_counters_the_sums_of_their_rows(
+        self, api: Api, make_api: Callable[[], Api], database: Database, tmp_path: Path
+    ) -> None:
+        other = make_api()
+        small, large = png(4, 4), png(40, 30)
+        # Uploads issued.
+        taken_key, taken_etag = uploaded(api, small, "a.png", "image/png")
+        forgotten_key, _ = uploaded(api, large, "b.png", "image/png")
+        uploaded(api, large, "c.png", "image/png")  # still waiting for a card at the end
+        others_key, others_etag = uploaded(other, small, "d.png", "image/png")
+        assert assert_counters_hold(database, api.account_id, other.account_id) == [
+            (len(small) + 2 * len(large), 0),
+            (len(small), 0),
+        ]
+        # Taken by cards; a card that declares a size without a file counts it, as the sum did.
+        image = api.post("/v1/cards", json={"fileKey": taken_key, "fileEtag": taken_etag}).json()["cardId"]
+        others_image = other.post("/v1/cards", json={"fileKey": others_key, "fileEtag": others_etag})
+        declared = api.create(content="sizes", fileSize=1234)["id"]
+        assert assert_counters_hold(database, api.account_id, other.account_id) == [
+            (2 * len(large), len(small) + 1234),
+            (0, len(small)),
+        ]
+        # Taken as a link card's image and as an audio card's caption file.
+        link = api.create(content="https://example.com/page")["id"]
+        cover = thumbnail_upload(api, link, png(300, 200))
+        assert api.put(f"/v1/cards/{link}/thumbnail", json={"fileKey": cover}).status_code == 200
+        tone = media_files.audio(tmp_path / "tone.mp3").read_bytes()
+        audio = file_card(api, tone, "tone.mp3", "audio/mpeg")
+        vtt = b"WEBVTT\n\n00:00.500 --> 00:01.500\nA tone.\n"
+        issued = caption_ticket(api, audio, vtt).json()
+        assert put(api, issued, vtt).status_code == 200
+        assert api.put(f"/v1/cards/{audio}/captions", json={"fileKey": issued["fileKey"]}).status_code == 200
+        assert assert_counters_hold(database, api.account_id) == [
+            (2 * len(large), len(small) + 1234 + len(tone))  # the image and caption file are no card's file
+        ]
+        # Forgotten 24 hours after they were issued: the untaken ones leave the pending bytes.
+        with database.transaction() as session:
+            session.execute(
+                update(Upload)
+                .where(Upload.id.in_([taken_key, forgotten_key, others_key]))
+                .values(created_at=Upload.created_at - uploads.KEEP_MS - 1)
+            )
+        with database.transaction() as session:
+            while uploads.forget_old(session, batch_size=2) == 2:
+                pass
+        assert assert_counters_hold(database, api.account_id, other.account_id) == [
+            (len(large), len(small) + 1234 + len(tone)),
+            (0, len(small)),
+        ]
+        # Deleted for good: one card, then two accounts' cards purged from Trash together.
+        assert api.post(f"/v1/cards/{declared}/trash").status_code == 200
+        assert api.request("DELETE", f"/v1/cards/{declared}").status_code == 204
+        assert_counters_hold(database, api.account_id)
+        for who, card_id in ((api, image), (other, others_image.json()["cardId"])):
+            assert who.post(f"/v1/cards/{card_id}/trash").status_code == 200
+        with database.transaction() as session:
+            session.execute(
+                update(Card).where(Card.id.in_([image, others_image.json()["cardId"]])).values(deleted_at=1)
+            )
+            assert trash.purge_expired(session, retention_ms=trash.retention_ms(30)) >= 2
+        assert assert_counters_hold(database, api.account_id, other.account_id) == [
+            (len(large), len(tone)),
+            (0, 0),
+        ]
+        # Emptied from Trash.
+        for card_id in (audio, link):
+            assert api.post(f"/v1/cards/{card_id}/trash").status_code == 200
+        assert api.request("DELETE", "/v1/trash").status_code == 200
+        assert assert_counters_hold(database, api.account_id) == [(len(large), 0)]
+
+    def test_the_check_reads_the_accounts_row_and_no_card_or_upload(
+        self, database: Database, account_id: str
+    ) -> None:
+        statements: list[str] = []
+
+        def capture(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            statements.append(statement)
+
+        quotas = Quotas(pending_bytes=100, stored_bytes=1000)
+        event.listen(database.engine, "before_cursor_execute", capture)
+        try:
+            with database.transaction() as session:
+                ensure_room(session, account_id=account_id, file_size=60, quotas=quotas)
+            with pytest.raises(QuotaExceeded), database.transaction() as session:
+                ensure_room(session, account_id=account_id, file_size=60, quotas=quotas)
+        finally:
+            event.remove(database.engine, "before_cursor_execute", capture)
+        read = [s for s in statements if not re.match(r"\s*(BEGIN|COMMIT|ROLLBACK)", s, re.IGNORECASE)]
+        assert len(read) == 3  # the row read and locked, its pending bytes moved; read again, refused
+        assert all(re.search(r"\baccounts\b", s) for s in read), read
+        assert not [s for s in read if re.search(r"\b(cards|uploads)\b", s)], read
+        with database.transaction() as session:  # the refused one counted nothing
+            assert session.scalar(select(Account.pending_upload_bytes).where(Account.id == account_id)) == 60
+            session.execute(  # this account has no upload row: put its counter back
+                update(Account).where(Account.id == account_id).values(pending_upload_bytes=0)
+            )
+
+    def test_uploads_asked_for_together_never_pass_the_quota_together(
+        self, database: Database, settings: Settings, account_id: str
+    ) -> None:
+        store, quotas = store_from_settings(settings), Quotas(pending_bytes=5 * 100)
+        answers: list[str] = []
+
+        def ask() -> None:
+            try:
+                with database.transaction() as session:
+                    uploads.issue(
+                        session,
+                        store,
+                        account_id=account_id,
+                        file_name="a.png",
+                        file_size=100,
+                        mime_type="image/png",
+                        quotas=quotas,
+                    )
+                answers.append("issued")
+            except QuotaExceeded:
+                answers.append("refused")
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(answers) == ["issued"] * 5 + ["refused"] * 3
+        assert assert_counters_hold(database, account_id) == [(500, 0)]
+
+    @pytest.mark.parametrize(
+        ("pending", "stored", "size", "refused"),
+        [
+            (60, 0, 40, None),  # exactly at the pending quota
+            (60, 0, 41, "pendingUploads"),
+            (10, 850, 40, None),  # exactly at the stored quota, pending included
+            (10, 850, 41, "storedFiles"),
+        ],
+    )
+    def test_an_upload_that_fills_a_quota_to_its_last_byte_passes(
+        self, pending: int, stored: int, size: int, refused: str | None
+    ) -> None:
+        quotas = Quotas(pending_bytes=100, stored_bytes=900)
+        if refused is None:
+            check_room(pending=pending, stored=stored, file_size=size, quotas=quotas)
+            return
+        with pytest.raises(QuotaExceeded) as raised:
+            check_room(pending=pending, stored=stored, file_size=size, quotas=quotas)
+        assert raised.value.details["quota"] == refused

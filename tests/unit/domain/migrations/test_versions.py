@@ -1,14 +1,17 @@
-"""Migrations that carry data forward: cards saved before a stage existed get it."""
+"""Migrations that carry data forward: cards saved before a stage existed get it, accounts saved
+before the quota counters get them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from cardvault.domain.db import MIGRATIONS, Database
+from tests.conftest import BACKENDS, fresh_postgres_database
 
 
 def saved_before(
@@ -165,4 +168,75 @@ def test_undoing_sign_in_keeps_every_account_key_and_card(tmp_path: Path) -> Non
     db.migrate()
     with db.transaction(write=False) as session:
         assert session.scalar(text("SELECT count(*) FROM cards")) == 2
+    db.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: Path, backend: str) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if backend == "sqlite"
+        else fresh_postgres_database("cardvault_quota_counters", "PostgreSQL tier")
+    )
+    db = Database.from_url(url)
+    db.migrate("0014")
+    cards = [(1, "acc_1", 100, None), (2, "acc_1", 250, 5), (3, "acc_1", None, None), (4, "acc_2", 7, None)]
+    uploads = [  # id, account, declared size, attached_at
+        ("upl_1", "acc_1", 10, None),
+        ("upl_2", "acc_1", 20, None),
+        ("upl_3", "acc_1", 40, 9),
+        ("upl_4", "acc_2", 5, 9),
+    ]
+    with db.transaction() as session:
+        for account in ("acc_1", "acc_2", "acc_3"):
+            session.execute(
+                text("INSERT INTO accounts (id, name, name_key, created_at) VALUES (:id, :id, :id, 1)"),
+                {"id": account},
+            )
+        for pk, account, size, deleted in cards:
+            session.execute(
+                text(
+                    "INSERT INTO cards (pk, id, account_id, type, content, is_favorited, created_at, "
+                    "updated_at, deleted_at, file_size) "
+                    "VALUES (:pk, :id, :account, 'image', '', false, 1, 1, :deleted, :size)"
+                ),
+                {"pk": pk, "id": f"crd_{pk}", "account": account, "deleted": deleted, "size": size},
+            )
+        for upload_id, account, size, attached in uploads:
+            session.execute(
+                text(
+                    "INSERT INTO uploads (id, account_id, purpose, object_key, file_name, declared_size, "
+                    "declared_type, created_at, expires_at, attached_at) "
+                    "VALUES (:id, :account, 'card', 'k', 'a.png', :size, 'image/png', 1, 1, :attached)"
+                ),
+                {"id": upload_id, "account": account, "size": size, "attached": attached},
+            )
+
+    def counters() -> list[tuple[str, int, int]]:
+        with db.transaction(write=False) as session:
+            found = session.execute(
+                text("SELECT id, pending_upload_bytes, stored_file_bytes FROM accounts ORDER BY id")
+            )
+            return [tuple(row) for row in found]
+
+    def indexes() -> set[str]:
+        with db.engine.connect() as connection:
+            return {str(index["name"]) for index in inspect(connection).get_indexes("uploads")}
+
+    db.migrate()
+    # Trash included; an upload a card took and a card without a file count nothing.
+    assert counters() == [("acc_1", 30, 350), ("acc_2", 0, 7), ("acc_3", 0, 0)]
+    assert "ix_uploads_pending" not in indexes()  # what only the sum read
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0014")
+        connection.commit()
+    assert "ix_uploads_pending" in indexes()
+    with db.transaction(write=False) as session:  # ALTER TABLE: no account, card or upload lost
+        assert session.scalar(text("SELECT count(*) FROM cards")) == len(cards)
+        assert session.scalar(text("SELECT count(*) FROM uploads")) == len(uploads)
+    db.migrate()
+    assert counters() == [("acc_1", 30, 350), ("acc_2", 0, 7), ("acc_3", 0, 0)]
     db.dispose()
