@@ -54,6 +54,42 @@ def fresh_postgres_database(name: str, purpose: str) -> str:
     return POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
 
 
+@contextmanager
+def connections_cut(
+    database: Database, *, table: str, times: int, when: str = "true", at_commit: bool = False
+) -> Iterator[None]:
+    """Have PostgreSQL end the connection of the next ``times`` statements that insert or
+    update rows of ``table`` (those matching the SQL condition ``when`` on NEW), or with
+    ``at_commit`` of the transactions that did, in their COMMIT (nothing is saved then, but the
+    client cannot know): a trigger terminates its own server process, as a failover or
+    pg_terminate_backend would, so the connection is lost at a chosen point. PostgreSQL only."""
+    name = f"cardvault_cut_{table}"
+    timing = "CONSTRAINT TRIGGER {} AFTER" if at_commit else "TRIGGER {} BEFORE"
+    deferred = " DEFERRABLE INITIALLY DEFERRED" if at_commit else ""
+    with database.engine.begin() as connection:
+        connection.execute(text(f"CREATE SEQUENCE {name}"))
+        connection.execute(
+            text(
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                f" IF nextval('{name}') <= {times} THEN PERFORM pg_terminate_backend(pg_backend_pid());"
+                " END IF; RETURN NEW; END $$"
+            )
+        )
+        connection.execute(
+            text(
+                f"CREATE {timing.format(name)} INSERT OR UPDATE ON {table}{deferred} FOR EACH ROW"
+                f" WHEN ({when}) EXECUTE FUNCTION {name}()"
+            )
+        )
+    try:
+        yield
+    finally:
+        with database.engine.begin() as connection:
+            connection.execute(text(f"DROP TRIGGER {name} ON {table}"))
+            connection.execute(text(f"DROP FUNCTION {name}()"))
+            connection.execute(text(f"DROP SEQUENCE {name}"))
+
+
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 

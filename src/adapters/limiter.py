@@ -95,6 +95,25 @@ class Limiter:
         """What the policy leaves ``key`` now, counting nothing."""
         return self._ask(policy, key, count=False, fail_open=fail_open)
 
+    def give_back(self, policy: Policy, key: str) -> None:
+        """Uncount one request of ``key`` against the policy (the newest in its window): one
+        that did nothing and was answered to be retried in a moment (503), so that following
+        that advice costs the account none of its window. The library has no call for it;
+        each request pushes one entry at the head of the window's list (a Redis list, or a
+        list in memory), and the head is dropped. A request counted in this process's memory
+        while Redis was away keeps its count."""
+        name = self._item(policy).key_for(key)
+        storage = self._storage
+        try:
+            if isinstance(storage, RedisStorage):
+                cast("redis.Redis", storage.get_connection()).lpop(storage.prefixed_key(name))
+                return
+            with storage.locks[name]:
+                if storage.events.get(name):
+                    storage.events[name].pop(0)
+        except (StorageError, redis.RedisError) as exc:
+            log.warning("a request could not be uncounted: %s", exc)
+
     def _ask(self, policy: Policy, key: str, *, count: bool, fail_open: bool) -> Allowance | None:
         answer = self._ask_storage(policy, key, count=count)
         if answer is not None or fail_open:

@@ -40,6 +40,7 @@ _joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joi
 # PostgreSQL they wait as long as it takes); API requests wait CARDVAULT_LOCK_TIMEOUT_MS.
 PATIENT_SQLITE_MS = 60_000
 ATTEMPTS = 3  # of a unit of work that found the database busy, before ServiceBusy
+PATIENCE_PAUSE = 0.5  # seconds between tries of a patient unit of work (Database.run)
 # SQLSTATEs of a transaction that lost to another and would succeed when run again: deadlock
 # detected, serialization failure, lock not available (lock_timeout).
 _BUSY_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
@@ -197,6 +198,9 @@ class Database:
         try:
             with factory() as session, session.begin():
                 yield session
+                # What the block left pending is written now, not by COMMIT: a connection lost
+                # while it is written saved nothing, and the work may run again.
+                session.flush()
                 committing = True  # the block is done: what fails now fails in COMMIT
         except DBAPIError as exc:
             if is_busy(exc):
@@ -222,22 +226,39 @@ class Database:
             finally:
                 _joined.reset(token)
 
-    def run(self, work: Callable[[], T]) -> T:
+    def run(self, work: Callable[[], T], *, patience: float = 0.0, idempotent: bool = False) -> T:
         """Run a unit of work (which opens its own transactions) and return its result; when
         the database was busy (a lock wait timed out, a deadlock, a serialization failure), or
         its connection was lost before COMMIT (the pool hands out a checked one next), the
         transaction rolled back and the work is run again, up to ATTEMPTS times in all, after a
         short random pause. Past that ServiceBusy or ServiceUnavailable propagates, with nothing
-        written; a connection lost in COMMIT propagates at once (the change may be saved)."""
-        for attempt in range(1, ATTEMPTS + 1):
+        written; a connection lost in COMMIT propagates at once (the change may be saved).
+
+        A worker holding a result it would rather keep than do again passes ``patience``: while
+        the database cannot be reached (a restart, a failover), the work is then run again
+        every PATIENCE_PAUSE seconds for up to that many seconds, and only then does
+        ServiceUnavailable propagate. API requests have none: they answer 503 at once. Work
+        that changes nothing more when run again after it was saved (a write guarded by the
+        lease it sets or clears) passes ``idempotent``: it is run again after a connection lost
+        in COMMIT as well."""
+        deadline = time.monotonic() + patience
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return work()
             except (ServiceBusy, ServiceUnavailable) as exc:
-                if attempt == ATTEMPTS or getattr(exc, "maybe_saved", False):
+                if getattr(exc, "maybe_saved", False) and not idempotent:
                     raise
-                # Apart, so they do not collide again (jitter, not a secret).
-                time.sleep(random.uniform(0.01, 0.05) * attempt)  # noqa: S311
-        raise AssertionError("unreachable")
+                if attempt < ATTEMPTS:
+                    # Apart, so they do not collide again (jitter, not a secret).
+                    time.sleep(random.uniform(0.01, 0.05) * attempt)  # noqa: S311
+                elif isinstance(exc, ServiceUnavailable) and time.monotonic() + PATIENCE_PAUSE < deadline:
+                    if attempt == ATTEMPTS:
+                        log.warning("the database cannot be reached; waiting up to %.0f s for it", patience)
+                    time.sleep(PATIENCE_PAUSE)
+                else:
+                    raise
 
     def migrate(self, revision: str = "head") -> None:
         """Apply every pending migration (up to ``revision``); safe to call from several

@@ -103,17 +103,26 @@ def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> t
     return tuple(name for name in names if waits_for(card.type, name) not in names)
 
 
-def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> Taken | Settled | None:
+def start(
+    session: Session, *, card_pk: int, stage: str, stale_before: int, lease: str | None = None
+) -> Taken | Settled | None:
     """Take the stage for this worker: from pending, or from running when its last sign of life
     is older than ``stale_before`` (its worker died). None when there is nothing to do (done,
     failed, taken by a live worker, waiting for the stage it follows, or the card is gone).
     A stage whose attempts ran out fails with the last reason, and one that follows a stage
-    that failed or was skipped is skipped: both answer Settled."""
+    that failed or was skipped is skipped: both answer Settled.
+
+    The attempt's ``lease`` may be the caller's own: run again after its COMMIT was lost (it
+    may have been saved), start then finds the stage taken under that lease and answers Taken,
+    as the first run did."""
     row = session.scalars(
         select(CardStage).where(CardStage.card_pk == card_pk, CardStage.stage == stage).with_for_update()
     ).one_or_none()
     if row is None or row.state not in ("pending", "running"):
         return None
+    if lease is not None and row.state == "running" and row.lease == lease:
+        taken = session.get(Card, card_pk)
+        return None if taken is None else Taken(card=taken, lease=lease, attempts=row.attempts)
     if row.state == "running" and row.updated_at >= stale_before:
         return None
     card = session.get(Card, card_pk)
@@ -137,7 +146,7 @@ def start(session: Session, *, card_pk: int, stage: str, stale_before: int) -> T
         _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
         return Settled(card.type)
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
-    row.lease = secrets.token_hex(16)
+    row.lease = lease or secrets.token_hex(16)
     return Taken(card=card, lease=row.lease, attempts=row.attempts)
 
 

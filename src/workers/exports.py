@@ -6,8 +6,10 @@ about 1 KB a file, is held until the end. The layout is cardvault.domain.portabi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import secrets
 import threading
 import time
 import zipfile
@@ -20,7 +22,7 @@ import zipstream
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
-from cardvault.domain.errors import is_storage_full
+from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, is_storage_full
 from cardvault.domain.models import ExportItem, ExportJob
 from cardvault.domain.portability import archive, export_runs
 from cardvault.workers.broker import blob_store, database, settings
@@ -31,6 +33,7 @@ EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper t
 HEARTBEAT_SECONDS = 5.0  # at most; always well inside the sweeper's stale_seconds
 RETRY_DELAY_MS = 30_000
 FULL_DISK_WAIT_MS = 24 * 3600 * 1000  # a full disk is waited for this long, then attempts count
+RESUME_DELAY_MS = 500  # after a passing fault of the database: once this process's turn is free
 BUSY_DELAY_MS = 10_000  # when this process runs another export
 _one_at_a_time = threading.Lock()
 READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
@@ -85,9 +88,10 @@ def run_export(job_id: str) -> None:
 
 
 def _run(job_id: str) -> None:
-    db = database()
-    with db.transaction() as session:
-        lease = export_runs.claim(session, job_id=job_id, stale_ms=int(settings().stale_seconds * 1000))
+    db, patience = database(), settings().stale_seconds
+    # The lease is chosen here, so that a claim whose COMMIT was lost can be run again.
+    claim = functools.partial(_claim, db, job_id, secrets.token_hex(8))
+    lease = db.run(claim, patience=patience, idempotent=True)
     if lease is None:
         return
     try:
@@ -95,6 +99,13 @@ def _run(job_id: str) -> None:
             _archive(db, blob_store(), job_id, lease)
     except Stopped:
         log.info("export %s stopped: canceled or taken over", job_id)
+    except (ServiceBusy, ServiceUnavailable):
+        # A connection lost, the database restarting (or busy past its retries): a passing
+        # fault, none of the export's doing, so it costs no attempt. The job is given back once
+        # the database answers and sent again in a moment; it resumes where its row says
+        # (archiving starts over).
+        log.warning("export %s met a passing fault of the database; it resumes once it answers", job_id)
+        _give_back(db, job_id, lease, None, patience=patience)
     except Exception as exc:
         full = is_storage_full(exc)  # the store's disk, or the database's
         storage = (
@@ -109,20 +120,43 @@ def _run(job_id: str) -> None:
         _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error", full=full)
 
 
-def _give_back(db: Database, job_id: str, lease: str, failure_class: str, *, full: bool = False) -> None:
-    """After an error: fail the job if it ran out of attempts, else free it and send it again.
-    An attempt that found the disk full is not counted while the job is younger than
-    FULL_DISK_WAIT_MS: the disk is the service's to free, not the export's fault."""
+def _claim(db: Database, job_id: str, lease: str) -> str | None:
+    stale_ms = int(settings().stale_seconds * 1000)
     with db.transaction() as session:
-        job = session.get(ExportJob, job_id)
-        counted = not full or job is None or job.created_at < now_ms() - FULL_DISK_WAIT_MS
-        last = counted and job is not None and job.attempts >= export_runs.MAX_ATTEMPTS
-        if last:
-            export_runs.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
-        else:
+        return export_runs.claim(session, job_id=job_id, stale_ms=stale_ms, lease=lease)
+
+
+def _give_back(
+    db: Database,
+    job_id: str,
+    lease: str,
+    failure_class: str | None,
+    *,
+    full: bool = False,
+    patience: float = 0.0,
+) -> None:
+    """After an error: fail the job if it ran out of attempts, else free it and send it again.
+    ``failure_class`` None: the error was a passing fault of the database; the attempt is not
+    counted, and the job is sent again in RESUME_DELAY_MS (once the database answers, waited
+    for up to ``patience`` seconds). An attempt that found the disk full (``full``) is not
+    counted either while the job is younger than FULL_DISK_WAIT_MS: the disk is the service's
+    to free, not the export's fault."""
+
+    def give_back() -> bool:
+        with db.transaction() as session:
+            job = session.get(ExportJob, job_id)
+            waits = full and job is not None and job.created_at >= now_ms() - FULL_DISK_WAIT_MS
+            counted = failure_class is not None and not waits
+            if failure_class is not None and counted and job is not None and job.attempts >= export_runs.MAX_ATTEMPTS:
+                export_runs.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
+                return True
             export_runs.release(session, job_id=job_id, lease=lease, counted=counted)
-    if not last:
-        run_export.send_with_options(args=(job_id,), delay=RETRY_DELAY_MS)
+            return False
+
+    # Under the lease, which it clears: a second run after a saved first changes nothing.
+    if not db.run(give_back, patience=patience, idempotent=True):
+        delay = RETRY_DELAY_MS if failure_class is not None else RESUME_DELAY_MS
+        run_export.send_with_options(args=(job_id,), delay=delay)
 
 
 def _snapshot(db: Database, job_id: str, lease: str) -> bool:

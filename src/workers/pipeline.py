@@ -24,7 +24,9 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import secrets
 import threading
+from collections.abc import Callable
 from types import ModuleType
 
 import dramatiq
@@ -132,14 +134,11 @@ def run(card_pk: int, stage: str) -> None:
     if row is None:
         return
     work = MODULES[stage]
-    stale_before = now_ms() - _stale_ms()
-    with database().transaction() as session:
-        taken = processing.start(session, card_pk=card_pk, stage=stage, stale_before=stale_before)
-        if isinstance(taken, processing.Settled):
-            _send_followers(session, card_pk, taken.card_type, stage)
-        if not isinstance(taken, processing.Taken):
-            return
-        session.expunge(taken.card)
+    # The lease is chosen here, so that a start whose COMMIT was lost can be run again.
+    start = functools.partial(_start, card_pk, row, secrets.token_hex(16))
+    taken = database().run(start, idempotent=True)
+    if taken is None:
+        return
     card, lease = taken.card, taken.lease
     with _running_lock:
         _running[lease] = (card_pk, stage)
@@ -168,8 +167,7 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
             log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
-            with database().transaction() as session:
-                processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=failed.code)
+            _release(card_pk, stage, lease, failed.code)
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
         _settle(card, stage, lease, "failed", failed.code)
@@ -177,15 +175,7 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
-        with database().transaction() as session:
-            processing.release(
-                session,
-                card_pk=card_pk,
-                stage=stage,
-                lease=lease,
-                error_code="STORAGE_FULL" if full else None,
-                counted=not waits,
-            )
+        _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits)
         if not waits:
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
@@ -198,15 +188,59 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
 def _defer(card_pk: int, stage: str, lease: str, code: str, delay_ms: int) -> None:
     """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
     again ``delay_ms`` later."""
-    with database().transaction() as session:
-        processing.release(session, card_pk=card_pk, stage=stage, lease=lease, error_code=code, counted=False)
+    _release(card_pk, stage, lease, code, counted=False)
     ACTORS[stage].send_with_options(args=(card_pk,), delay=delay_ms)
+
+
+def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
+    """Take the stage for this attempt under ``lease``; None when there is nothing to run."""
+    stale_before = now_ms() - _stale_ms()
+    with database().transaction() as session:
+        taken = processing.start(
+            session, card_pk=card_pk, stage=row.name, stale_before=stale_before, lease=lease
+        )
+        if isinstance(taken, processing.Settled):
+            _send_followers(session, card_pk, taken.card_type, row.name)
+        if not isinstance(taken, processing.Taken):
+            return None
+        session.expunge(taken.card)
+        return taken
+
+
+def _write(change: Callable[[Session], object]) -> None:
+    """Make an attempt's change to its stage (its result, or giving the stage back) in a
+    transaction of its own, waiting out a database that cannot be reached (Database.run's
+    patience, up to the stale period), and run again when its COMMIT was lost (the change is
+    made under the attempt's lease, which it clears: a second run after a saved first changes
+    nothing). Lost to a passing fault, the change would leave the stage running under a lease
+    nobody holds: Dramatiq's retry finds it taken and does nothing, and the card waits until
+    the stage's heartbeat goes stale and another worker takes it over."""
+
+    def unit() -> None:
+        with database().transaction() as session:
+            change(session)
+
+    database().run(unit, patience=settings().stale_seconds, idempotent=True)
+
+
+def _release(card_pk: int, stage: str, lease: str, error_code: str | None, *, counted: bool = True) -> None:
+    _write(
+        functools.partial(
+            processing.release,
+            card_pk=card_pk,
+            stage=stage,
+            lease=lease,
+            error_code=error_code,
+            counted=counted,
+        )
+    )
 
 
 def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object]) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored."""
-    with database().transaction() as session:
+
+    def change(session: Session) -> None:
         if work.WRITES_TAGS:
             lock_tags(session, account_id=card.account_id)  # before the card (cardvault.domain.db)
         kept = session.get(Card, card.pk, with_for_update=True)
@@ -235,13 +269,17 @@ def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[s
         if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
             after_commit(session, delete_doomed_objects.send)
 
+    _write(change)
+
 
 def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> None:
-    with database().transaction() as session:
+    def change(session: Session) -> None:
         if processing.finish(
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
             _send_followers(session, card.pk, card.type, stage)
+
+    _write(change)
 
 
 def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) -> None:

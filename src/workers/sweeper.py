@@ -12,6 +12,7 @@ import time
 
 import dramatiq
 
+from cardvault.domain.errors import ServiceUnavailable
 from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash
 from cardvault.workers.broker import settings
 
@@ -74,6 +75,10 @@ class Sweeper(dramatiq.Middleware):
                     exports.expire_exports.send()
                     oauth.forget_ended_credentials.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
+            except ServiceUnavailable:
+                # The database restarting, or out of reach: a passing fault, and the next pass
+                # sends what this one could not (no traceback every pass of an outage).
+                log.warning("sweeping skipped: the database cannot be reached; trying again later")
             except Exception:
                 log.exception("sweeping failed; trying again later")
             self.swept.set()

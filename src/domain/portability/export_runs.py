@@ -28,19 +28,25 @@ MAX_ATTEMPTS = 3  # workers that may stop mid-way before the job fails as interr
 EXPIRE_BATCH = 100
 
 
-def claim(session: Session, *, job_id: str, stale_ms: int) -> str | None:
+def claim(session: Session, *, job_id: str, stale_ms: int, lease: str | None = None) -> str | None:
     """Take the job for this worker and return its lease; None when it is done, or another
-    worker holds it and its heartbeat is fresh. A job that stopped MAX_ATTEMPTS times fails."""
+    worker holds it and its heartbeat is fresh. A job that stopped MAX_ATTEMPTS times fails.
+
+    The ``lease`` may be the caller's own: run again after its COMMIT was lost (it may have
+    been saved), claim then finds the job held under that lease and returns it, as the first
+    run did."""
     job = session.get(ExportJob, job_id, with_for_update=True)
     now = now_ms()
     if job is None or job.status not in ACTIVE:
         return None
+    if lease is not None and job.lease == lease:
+        return lease
     if job.lease is not None and job.heartbeat_at > now - stale_ms:
         return None
     if job.attempts >= MAX_ATTEMPTS:
         exports.end(session, job, "failed", "interrupted")
         return None
-    lease = secrets.token_hex(8)
+    lease = lease or secrets.token_hex(8)
     job.attempts += 1
     job.lease, job.heartbeat_at, job.updated_at = lease, now, now
     if job.status == "pending":
@@ -62,7 +68,8 @@ def _held(session: Session, job_id: str, lease: str) -> ExportJob | None:
 
 def release(session: Session, *, job_id: str, lease: str, counted: bool = True) -> None:
     """Give the job up after an error, so the next attempt need not wait for a stale heartbeat;
-    an attempt not ``counted`` (it waited for room on a full disk) gives its attempt back."""
+    an attempt not ``counted`` (a passing fault of the database stopped it, or it waited for
+    room on a full disk: nothing of the export's own doing) gives its attempt back."""
     job = _held(session, job_id, lease)
     if job is not None:
         job.lease = None

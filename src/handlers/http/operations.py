@@ -5,11 +5,12 @@ where the handler runs, in a worker thread."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -17,7 +18,7 @@ from connexion.context import context, scope
 from connexion.lifecycle import ConnexionResponse
 
 from cardvault.adapters.limiter import Allowance, Policy
-from cardvault.domain.errors import InsufficientScope, RateLimited
+from cardvault.domain.errors import InsufficientScope, RateLimited, ServiceBusy, ServiceUnavailable
 from cardvault.domain.guards import idempotency, rate_limits
 from cardvault.domain.guards.idempotency import StoredResponse
 from cardvault.handlers.http import runtime
@@ -93,21 +94,26 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
             _check_scopes(rules.scopes)
         key = _header(b"idempotency-key") if rules.idempotent else None
         card_id = kwargs.get("card_id")
+        spent: list[_Spent] = []  # the rate limit is counted once, whatever the retries
+
+        def spend() -> dict[str, str]:
+            if not spent:
+                spent.append(_spend(rt, rules, account_id, card_id))
+            return spent[0].headers
+
         if account_id is None or key is None:
-            rate_headers = _spend(rt, rules, account_id, card_id)
-            return rt.db.run(lambda: _response(handler(*args, **kwargs), rate_headers))
+            rate_headers = spend()
+            with _uncounted_if_passing(rt, spent):
+                return rt.db.run(lambda: _response(handler(*args, **kwargs), rate_headers))
         arguments = {name: value for name, value in kwargs.items() if name != "user"}
         fingerprint = idempotency.fingerprint(rules.operation_id, arguments)
-        spent: list[dict[str, str]] = []  # the rate limit is counted once, whatever the retries
 
         def attempt() -> Any:
             with rt.db.unit() as session:
                 stored = idempotency.claim(session, account_id=account_id, key=key, fingerprint=fingerprint)
                 if stored is not None:  # a replay does no work and counts against no limit
                     return _replay(stored, _peek(rt, rules, account_id))
-                if not spent:
-                    spent.append(_spend(rt, rules, account_id, card_id))
-                response = _response(handler(*args, **kwargs), spent[0])
+                response = _response(handler(*args, **kwargs), spend())
                 if isinstance(response, ConnexionResponse) and 200 <= response.status_code < 300:
                     kept = {n: response.headers[n] for n in _KEPT_HEADERS if n in response.headers}
                     idempotency.record(
@@ -121,7 +127,7 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
                     )
                 return response
 
-        with rt.in_flight.hold(account_id, key):
+        with rt.in_flight.hold(account_id, key), _uncounted_if_passing(rt, spent):
             return rt.db.run(attempt)
 
     return run
@@ -154,12 +160,21 @@ def _header(name: bytes) -> str | None:
     return None
 
 
-def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: str | None) -> dict[str, str]:
+@dataclasses.dataclass(frozen=True)
+class _Spent:
+    """What counting a request did: its RateLimit headers, and the (policy, key) pairs it was
+    counted against (none for a limiter that could not be reached)."""
+
+    headers: dict[str, str]
+    counted: tuple[tuple[Policy, str], ...] = ()
+
+
+def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: str | None) -> _Spent:
     """Count the request against its operation's policy, then its per-card policy; return the
     RateLimit headers, which every response to it carries (the error renderer adds them to
     errors). A card over its own limit is refused before the account's policy counts it."""
     if account_id is None:
-        return {}
+        return _Spent({})
     counted = [(rules.policy, account_id)] if rules.policy is not None else []
     if rules.card_policy is not None and card_id is not None:
         counted.append((rules.card_policy, f"{account_id}:{card_id}"))
@@ -178,7 +193,26 @@ def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: s
         raise
     headers = _rate_headers(*allowances)
     _remember_headers(headers)
-    return headers
+    return _Spent(
+        headers,
+        tuple(pair for pair, allowance in zip(counted, allowances, strict=True) if allowance is not None),
+    )
+
+
+@contextlib.contextmanager
+def _uncounted_if_passing(rt: runtime.Runtime, spent: list[_Spent]) -> Iterator[None]:
+    """Give back what the request was counted against when it ends in a passing fault of the
+    database (503 SERVICE_BUSY or SERVICE_UNAVAILABLE, nothing written): the answer tells the
+    client to retry in a moment, and the retries must not find its limit used up by the
+    failures (a 2 s outage used up a day's 10 export starts). One that may have been saved
+    (its connection lost in COMMIT) stays counted."""
+    try:
+        yield
+    except (ServiceBusy, ServiceUnavailable) as exc:
+        if spent and not getattr(exc, "maybe_saved", False):
+            for policy, key in spent[0].counted:
+                rt.limiter.give_back(policy, key)
+        raise
 
 
 def _peek(rt: runtime.Runtime, rules: Rules, account_id: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""The limiter on its two storages: exact moving windows, counted once per request, and on
-Redis one round trip that survives a Redis which has lost the library's scripts."""
+"""The limiter on its two storages: exact moving windows, counted once per request (or given
+back), and on Redis one round trip that survives a Redis which has lost the library's
+scripts."""
 
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ def test_keys_and_policies_count_apart(limiter: Limiter) -> None:
     folders = limiter.take(Policy.parse("folders", "3/minute"), "account-a")
     assert other is not None and other.remaining == 2
     assert folders is not None and folders.remaining == 2
+
+
+def test_give_back_uncounts_one_request_and_no_more(limiter: Limiter) -> None:
+    for _ in range(3):
+        limiter.take(POLICY, "account-a")
+    limiter.give_back(POLICY, "account-a")
+    peeked = limiter.peek(POLICY, "account-a")
+    assert peeked is not None and peeked.remaining == 1
+    for _ in range(3):
+        limiter.give_back(POLICY, "account-a")  # more than were counted: the window is empty
+    limiter.give_back(POLICY, "account-b")  # never counted
+    taken = [limiter.take(POLICY, "account-a") for _ in range(4)]
+    assert [a and a.allowed for a in taken] == [True, True, True, False]
 
 
 def test_a_redis_that_lost_the_scripts_still_counts_each_request_once(

@@ -6,6 +6,7 @@ server itself is never stopped."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,12 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database
+from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.domain.errors import ServiceUnavailable
 from cardvault.domain.models import Card
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
-from tests.conftest import app_env
+from tests.conftest import app_env, connections_cut
 
 # Nothing listens on port 1 of loopback: the connection is refused at once.
 UNREACHABLE = "postgresql+psycopg://postgres@127.0.0.1:1/test"
@@ -64,6 +65,24 @@ def test_a_connection_lost_before_commit_is_run_again_and_writes_once(
     assert _count(database, "written once") == 1
 
 
+def test_a_connection_lost_writing_what_the_block_left_pending_is_run_again(
+    database: Database, account_id: str
+) -> None:
+    _postgres_only(database)
+    attempts: list[int] = []
+
+    def work() -> None:
+        with database.transaction() as session:
+            attempts.append(1)
+            card = editing.add_card(session, account_id=account_id, content="noted at the end")
+            card.notes = "pending when the block ends"  # written after the block, before COMMIT
+
+    with connections_cut(database, table="cards", times=1, when="NEW.notes = 'pending when the block ends'"):
+        database.run(work)
+    assert len(attempts) == 2
+    assert _count(database, "noted at the end") == 1
+
+
 def test_a_connection_lost_in_commit_is_not_run_again_and_says_it_may_be_saved(
     database: Database, account_id: str
 ) -> None:
@@ -81,6 +100,63 @@ def test_a_connection_lost_in_commit_is_not_run_again_and_says_it_may_be_saved(
         database.run(work)
     assert lost.value.maybe_saved and len(attempts) == 1
     assert _count(database, "lost in commit") == 0  # here it was not (the server died first)
+
+
+def test_a_patient_unit_of_work_outlasts_more_lost_connections_than_its_attempts(
+    database: Database, account_id: str
+) -> None:
+    _postgres_only(database)
+    tries: list[int] = []
+
+    def work() -> None:
+        tries.append(1)
+        with database.transaction() as session:
+            editing.add_card(session, account_id=account_id, content="patient")
+
+    with connections_cut(database, table="cards", times=ATTEMPTS + 1, when="NEW.content = 'patient'"):
+        database.run(work, patience=10)
+    assert len(tries) == ATTEMPTS + 2
+    assert _count(database, "patient") == 1
+
+
+def test_patience_ends_with_service_unavailable_when_the_database_stays_away(database: Database) -> None:
+    _postgres_only(database)
+    unreachable = Database.from_url(UNREACHABLE)
+
+    def read() -> None:
+        with unreachable.transaction(write=False) as session:
+            session.execute(text("SELECT 1"))
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServiceUnavailable):
+            unreachable.run(read, patience=1.2)
+    finally:
+        unreachable.dispose()
+    assert 1.0 <= time.monotonic() - started < 5
+
+
+def test_idempotent_work_is_run_again_after_a_connection_lost_in_commit(
+    database: Database, account_id: str
+) -> None:
+    _postgres_only(database)
+    attempts: list[int] = []
+
+    def work() -> None:
+        with database.transaction() as session:
+            attempts.append(1)
+            editing.add_card(session, account_id=account_id, content="committed twice")
+
+    committing = "NEW.content = 'committed twice'"
+    with connections_cut(database, table="cards", times=1, when=committing, at_commit=True):
+        with pytest.raises(ServiceUnavailable) as lost:
+            database.run(work)
+        assert lost.value.maybe_saved
+    assert _count(database, "committed twice") == 0  # the server died before it saved it
+    with connections_cut(database, table="cards", times=1, when=committing, at_commit=True):
+        database.run(work, idempotent=True)  # (here it is not; a lease would make it so)
+    assert len(attempts) == 3
+    assert _count(database, "committed twice") == 1
 
 
 def test_pooled_connections_killed_while_idle_are_replaced_before_use(database: Database) -> None:

@@ -1,7 +1,8 @@
 """The export actor: run twice, on a missing row, resumed after a stop, stopped by a cancel or a
 takeover mid-archive (keeping nothing), failing with its class when the store cannot be written,
 ending the attempt (not leaving files out) when the store is out of reach, waiting out a full
-disk, and failing as interrupted once it stopped too often."""
+disk, failing as interrupted once it stopped too often, and resumed in a moment, costing no
+attempt, after a passing fault of the database."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,7 @@ from cardvault.domain.portability import export_runs, exports
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import exports as actors
+from tests.conftest import connections_cut
 
 
 @pytest.fixture
@@ -214,6 +217,55 @@ def test_a_job_stopped_too_often_fails_as_interrupted(bound: Database, account_i
     actors.run_export(job_id)
     failed = job(bound, job_id)
     assert (failed.status, failed.failure_class) == ("failed", "interrupted")
+
+
+def test_lost_connections_cost_no_attempt_and_the_job_is_sent_again_in_a_moment(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    if bound.dialect != "postgresql":
+        pytest.skip("connections that can be cut are PostgreSQL's")
+    job_id = start(bound, account_id)
+    broker.broker.flush_all()
+    # Every attempt loses its connection in its snapshot, as many times as a job has attempts.
+    with connections_cut(
+        bound, table="export_items", times=export_runs.MAX_ATTEMPTS, when=f"NEW.job_id = '{job_id}'"
+    ):
+        for _ in range(export_runs.MAX_ATTEMPTS):
+            sent_at = time.time() * 1000
+            actors.run_export(job_id)
+            resent = [json.loads(m) for m in broker.broker.queues["exports.DQ"].queue]  # type: ignore[attr-defined]
+            assert [m["args"] for m in resent] == [[job_id]]
+            assert resent[0]["options"]["eta"] - sent_at < 2000  # not RETRY_DELAY_MS
+            assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("running", 0)
+            broker.broker.flush_all()
+        actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.attempts, done.card_count) == ("ready", 1, 3)
+
+
+def test_a_claim_run_again_under_its_own_lease_finds_the_job_held_by_it(
+    bound: Database, account_id: str
+) -> None:
+    job_id = start(bound, account_id)
+    for _ in range(2):  # as after a COMMIT that was lost, yet saved
+        with bound.transaction() as session:
+            assert export_runs.claim(session, job_id=job_id, stale_ms=60_000, lease="mine") == "mine"
+    with bound.transaction() as session:
+        assert export_runs.claim(session, job_id=job_id, stale_ms=60_000, lease="another") is None
+    assert job(bound, job_id).attempts == 1
+
+
+def test_a_claim_whose_commit_was_lost_is_run_again_and_the_export_goes_on(
+    bound: Database, store: LocalDiskStore, account_id: str
+) -> None:
+    if bound.dialect != "postgresql":
+        pytest.skip("connections that can be cut are PostgreSQL's")
+    job_id = start(bound, account_id)
+    claiming = f"NEW.id = '{job_id}' AND NEW.lease IS NOT NULL"
+    with connections_cut(bound, table="export_jobs", times=1, when=claiming, at_commit=True):
+        actors.run_export(job_id)
+    done = job(bound, job_id)
+    assert (done.status, done.attempts, done.card_count) == ("ready", 1, 3)
 
 
 def test_the_sweeper_resends_only_jobs_whose_heartbeat_is_stale(

@@ -1,8 +1,9 @@
 """The sweeper: when a worker boots it re-sends every running tag operation, export and
 unsettled stage and starts the purges; after that, each pass re-sends only what went stale; a
-pass that fails is logged and the next one goes on. Each test runs the sweeper's own thread on
-the Dramatiq stub broker and waits for its ``swept`` event, over a database of this module's own
-(so a boot pass sends only what these tests made)."""
+pass that fails is logged (in one line when the database cannot be reached) and the next one
+goes on. Each test runs the sweeper's own thread on the Dramatiq stub broker and waits for its
+``swept`` event, over a database of this module's own (so a boot pass sends only what these
+tests made)."""
 
 from __future__ import annotations
 
@@ -161,28 +162,50 @@ def test_later_passes_resend_only_what_went_stale_and_purge_no_more(
     assert not {actor for actor, _ in messages} & PURGES  # every ten minutes, not every pass
 
 
+@pytest.mark.parametrize(
+    ("broken", "level", "message"),
+    [
+        ("no tables", logging.ERROR, "sweeping failed; trying again later"),
+        (
+            "unreachable",
+            logging.WARNING,
+            "sweeping skipped: the database cannot be reached; trying again later",
+        ),
+    ],
+)
 def test_a_failing_pass_is_logged_and_the_next_one_goes_on(
     sweeping: Callable[[float], Sweeper],
     database: Database,
     new_account: Callable[[], str],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    broken: str,
+    level: int,
+    message: str,
 ) -> None:
     operation_id = start_tag_delete(database, new_account(), AGO)
     settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_SWEEP_SECONDS": "0.05"})
-    unreachable = Database.from_url("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    url = (
+        f"sqlite:///{tmp_path / 'empty.db'}"
+        if broken == "no tables"
+        else "postgresql+psycopg://nobody@127.0.0.1:1/none"
+    )
+    failing = Database.from_url(url)
     sweeper = sweeping(0.05)
     wait_for_passes(sweeper)
     sent()
-    with caplog.at_level(logging.ERROR, logger="cardvault.sweeper"):
-        broker.bind(settings, unreachable)
+    with caplog.at_level(logging.WARNING, logger="cardvault.sweeper"):
+        broker.bind(settings, failing)
         wait_for_passes(sweeper, 2)  # ended, though it failed: wait_until_idle is not kept waiting
-    assert any(r.message == "sweeping failed; trying again later" for r in caplog.records)
+    logged = [r for r in caplog.records if r.name == "cardvault.sweeper"]
+    assert logged and all((r.levelno, r.getMessage()) == (level, message) for r in logged)
+    # An outage is a passing fault: one line a pass, not a traceback.
+    assert all(bool(r.exc_info) == (broken == "no tables") for r in logged)
     sent()
     broker.bind(settings, database)
     wait_for_passes(sweeper, 2)
     assert ("run_tag_operation", (operation_id,)) in sent()
-    unreachable.dispose()
+    failing.dispose()
 
 
 def test_a_stopped_sweeper_leaves_no_thread_behind(sweeping: Callable[[float], Sweeper]) -> None:

@@ -18,10 +18,10 @@ from starlette.testclient import TestClient
 
 from bench.servers import cli, redis_server, server_env, serving
 from cardvault.domain.auth import accounts, keys
-from cardvault.domain.db import Database
+from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
-from tests.conftest import Api, fresh_postgres_database
+from tests.conftest import Api, connections_cut, fresh_postgres_database
 
 _POLICY = re.compile(r'^"(?P<name>[a-z-]+)";q=(?P<q>\d+);w=(?P<w>\d+)$')
 _LEFT = re.compile(r'^"(?P<name>[a-z-]+)";r=(?P<r>\d+);t=(?P<t>\d+)$')
@@ -189,6 +189,42 @@ class TestFolders:
         refused = api.post("/v1/folders", json={"name": "three"})
         assert refused.status_code == 429
         assert sorted(f["name"] for f in api.get("/v1/folders").json()["items"]) == ["one", "two"]
+
+
+class TestPassingFaults:
+    """A request answered 503 with nothing written (its connection lost on every try, here cut
+    by a trigger) counts against no policy: the answer says to retry in a moment, and retrying
+    must not use up the limit (a 2 s outage used up a day's 10 export starts)."""
+
+    @pytest.mark.parametrize("limits", ["memory", "redis"])
+    @pytest.mark.parametrize("idempotency_key", [False, True], ids=["plain", "idempotency-key"])
+    def test_a_request_answered_503_service_unavailable_counts_against_no_limit(
+        self,
+        request: pytest.FixtureRequest,
+        tmp_path: Path,
+        database: Database,
+        limits: str,
+        idempotency_key: bool,
+    ) -> None:
+        if database.dialect != "postgresql":
+            pytest.skip("connections that can be cut are PostgreSQL's")
+        redis = {"CARDVAULT_REDIS_URL": request.getfixturevalue("own_redis")[0]} if limits == "redis" else {}
+        settings = _settings(tmp_path, database, CARDVAULT_RATE_LIMIT_CARDS="2/minute", **redis)
+        with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
+            api = _api(client, database)
+            with connections_cut(
+                database, table="cards", times=3 * ATTEMPTS, when=f"NEW.account_id = '{api.account_id}'"
+            ):
+                failed = [
+                    api.post(
+                        "/v1/cards", json={}, headers={"Idempotency-Key": f"k{n}"} if idempotency_key else {}
+                    )
+                    for n in range(3)
+                ]
+            assert [(a.status_code, a.json()["code"]) for a in failed] == [(503, "SERVICE_UNAVAILABLE")] * 3
+            created = [api.post("/v1/cards", json={}) for _ in range(3)]
+        assert [a.status_code for a in created] == [200, 200, 429]
+        assert [_left(a)[1] for a in created[:2]] == [1, 0]
 
 
 @pytest.fixture
