@@ -32,6 +32,7 @@ from pathlib import Path
 from bench.faults import Outcome
 from bench.faults.disk import disk_full
 from bench.faults.kills import processes_killed
+from bench.faults.postgres import connections_killed, server_restarted
 from bench.faults.redis import redis_restarted
 from bench.faults.storage import s3_stopped
 from bench.servers import fresh_database
@@ -39,6 +40,11 @@ from bench.servers import fresh_database
 # name -> the scenario, run with a fresh working directory and PostgreSQL database URL.
 Scenario = Callable[[Path, str, argparse.Namespace], Outcome]
 SCENARIOS: dict[str, Scenario] = {
+    "pg-kills": lambda work, url, _args: connections_killed(work, url, kills=8, clients=4, pace=0.02),
+    "pg-restart": lambda work, _url, _args: server_restarted(work, mode="fast", down_seconds=5.0, clients=4),
+    "pg-crash": lambda work, _url, _args: server_restarted(
+        work, mode="immediate", down_seconds=5.0, clients=4
+    ),
     "redis": lambda work, url, _args: redis_restarted(work, url, down_seconds=5.0, clients=4, pace=0.02),
     "s3": lambda work, url, _args: s3_stopped(work, url, down_seconds=5.0, clients=4, pace=0.02),
     "disk": lambda work, url, _args: disk_full(work, url, clients=4, pace=0.02, fault_seconds=5.0),

@@ -147,7 +147,12 @@ def _give_back(
             job = session.get(ExportJob, job_id)
             waits = full and job is not None and job.created_at >= now_ms() - FULL_DISK_WAIT_MS
             counted = failure_class is not None and not waits
-            if failure_class is not None and counted and job is not None and job.attempts >= export_runs.MAX_ATTEMPTS:
+            if (
+                failure_class is not None
+                and counted
+                and job is not None
+                and job.attempts >= export_runs.MAX_ATTEMPTS
+            ):
                 export_runs.fail(session, job_id=job_id, failure_class=failure_class, lease=lease)
                 return True
             export_runs.release(session, job_id=job_id, lease=lease, counted=counted)
