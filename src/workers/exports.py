@@ -442,4 +442,6 @@ def resume_stale(older_than_seconds: float) -> int:
         stale = export_runs.stale(session, older_than_ms=int(older_than_seconds * 1000))
     for job_id in stale:
         run_export.send(job_id)
+    with database().transaction() as session:
+        export_runs.resent(session, stale, older_than_ms=int(older_than_seconds * 1000))
     return len(stale)

@@ -234,6 +234,26 @@ def stale(session: Session, *, older_than_ms: int) -> list[str]:
     return list(session.scalars(query))
 
 
+def resent(session: Session, job_ids: Sequence[str], *, older_than_ms: int) -> None:
+    """Record that the sweeper has sent these jobs again: one that no worker holds (pending, or
+    given back) gets a fresh heartbeat, so it is sent again only when it goes another
+    ``older_than_ms`` untaken (a message still waiting for a worker's one-export turn is then
+    not sent again on every pass). A held job's heartbeat is its worker's to keep: a stale one
+    must stay stale, so that the message sent again can take it over."""
+    if job_ids:
+        now = now_ms()
+        session.execute(
+            update(ExportJob)
+            .where(
+                ExportJob.id.in_(list(job_ids)),
+                ExportJob.lease.is_(None),
+                ExportJob.status.in_(ACTIVE),
+                ExportJob.heartbeat_at < now - older_than_ms,
+            )
+            .values(heartbeat_at=now)
+        )
+
+
 def expire(session: Session) -> list[str]:
     """Mark ready jobs past their time expired; return the keys of expired jobs' archives (to
     be deleted, then forgotten with ``forget_archives``: a failed delete is tried again)."""

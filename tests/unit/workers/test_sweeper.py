@@ -217,3 +217,17 @@ def test_a_stopped_sweeper_leaves_no_thread_behind(sweeping: Callable[[float], S
     wait_for_passes(sweeper)
     sweeper.before_worker_shutdown(broker.broker, None)  # type: ignore[arg-type]
     assert not any(t.is_alive() for t in started)
+
+
+def test_an_export_no_worker_holds_is_sent_again_once_per_stale_period(
+    sweeping: Callable[[float], Sweeper], database: Database, new_account: Callable[[], str]
+) -> None:
+    # Waiting for a worker's one-export turn looks like a lost message too: sent again once.
+    sweeper = sweeping(0.05)
+    wait_for_passes(sweeper)
+    sent()
+    job_id = start_export(database, new_account(), AGO)
+    wait_for_passes(sweeper, 2)
+    assert sent().count(("run_export", (job_id,))) == 1
+    wait_for_passes(sweeper, 3)
+    assert ("run_export", (job_id,)) not in sent()
