@@ -50,7 +50,7 @@ SCENARIOS: dict[str, Scenario] = {
     "disk": lambda work, url, _args: disk_full(work, url, clients=4, pace=0.02, fault_seconds=5.0),
     "disk-embedded": lambda work, _url, _args: disk_full(work, None, clients=4, pace=0.02, fault_seconds=5.0),
     "kills": lambda work, url, args: processes_killed(
-        work, url, kills=args.kills, clients=4, apart=(0.2, 1.0)
+        work, url, kills=args.kills, clients=4, apart=(0.2, 1.0), settle_timeout=300
     ),
 }
 

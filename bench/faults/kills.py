@@ -35,6 +35,7 @@ def processes_killed(
     pace: float = 0.02,
     seed: int = 27,
     apart: tuple[float, float] = (0.05, 0.35),
+    settle_timeout: float = 60.0,
 ) -> Outcome:
     """Run the scenario on a fresh PostgreSQL database at ``database_url``: ``kills`` SIGKILLs,
     each of an API process or of the worker's process, chosen at random (``seed``), a random
@@ -64,7 +65,9 @@ def processes_killed(
                             killed[kind] += 1
                     traffic.fault_over()
                     traffic.wait_for_recovery()
-                outcome.unsettled += settle_pipeline(outcome, running.base, key, operations)
+                outcome.unsettled += settle_pipeline(
+                    outcome, running.base, key, operations, timeout=settle_timeout
+                )
                 outcome.facts = {"api_killed": killed["api"], "worker_killed": killed["worker"]}
     finally:
         broker.kill()
