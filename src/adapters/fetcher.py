@@ -128,6 +128,21 @@ class Fetcher:
             ip.is_multicast or ip.is_reserved or ip.is_unspecified or ip.is_loopback or ip.is_link_local
         )
 
+    def vet(self, host: str, port: int) -> str:
+        """The address to connect to for ``host`` on ``port``: the port must be allowed and every
+        address the name resolves to must be allowed; FetchRefused (BAD_URL, DNS_FAILED or
+        BLOCKED_ADDRESS) otherwise. The connection must go to the address returned (pinned), not
+        to the name, so that a second DNS answer cannot move it. The capture browser's proxy
+        (cardvault.adapters.browser_proxy) vets its connections here too."""
+        if port not in self.ports:
+            raise FetchRefused(
+                "BAD_URL", f"Port {port} is not fetched (only {', '.join(map(str, self.ports))})."
+            )
+        addresses = self._lookup(host, port)
+        if not addresses or not all(self.allowed(a) for a in addresses):
+            raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
+        return addresses[0]
+
     def _vet(self, url: str) -> tuple[httpx.URL, str, str]:
         """The URL to connect to (the host replaced by a vetted address), the Host header, and
         the host name for TLS; FetchRefused when the URL breaks a rule."""
@@ -140,15 +155,8 @@ class Fetcher:
             raise FetchRefused("BAD_URL", "Only http and https URLs with a host are fetched.")
         if parts.username is not None or parts.password is not None:
             raise FetchRefused("BAD_URL", "URLs with a user name or password are not fetched.")
-        if port not in self.ports:
-            raise FetchRefused(
-                "BAD_URL", f"Port {port} is not fetched (only {', '.join(map(str, self.ports))})."
-            )
         host = parts.hostname
-        addresses = self._lookup(host, port)
-        if not addresses or not all(self.allowed(a) for a in addresses):
-            raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
-        pinned = addresses[0]
+        pinned = self.vet(host, port)
         target = httpx.URL(url).copy_with(host=pinned)
         host_header = host if parts.port is None else f"{host}:{parts.port}"
         if ":" in host and not host.startswith("["):

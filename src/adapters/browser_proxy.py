@@ -1,0 +1,224 @@
+"""The capture browser's only way out: a forward proxy on loopback that every request of the
+browser goes through, under the fetcher's rules (cardvault.adapters.fetcher.Fetcher.vet, the
+same checks, not a copy):
+
+- ``CONNECT host:port`` (HTTPS, WebSocket over TLS) and absolute-form requests (``GET
+  http://host/...``, plain HTTP and WebSocket) only; anything else is answered 405;
+- the port must be allowed and every address the name resolves to public (IPv4-mapped and
+  NAT64 forms unwrapped), checked before any connection is made; the connection then goes to
+  the vetted address, so a second DNS answer cannot move it;
+- a refusal is answered 403 with the fetcher's code, and remembered (``refused``), so a
+  capture can say what its page tried;
+- bounded: the request head at most 64 KiB, each connection's bytes from the server at most
+  ``max_bytes``, and a connection idle for ``idle_seconds`` is closed.
+
+The browser is started with this proxy for every scheme and no bypass (loopback included), with
+its own name resolution off, so that a page cannot reach around it. The proxy runs its own
+event loop on a thread of the worker process; ``start`` returns once it listens."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+from urllib.parse import urlsplit
+
+from cardvault.adapters.fetcher import Fetcher, FetchRefused
+
+HEAD_BYTES = 64 * 1024
+MAX_BYTES = 64 * 1024 * 1024  # from the servers, per connection
+IDLE_SECONDS = 15.0
+CONNECT_SECONDS = 5.0
+_HOP_BY_HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
+
+
+class BrowserProxy:
+    """A forward proxy on 127.0.0.1 that vets every connection with ``fetcher``."""
+
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        *,
+        max_bytes: int = MAX_BYTES,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        self._fetcher = fetcher
+        self._max_bytes = max_bytes
+        self._idle = idle_seconds
+        self.refused: collections.deque[tuple[str, str]] = collections.deque(maxlen=256)  # (target, code)
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The proxy's address, as the browser is given it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Listen on a free loopback port, on a thread of its own."""
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            assert self._loop is not None
+            asyncio.set_event_loop(self._loop)
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_BYTES)
+            )
+            self.port = int(self._server.sockets[0].getsockname()[1])
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, name="cardvault-browser-proxy", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def stop(self) -> None:
+        """Stop listening and end every connection."""
+        loop, server = self._loop, self._server
+        if loop is None or server is None:
+            return
+
+        async def close() -> None:
+            server.close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        loop.close()
+        self._loop = self._server = None
+
+    async def _serve(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(client.readuntil(b"\r\n\r\n"), self._idle)
+            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, TimeoutError):
+                await _answer(to_client, 400, "The request head is incomplete or over 64 KiB.")
+                return
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            if len(parts) != 3:
+                await _answer(to_client, 400, "Not an HTTP request line.")
+                return
+            method, target, _version = parts
+            if method == "CONNECT":
+                await self._tunnel(target, client, to_client)
+            else:
+                await self._forward(method, target, lines[1:], client, to_client)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            to_client.close()
+
+    async def _open(
+        self, host: str, port: int, to_client: asyncio.StreamWriter
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """Vet and connect to ``host``:``port``; None (and the refusal answered) when refused."""
+        target = f"{host}:{port}"
+        try:
+            address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
+        except FetchRefused as refused:
+            self.refused.append((target, refused.code))
+            await _answer(to_client, 403, f"{refused.code}: {refused}")
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.open_connection(address, port), CONNECT_SECONDS)
+        except (OSError, TimeoutError) as exc:
+            await _answer(to_client, 502, f"{target} could not be reached: {exc}")
+            return None
+
+    async def _tunnel(
+        self, target: str, client: asyncio.StreamReader, to_client: asyncio.StreamWriter
+    ) -> None:
+        host, _, port_text = target.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port_text.isdigit():
+            await _answer(to_client, 400, "CONNECT needs host:port.")
+            return
+        opened = await self._open(host, int(port_text), to_client)
+        if opened is None:
+            return
+        server, to_server = opened
+        to_client.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        await to_client.drain()
+        await self._pipe(client, to_client, server, to_server)
+
+    async def _forward(
+        self,
+        method: str,
+        target: str,
+        headers: list[str],
+        client: asyncio.StreamReader,
+        to_client: asyncio.StreamWriter,
+    ) -> None:
+        try:
+            url = urlsplit(target)
+            port = url.port or 80
+        except ValueError:
+            url, port = urlsplit(""), 0
+        if url.scheme not in ("http", "ws") or not url.hostname:
+            await _answer(to_client, 405, "Only CONNECT and absolute http:// requests are proxied.")
+            return
+        opened = await self._open(url.hostname, port, to_client)
+        if opened is None:
+            return
+        server, to_server = opened
+        path = url.path or "/"
+        kept = [line for line in headers if line and line.split(":", 1)[0].strip().lower() not in _HOP_BY_HOP]
+        upgrade = any(line.lower().startswith("upgrade:") for line in kept)
+        # One request per connection: the browser opens another for the next, vetted again.
+        connection = ["Connection: Upgrade"] if upgrade else ["Connection: close"]
+        request_line = f"{method} {path}{'?' + url.query if url.query else ''} HTTP/1.1"
+        to_server.write(("\r\n".join([request_line, *kept, *connection]) + "\r\n\r\n").encode("latin-1"))
+        await self._pipe(client, to_client, server, to_server)
+
+    async def _pipe(
+        self,
+        client: asyncio.StreamReader,
+        to_client: asyncio.StreamWriter,
+        server: asyncio.StreamReader,
+        to_server: asyncio.StreamWriter,
+    ) -> None:
+        """Copy both ways until either side ends or is idle, the server's bytes capped."""
+
+        async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, cap: int | None) -> None:
+            sent = 0
+            while True:
+                chunk = await asyncio.wait_for(source.read(65536), self._idle)
+                if not chunk:
+                    return
+                sent += len(chunk)
+                if cap is not None and sent > cap:
+                    return
+                sink.write(chunk)
+                await sink.drain()
+
+        upstream = asyncio.ensure_future(copy(client, to_server, None))
+        downstream = asyncio.ensure_future(copy(server, to_client, self._max_bytes))
+        try:
+            await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (upstream, downstream):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            to_server.close()
+
+
+async def _answer(to_client: asyncio.StreamWriter, status: int, message: str) -> None:
+    reasons = {400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway"}
+    body = message.encode("utf-8", "replace")
+    to_client.write(
+        f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("latin-1")
+        + body
+    )
+    with contextlib.suppress(ConnectionError):
+        await to_client.drain()
