@@ -33,6 +33,23 @@ CONNECT_SECONDS = 5.0
 _HOP_BY_HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 
 
+def chromium_arguments(proxy_url: str) -> list[str]:
+    """Chromium's command-line switches that leave it no way out but ``proxy_url``: every scheme
+    through the proxy with no bypass (Chromium bypasses loopback by default; ``<-loopback>``
+    takes that away), no name resolution of its own (every lookup fails, so nothing can be
+    resolved and connected to around the proxy), no QUIC (UDP, which an HTTP proxy does not
+    carry), no DNS prefetch, and WebRTC on proxied TCP only."""
+    return [
+        f"--proxy-server={proxy_url}",
+        "--proxy-bypass-list=<-loopback>",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        "--disable-quic",
+        "--dns-prefetch-disable",
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--disable-background-networking",
+    ]
+
+
 class BrowserProxy:
     """A forward proxy on 127.0.0.1 that vets every connection with ``fetcher``."""
 
