@@ -2,8 +2,8 @@
 reaches the web only through the proxy: the page itself is shown, while what it asks of a port
 that is not allowed on loopback (an image, an iframe, fetch, XHR, a WebSocket, a prefetch) never
 connects (a listening socket proves it; without ``<-loopback>`` Chromium would go straight
-there), and private, link-local and metadata addresses are refused by the proxy with the
-fetcher's code."""
+there), and private, link-local and metadata addresses, also at the end of a redirect, are
+refused by the proxy with the fetcher's code."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _page(listen: int) -> bytes:
 <link rel="prefetch" href="http://{reach}/prefetch"></head>
 <body><h1 id="title">High water</h1>
 <img src="http://{reach}/img"><img src="http://10.0.0.1/img"><img src="http://169.254.169.254/latest/meta-data/">
-<iframe src="http://{reach}/frame"></iframe>
+<iframe src="http://{reach}/frame"></iframe><img src="/hop">
 <script>
 fetch("http://{reach}/fetch").catch(() => {{}});
 const xhr = new XMLHttpRequest(); xhr.open("GET", "http://{reach}/xhr"); xhr.send();
@@ -48,6 +48,8 @@ def test_the_browser_reaches_the_page_and_nothing_around_the_proxy(
 ) -> None:
     with page_server() as pages:
         pages.routes["/tides"] = (200, {"Content-Type": "text/html"}, _page(listener.getsockname()[1]))
+        # A redirect from an allowed page to the IPv6 metadata address: followed, and vetted again.
+        pages.routes["/hop"] = (302, {"Location": "http://[fd00:ec2::254]/latest/meta-data/"}, b"")
         proxy = BrowserProxy(Fetcher(ports=(pages.port, 80), allow_loopback=True))
         proxy.start()
         try:
@@ -64,6 +66,7 @@ def test_the_browser_reaches_the_page_and_nothing_around_the_proxy(
     assert refused[f"127.0.0.1:{listener.getsockname()[1]}"] == "BAD_URL"  # its port is not allowed
     assert refused["10.0.0.1:80"] == "BLOCKED_ADDRESS"
     assert refused["169.254.169.254:80"] == "BLOCKED_ADDRESS"
+    assert refused["fd00:ec2::254:80"] == "BLOCKED_ADDRESS"
 
 
 def _capture(chromium_path: str, proxy: BrowserProxy, pages: PageServer) -> None:
