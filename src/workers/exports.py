@@ -7,66 +7,30 @@ about 1 KB a file, is held until the end. The layout is cardvault.domain.portabi
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import secrets
 import threading
-import time
-import zipfile
-from collections.abc import Generator, Iterable, Iterator
-from typing import Any
 
 import dramatiq
-import zipstream
 
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, is_storage_full
-from cardvault.domain.models import ExportItem, ExportJob
-from cardvault.domain.portability import archive, export_runs
+from cardvault.domain.models import ExportJob
+from cardvault.domain.portability import export_runs
 from cardvault.workers.broker import blob_store, database, settings
+from cardvault.workers.export_archive import Beat, Stopped, write_zip
 
 log = logging.getLogger("cardvault.exports")
 
 EXPORT_SECONDS = 4 * 3600  # Dramatiq's limit on one attempt; then the sweeper takes it over
-HEARTBEAT_SECONDS = 5.0  # at most; always well inside the sweeper's stale_seconds
 RETRY_DELAY_MS = 30_000
 FULL_DISK_WAIT_MS = 24 * 3600 * 1000  # a full disk is waited for this long, then attempts count
 RESUME_DELAY_MS = 500  # after a passing fault of the database: once this process's turn is free
 BUSY_DELAY_MS = 10_000  # when this process runs another export
 _one_at_a_time = threading.Lock()
-READ_TRIES = 3  # a file's read is tried this many times (resuming where it broke)
-PAGE = 200  # items read from the database at a time
-FOLDER_PAGE = 500
 CONTENT_TYPE = "application/zip"
-
-
-class Stopped(Exception):
-    """The job was canceled, or another worker took it over: stop, keep nothing."""
-
-
-class _Beat:
-    """Archiving's heartbeat: records progress under the lease every ``every`` seconds, a
-    quarter of the time after which the sweeper would hand the job to another worker."""
-
-    def __init__(self, db: Database, job_id: str, lease: str) -> None:
-        self.db, self.job_id, self.lease = db, job_id, lease
-        self.progress = export_runs.Progress()
-        self.every = min(HEARTBEAT_SECONDS, settings().stale_seconds / 4)
-        self._next = time.monotonic() + self.every
-
-    def tick(self, *, force: bool = False) -> None:
-        if not force and time.monotonic() < self._next:
-            return
-        with self.db.transaction() as session:
-            alive = export_runs.heartbeat(
-                session, job_id=self.job_id, lease=self.lease, progress=self.progress
-            )
-        self.progress = export_runs.Progress()
-        self._next = time.monotonic() + self.every
-        if not alive:
-            raise Stopped
 
 
 @dramatiq.actor(
@@ -184,234 +148,13 @@ def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
             return
         account_id, created_at = job.account_id, job.created_at
     key = export_runs.object_key(account_id, job_id, lease)
-    beat = _Beat(db, job_id, lease)
-    chunks = _zip(db, store, beat, job_id=job_id, account_id=account_id, created_at=created_at)
+    beat = Beat(db, job_id, lease)
+    chunks = write_zip(db, store, beat, job_id=job_id, account_id=account_id, created_at=created_at)
     stored = store.write(key, chunks, content_type=CONTENT_TYPE)
     with db.transaction() as session:
         ready = export_runs.finish(session, job_id=job_id, lease=lease, object_key=key, size=stored.size)
     if not ready:
         store.delete([key])
-
-
-def _zip(
-    db: Database, store: BlobStore, beat: _Beat, *, job_id: str, account_id: str, created_at: int
-) -> Iterator[bytes]:
-    """The archive's bytes: each file as it is read, then the JSON documents, then the
-    manifest and the central directory."""
-    stream = zipstream.ZipStream(compress_type=zipfile.ZIP_STORED)
-    for item in _items(db, job_id, with_files=True):
-        archived: dict[str, Any] = {}
-        for role, key in (("file", item.file_object), ("captions", item.captions_object)):
-            if key is not None:
-                archived[role] = yield from _add_file(stream, store, beat, item, role, key)
-        beat.progress.archived[item.card_pk] = archived
-        beat.tick()
-    beat.tick(force=True)  # what cards.json reads back is recorded
-    documents: list[dict[str, Any]] = []
-    cards = (_with_paths(item) for item in _items(db, job_id))
-    yield from _add_document(stream, beat, "cards.json", archive.json_document("cards", cards), documents)
-    folder_count = [0]
-    folders = _counted(_folders(db, account_id), folder_count)
-    yield from _add_document(
-        stream, beat, "folders.json", archive.json_document("folders", folders), documents
-    )
-    with db.transaction(write=False) as session:
-        job = session.get(ExportJob, job_id)
-        if job is None:
-            raise Stopped
-        counts = dict(export_runs.counts(job, folder_count[0]))
-    manifest = archive.manifest(
-        export_id=job_id,
-        created_at=created_at,
-        counts=counts,
-        files=_manifest_files(db, job_id, documents),
-        omitted=_omitted(db, job_id),
-    )
-    stream.add(_ticking(manifest, beat), "manifest.json", compress_type=zipfile.ZIP_DEFLATED)
-    yield from stream.all_files()
-    beat.tick(force=True)  # a cancel that came meanwhile stops the archive before it is whole
-    yield from stream.footer()
-
-
-def _add_file(
-    stream: zipstream.ZipStream, store: BlobStore, beat: _Beat, item: ExportItem, role: str, key: str
-) -> Generator[bytes, None, dict[str, Any]]:
-    """Add one stored file under its path and return what the manifest says of it; a file
-    that cannot be opened after READ_TRIES is left out (``{"omitted": reason}``)."""
-    record = item.record
-    name = record["fileName"] if role == "file" else (record.get("captionsFile") or {}).get("fileName")
-    path = archive.file_path(role, record["id"], name)
-    opened = _open(store, key)
-    if isinstance(opened, str):
-        beat.progress.omitted += 1
-        beat.progress.unreadable += opened == "unreadable"
-        return {"cardId": record["id"], "role": role, "fileName": name, "omitted": opened}
-    size, first = opened
-    digest = hashlib.sha256()
-    stream.add(_read(store, key, size, first, digest, beat), path, size=size)
-    yield from stream.all_files()
-    beat.progress.included += 1
-    return {"path": path, "cardId": record["id"], "role": role, "size": size, "sha256": digest.hexdigest()}
-
-
-def _open(store: BlobStore, key: str) -> tuple[int, bytes] | str:
-    """The object's size and first chunk, or why it cannot be read. A store that stayed out of
-    reach (StoreUnreachable) is not the file's fault: it ends the attempt, and the export is
-    tried again with every file, rather than left without this one."""
-    reason, unreachable = "unreadable", None
-    for attempt in range(READ_TRIES):
-        unreachable = None
-        try:
-            found = store.stat(key)
-            if found is None:
-                reason = "missing"
-            else:
-                reading = store.stream(key)
-                try:
-                    return found.size, next(reading, b"")
-                finally:
-                    reading.close()
-        except FileNotFoundError:
-            reason = "missing"
-        except Exception as exc:
-            log.warning("reading %s failed (try %d of %d)", key, attempt + 1, READ_TRIES, exc_info=True)
-            reason = "unreadable"
-            unreachable = exc if isinstance(exc, StoreUnreachable) else None
-        time.sleep(0.2 * (attempt + 1))
-    if unreachable is not None:
-        raise unreachable
-    return reason
-
-
-def _read(store: BlobStore, key: str, size: int, first: bytes, digest: Any, beat: _Beat) -> Iterator[bytes]:
-    """The object's bytes after ``first``, resuming where a read broke, up to READ_TRIES
-    times; hashed as they pass."""
-    digest.update(first)
-    offset, failures = len(first), 0
-    yield first
-    while offset < size:
-        try:
-            for chunk in store.stream(key, start=offset):
-                digest.update(chunk)
-                offset += len(chunk)
-                yield chunk
-                beat.tick()
-            return
-        except Stopped:
-            raise
-        except Exception:
-            failures += 1
-            if failures >= READ_TRIES:
-                raise  # bytes of it are in the archive: this attempt cannot leave it out
-            log.warning("reading %s broke at byte %d; resuming", key, offset, exc_info=True)
-            time.sleep(0.2 * failures)
-
-
-def _ticking(chunks: Iterable[bytes], beat: _Beat) -> Iterator[bytes]:
-    for chunk in chunks:
-        yield chunk
-        beat.tick()
-
-
-def _add_document(
-    stream: zipstream.ZipStream,
-    beat: _Beat,
-    path: str,
-    chunks: Iterable[bytes],
-    documents: list[dict[str, Any]],
-) -> Iterator[bytes]:
-    """Add a JSON document, deflated, and note its size and sha256 for the manifest."""
-    digest, size = hashlib.sha256(), 0
-
-    def hashed() -> Iterator[bytes]:
-        nonlocal size
-        for chunk in _ticking(chunks, beat):
-            digest.update(chunk)
-            size += len(chunk)
-            yield chunk
-
-    stream.add(hashed(), path, compress_type=zipfile.ZIP_DEFLATED)
-    yield from stream.all_files()
-    documents.append({"path": path, "size": size, "sha256": digest.hexdigest()})
-
-
-def _items(db: Database, job_id: str, *, with_files: bool = False) -> Iterator[ExportItem]:
-    """The export's items (or those with files) in card order, a page per short transaction."""
-    after = 0
-    while True:
-        with db.transaction(write=False) as session:
-            page = export_runs.items(
-                session, job_id=job_id, after_pk=after, limit=PAGE, with_files=with_files
-            )
-            session.expunge_all()
-        if not page:
-            return
-        yield from page
-        after = page[-1].card_pk
-
-
-def _counted(records: Iterator[dict[str, Any]], count: list[int]) -> Iterator[dict[str, Any]]:
-    for record in records:
-        count[0] += 1
-        yield record
-
-
-def _with_paths(item: ExportItem) -> dict[str, Any]:
-    """The card as cards.json shows it: with each of its files' path, size and sha256 (null
-    when it has none, or it was left out)."""
-    archived = item.archived or {}
-    record = dict(item.record)
-    for role in archive.ROLES:
-        entry = archived.get(role) or {}
-        record[role] = {k: entry[k] for k in ("path", "size", "sha256")} if "path" in entry else None
-    return record
-
-
-def _folders(db: Database, account_id: str) -> Iterator[dict[str, Any]]:
-    after = ""
-    while True:
-        with db.transaction(write=False) as session:
-            page = [
-                archive.folder_record(f)
-                for f in export_runs.folders(
-                    session, account_id=account_id, after_id=after, limit=FOLDER_PAGE
-                )
-            ]
-        if not page:
-            return
-        yield from page
-        after = page[-1]["id"]
-
-
-def _archived(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
-    """What archiving recorded of each file, in card order."""
-    after = 0
-    while True:
-        with db.transaction(write=False) as session:
-            page = export_runs.archived(session, job_id=job_id, after_pk=after, limit=PAGE * 10)
-        if not page:
-            return
-        for _, archived in page:
-            yield from (archived.get(role) or {} for role in archive.ROLES)
-        after = page[-1][0]
-
-
-def _manifest_files(db: Database, job_id: str, documents: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for entry in _archived(db, job_id):
-        if "path" in entry:
-            yield entry
-    yield from documents
-
-
-def _omitted(db: Database, job_id: str) -> Iterator[dict[str, Any]]:
-    for entry in _archived(db, job_id):
-        if "omitted" in entry:
-            yield {
-                "cardId": entry["cardId"],
-                "role": entry["role"],
-                "fileName": entry["fileName"],
-                "reason": entry["omitted"],
-            }
 
 
 @dramatiq.actor(actor_name="expire_exports", queue_name="housekeeping", max_retries=3)

@@ -28,7 +28,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
 from cardvault.domain.portability import export_runs, exports
 from cardvault.settings import Settings
-from cardvault.workers import broker
+from cardvault.workers import broker, export_archive
 from cardvault.workers import exports as actors
 from tests.conftest import connections_cut
 
@@ -115,19 +115,21 @@ def test_a_fresh_heartbeat_keeps_another_worker_out(bound: Database, account_id:
     assert (job(bound, job_id).status, job(bound, job_id).attempts) == ("running", 1)
 
 
-def _archiving(db: Database, account: str) -> tuple[str, str, actors._Beat, Iterator[bytes]]:
+def _archiving(db: Database, account: str) -> tuple[str, str, export_archive.Beat, Iterator[bytes]]:
     job_id = start(db, account)
     with db.transaction() as session:
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None
     assert actors._snapshot(db, job_id, lease)
-    beat = actors._Beat(db, job_id, lease)
+    beat = export_archive.Beat(db, job_id, lease)
     created = job(db, job_id).created_at
     return (
         job_id,
         lease,
         beat,
-        actors._zip(db, broker.blob_store(), beat, job_id=job_id, account_id=account, created_at=created),
+        export_archive.write_zip(
+            db, broker.blob_store(), beat, job_id=job_id, account_id=account, created_at=created
+        ),
     )
 
 
@@ -150,7 +152,7 @@ def test_a_cancel_or_a_takeover_mid_archive_stops_the_write_and_keeps_nothing(
         yield from chunks
 
     key = export_runs.object_key(account_id, job_id, lease)
-    with pytest.raises(actors.Stopped):
+    with pytest.raises(export_archive.Stopped):
         store.write(key, interrupted(), content_type=actors.CONTENT_TYPE)
     assert store.stat(key) is None and parts_left(store) == []
     with bound.transaction() as session:  # the stopped worker's late finish changes nothing
@@ -306,9 +308,11 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     with bound.transaction() as session:
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None and actors._snapshot(bound, job_id, lease)
-    beat = actors._Beat(bound, job_id, lease)
+    beat = export_archive.Beat(bound, job_id, lease)
     out = tmp_path / "export.zip"
-    _sparse(actors._zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out)
+    _sparse(
+        export_archive.write_zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out
+    )
     assert out.stat().st_size > big
     with zipfile.ZipFile(out) as archive:  # its central directory, found through ZIP64's records
         manifest = json.loads(archive.read("manifest.json"))
@@ -413,6 +417,8 @@ def test_a_store_out_of_reach_ends_the_attempt_rather_than_leave_files_out(
         Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), **unreachable_s3_env})
     )
     created = job(bound, job_id).created_at
-    chunks = actors._zip(bound, out_of_reach, beat, job_id=job_id, account_id=account_id, created_at=created)
+    chunks = export_archive.write_zip(
+        bound, out_of_reach, beat, job_id=job_id, account_id=account_id, created_at=created
+    )
     with pytest.raises(StoreUnreachable):
         b"".join(chunks)  # the file is not left out as unreadable: the store is to blame
