@@ -249,6 +249,7 @@ def server_env(tmp_path: Path, database_url: str = "") -> dict[str, str]:
         "CARDVAULT_FETCH_LINKS": "false",  # no test reaches the internet
         "CARDVAULT_AI": "false",  # the AI tests turn it on
         "CARDVAULT_SPEECH": "false",  # the speech tests turn it on
+        "CARDVAULT_CAPTURE": "false",  # no browser (the capture tests turn it on)
         "CARDVAULT_DATABASE_URL": database_url,
         # Room for the fuzzer's many tag operations; markCardDone keeps its default (60 a
         # minute), so stateful runs meet 429 too.

@@ -190,6 +190,49 @@ class AiProviderSettings:
         return cls(base_url=base_url, model=model, api_key=env.get("CARDVAULT_AI_API_KEY") or None)
 
 
+CAPTURE_OUTPUTS = ("screenshot", "archive", "reader")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureSettings:
+    """Link capture in headless Chromium (the ``capture`` stage; README, "Link capture")."""
+
+    enabled: bool = True  # off: the capture stage is skipped, CAPTURE_OFF
+    browser: str | None = None  # Chromium's program; None: found on PATH (none: NO_BROWSER)
+    outputs: tuple[str, ...] = CAPTURE_OUTPUTS
+    seconds: float = 30.0
+    max_height: int = 20_000
+    archive_bytes: int = 25 * 1024 * 1024
+    memory_mb: int = 1024
+    concurrency: int = 1  # per worker process
+    sandbox: bool = True  # Chromium's sandbox (always off as root, with a warning)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> CaptureSettings:
+        raw_outputs = env.get("CARDVAULT_CAPTURE_OUTPUTS")
+        outputs = CAPTURE_OUTPUTS if not raw_outputs else tuple(p.strip() for p in raw_outputs.split(","))
+        if (
+            not outputs
+            or any(output not in CAPTURE_OUTPUTS for output in outputs)
+            or "screenshot" not in outputs
+        ):
+            raise SettingsError(
+                "CARDVAULT_CAPTURE_OUTPUTS must list screenshot and any of archive, reader, like "
+                f"screenshot,archive,reader, not {raw_outputs!r}"
+            )
+        return cls(
+            enabled=_bool(env, "CARDVAULT_CAPTURE", True),
+            browser=env.get("CARDVAULT_CAPTURE_BROWSER") or None,
+            outputs=outputs,
+            seconds=_number(env, "CARDVAULT_CAPTURE_SECONDS", 30.0),
+            max_height=_whole(env, "CARDVAULT_CAPTURE_MAX_HEIGHT", 20_000),
+            archive_bytes=_whole(env, "CARDVAULT_CAPTURE_ARCHIVE_BYTES", 25 * 1024 * 1024),
+            memory_mb=_whole(env, "CARDVAULT_CAPTURE_MEMORY_MB", 1024),
+            concurrency=_whole(env, "CARDVAULT_CAPTURE_CONCURRENCY", 1),
+            sandbox=_bool(env, "CARDVAULT_CAPTURE_SANDBOX", True),
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything configurable, read once at start-up."""
@@ -217,6 +260,7 @@ class Settings:
     # Transcribe speech where the asr extra is installed (off, or without it: a file with no
     # subtitles or caption file has its transcript stage skipped, NO_TRANSCRIBER).
     speech: bool = True
+    capture: CaptureSettings = CaptureSettings()
     # Argon2id's cost for passwords: OWASP's choice for a small machine (about 50 ms and 19 MiB
     # a hash on two cores); argon2-cffi's default (t=3, 64 MiB, p=4) took 265 ms there.
     password_time_cost: int = 2
@@ -267,6 +311,7 @@ class Settings:
             ai=_bool(env, "CARDVAULT_AI", True),
             ai_provider=AiProviderSettings.from_env(env),
             speech=_bool(env, "CARDVAULT_SPEECH", True),
+            capture=CaptureSettings.from_env(env),
             password_time_cost=_whole(env, "CARDVAULT_PASSWORD_TIME_COST", 2),
             password_memory_kib=_whole(env, "CARDVAULT_PASSWORD_MEMORY_KIB", 19_456),
             password_parallelism=_whole(env, "CARDVAULT_PASSWORD_PARALLELISM", 1),

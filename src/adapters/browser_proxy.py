@@ -7,6 +7,7 @@ same checks, not a copy):
 - the port must be allowed and every address the name resolves to public (IPv4-mapped and
   NAT64 forms unwrapped), checked before any connection is made; the connection then goes to
   the vetted address, so a second DNS answer cannot move it;
+- the browser's own services (BROWSER_SERVICES: updates, Google sign-in) are refused by name;
 - a refusal is answered 403 with the fetcher's code, and remembered (``refused``), so a
   capture can say what its page tried;
 - bounded: the request head at most 64 KiB, each connection's bytes from the server at most
@@ -30,6 +31,23 @@ HEAD_BYTES = 64 * 1024
 MAX_BYTES = 64 * 1024 * 1024  # from the servers, per connection
 IDLE_SECONDS = 15.0
 CONNECT_SECONDS = 5.0
+# Chromium's own services, which it calls whatever its switches say (component and extension
+# updates, Google sign-in's account list): refused by name, as BROWSER_SERVICE, so the browser
+# never talks to anyone but the captured pages' servers.
+BROWSER_SERVICES = frozenset(
+    {
+        "accounts.google.com",
+        "clients2.google.com",
+        "clients2.googleusercontent.com",
+        "clientservices.googleapis.com",
+        "content-autofill.googleapis.com",
+        "optimizationguide-pa.googleapis.com",
+        "safebrowsing.googleapis.com",
+        "update.googleapis.com",
+        "edgedl.me.gvt1.com",
+        "redirector.gvt1.com",
+    }
+)
 _HOP_BY_HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 
 
@@ -47,6 +65,15 @@ def chromium_arguments(proxy_url: str) -> list[str]:
         "--dns-prefetch-disable",
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--disable-background-networking",
+        # Chromium's own calls home (component updates, sign-in, sync, safe browsing lists,
+        # domain reliability): none goes out through the capture's proxy.
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--no-pings",
+        "--no-first-run",
     ]
 
 
@@ -139,6 +166,10 @@ class BrowserProxy:
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """Vet and connect to ``host``:``port``; None (and the refusal answered) when refused."""
         target = f"{host}:{port}"
+        if host.lower().rstrip(".") in BROWSER_SERVICES:
+            self.refused.append((target, "BROWSER_SERVICE"))
+            await _answer(to_client, 403, "BROWSER_SERVICE: the browser's own service is not called.")
+            return None
         try:
             address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
         except FetchRefused as refused:

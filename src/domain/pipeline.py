@@ -7,7 +7,8 @@ the recorder and its actors (cardvault.workers.pipeline), the sweeper and the wo
 Stages by card kind, as the table says:
 - ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
 - ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
-  ``ai`` (of the page's text);
+  ``capture`` (the page drawn by a browser: screenshot, archive, reader view), then ``ai`` (of
+  the page's text: the reader view's where the capture made one);
 - ``image`` with a file: ``renditions`` (and the main colours);
 - ``audio`` and ``video`` with a file: ``media`` (duration, waveform, poster, scrub strip), then
   ``transcript``, then ``ai`` (of the transcript);
@@ -38,6 +39,10 @@ DECODER_WAIT = 30.0
 # worker process. Another transcript waits at most SPEECH_WAIT for it (then it is sent again
 # later: cardvault.workers.stages.transcript).
 SPEECH_WAIT = 5.0
+# A capture waits at most CAPTURE_WAIT for one of its process's browser slots (then it is sent
+# again CAPTURE_RETRY_MS later: cardvault.workers.stages.capture).
+CAPTURE_WAIT = 5.0
+CAPTURE_RETRY_MS = 10_000
 
 # A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
 # decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
@@ -89,6 +94,13 @@ STAGES = (
         after={"link": "linkMetadata"},
         skipped_after_failure="NO_PAGE",
     ),
+    Stage(
+        "capture",
+        kinds=("link",),
+        after={"link": "linkMetadata"},
+        skipped_after_failure="NO_PAGE",
+        queue="captures",
+    ),
     Stage("renditions", kinds=("image",)),
     Stage("media", kinds=(*_MEDIA, "document")),
     Stage(
@@ -103,7 +115,7 @@ STAGES = (
     Stage(
         "ai",
         kinds=("text", "quote", "link", *_MEDIA, "document"),
-        after={"link": "linkMetadata", **dict.fromkeys(_MEDIA, "transcript"), "document": "media"},
+        after={"link": "capture", **dict.fromkeys(_MEDIA, "transcript"), "document": "media"},
     ),
 )
 BY_NAME = {stage.name: stage for stage in STAGES}

@@ -16,11 +16,6 @@ from cardvault.domain.models import Card, CardStage
 from cardvault.handlers.http import runtime
 
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
-_NO_FILE = {
-    "detailUrl": None,
-    "screenshotUrl": None,
-    "linkPreviewImageUrl": None,
-}
 
 
 def _app_url(card: Card | CardView) -> str:
@@ -69,8 +64,11 @@ def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _base_json(card: Card | CardView) -> dict[str, Any]:
     """The fields every card representation carries."""
-    compact = _rendition_url(card.compact_object, "compact.webp")
+    # A link without an image of its own stands by its screenshot's renditions.
+    compact_key = card.compact_object or card.screenshot_compact_object
+    compact = _rendition_url(compact_key, "compact.webp")
     large = _rendition_url(card.thumbnail_object, "image.webp")
+    screenshot = _rendition_url(card.screenshot_object, "screenshot.webp")
     # A video's poster and a PDF's first page stand for the card at their large size.
     shown = large if card.type in ("video", "document") and large else compact
     return {
@@ -92,9 +90,12 @@ def _base_json(card: Card | CardView) -> dict[str, Any]:
         "fileExtension": card.file_extension,
         "fileLanguage": card.file_language,
         "compactUrl": compact,
-        "placeholderUrl": _rendition_url(card.placeholder_object, "placeholder.webp"),
+        "placeholderUrl": _rendition_url(
+            card.placeholder_object or card.screenshot_placeholder_object, "placeholder.webp"
+        ),
         "thumbnailUrl": shown,
-        **_NO_FILE,
+        "detailUrl": large or (screenshot if card.type == "link" else None),
+        "screenshotUrl": screenshot,
         "linkPreviewImageUrl": large if card.type == "link" else None,
     }
 
@@ -167,7 +168,34 @@ def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, An
         "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
         "aiEngine": card.ai_engine,
         "thumbnailOverridden": card.thumbnail_overridden,
+        **_capture_json(card),
     }
+
+
+# A capture's stored outputs: its column, its file name's end, its type and its facts' key.
+_CAPTURED = {
+    "linkArchive": ("archive_object", "mhtml", "multipart/related", "archive"),
+    "linkReader": ("reader_object", "md", "text/markdown; charset=utf-8", "reader"),
+}
+
+
+def _capture_json(card: Card) -> dict[str, Any]:
+    """The extended card's capture fields: the archive and the reader view (null while none)."""
+    facts = card.capture or {}
+    fields: dict[str, Any] = {"linkCapturedAt": facts.get("capturedAt")}
+    for field, (column, extension, content_type, name) in _CAPTURED.items():
+        key = getattr(card, column)
+        fields[field] = (
+            None
+            if key is None
+            else {
+                "url": file_url(key, f"{card.id}.{extension}", content_type),
+                "contentType": content_type,
+                "capturedAt": facts.get("capturedAt"),
+                **facts.get(name, {}),
+            }
+        )
+    return fields
 
 
 def _captions_json(card: Card) -> dict[str, Any] | None:

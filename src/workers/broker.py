@@ -6,11 +6,14 @@ inside the API process (the embedded default)."""
 from __future__ import annotations
 
 import functools
+import os
+import threading
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 
+from cardvault.adapters import capture
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
@@ -40,6 +43,7 @@ broker = _build()
 dramatiq.set_broker(broker)
 
 _context: dict[str, object] = {}
+_capture_lock = threading.Lock()
 
 
 def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> None:
@@ -59,6 +63,41 @@ def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> No
 @functools.cache
 def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool) -> Fetcher:
     return Fetcher(ports=ports, allow_loopback=allow_loopback)
+
+
+def capture_browser() -> capture.CaptureBrowser | None:
+    """This process's capture browser, made on first use (and made again when the settings it
+    was made from change); None when there is no browser to run (no Chromium, or no
+    Playwright). Its Chromium starts on its first capture."""
+    with _capture_lock:
+        return _capture_browser(settings())
+
+
+def _capture_browser(config: Settings) -> capture.CaptureBrowser | None:
+    made = _context.get("capture")
+    key = (config.capture, config.fetch_ports, config.fetch_allow_loopback)
+    if isinstance(made, capture.CaptureBrowser) and _context.get("capture_key") == key:
+        return made
+    if isinstance(made, capture.CaptureBrowser):
+        made.close()
+        _context.pop("capture")
+    executable = capture.find_browser(config.capture.browser)
+    if executable is None or not capture.playwright_installed():
+        return None
+    limits = capture.Limits(
+        seconds=config.capture.seconds,
+        max_height=config.capture.max_height,
+        archive_bytes=config.capture.archive_bytes,
+        memory_bytes=config.capture.memory_mb * 1024 * 1024,
+        concurrency=config.capture.concurrency,
+    )
+    # Chromium refuses its sandbox to root: off there, with a warning at its start.
+    sandbox = config.capture.sandbox and os.geteuid() != 0
+    _context["capture"] = capture.CaptureBrowser(
+        executable=executable, fetcher=fetcher(), limits=limits, sandbox=sandbox
+    )
+    _context["capture_key"] = key
+    return _context["capture"]  # type: ignore[return-value]
 
 
 def settings() -> Settings:

@@ -30,3 +30,33 @@ def extract(html: Any, url: str) -> dict[str, Any]:
         name: getattr(document, name, None)
         for name in ("title", "author", "date", "description", "image", "text")
     }
+
+
+def reader(html: str, url: str) -> tuple[str, str] | None:
+    """A rendered page's reader view: its main text as Markdown (headings, lists, emphasis,
+    tables; no links, images or raw HTML, so a client renders it safely) and as plain text (what
+    the AI stage reads), both by trafilatura from the page's first TEXT_CHARS; None when it
+    finds no main text."""
+    import trafilatura
+
+    page = html[:TEXT_CHARS]
+    try:
+        markdown = trafilatura.extract(
+            page,
+            url=url,
+            output_format="markdown",
+            include_formatting=True,
+            include_links=False,
+            include_images=False,
+            include_comments=False,
+            include_tables=True,
+            favor_precision=True,
+        )
+        text = trafilatura.extract(
+            page, url=url, output_format="txt", include_comments=False, favor_precision=True
+        )
+    except Exception:  # (a page it cannot read is a page without a reader view)
+        return None
+    if not markdown or not text:
+        return None
+    return markdown.strip(), text.strip()

@@ -48,6 +48,9 @@ class CardView(NamedTuple):
     placeholder_object: str | None
     thumbnail_object: str | None
     thumbnail_overridden: bool
+    screenshot_object: str | None
+    screenshot_compact_object: str | None
+    screenshot_placeholder_object: str | None
     metadata_title: str | None
     metadata_description: str | None
     link_meta: dict[str, Any] | None

@@ -76,6 +76,16 @@ class Card(Base):
     captions_object: Mapped[str | None] = mapped_column(Text)
     captions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     captions_text: Mapped[str | None] = mapped_column(Text, deferred=True)
+    # A link's capture (the capture stage): its first screen (1280 x 800 WebP) with 256 px and
+    # 48 px renditions, its archive (MHTML), its reader view (Markdown), and what they are
+    # ({"capturedAt", "finalUrl", "archive": {"size"}, "reader": {"size", "wordCount"},
+    # "archiveOmitted"}).
+    screenshot_object: Mapped[str | None] = mapped_column(Text)
+    screenshot_compact_object: Mapped[str | None] = mapped_column(Text)
+    screenshot_placeholder_object: Mapped[str | None] = mapped_column(Text)
+    archive_object: Mapped[str | None] = mapped_column(Text)
+    reader_object: Mapped[str | None] = mapped_column(Text)
+    capture: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)

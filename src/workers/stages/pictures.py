@@ -16,6 +16,9 @@ _PICTURES = {  # a card's picture column, and its stored name's end
     "placeholder_object": "48.webp",
     "thumbnail_object": "1200.webp",
     "scrub_object": "scrub.webp",
+    "screenshot_object": "screenshot.webp",
+    "screenshot_compact_object": "screenshot-256.webp",
+    "screenshot_placeholder_object": "screenshot-48.webp",
 }
 
 

@@ -18,14 +18,15 @@ WRITES_TAGS = False
 
 
 def run(card: Card, lease: str) -> dict[str, object]:
-    """An image card's 256 px and 48 px WebP, its size, its preview and its main colours."""
+    """An image card's 1200 px, 256 px and 48 px WebP, its size, its preview and its main
+    colours."""
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / "original"
         assert card.file_object is not None
         blob_store().download(card.file_object, original)
-        made = decode(original, large=False)
+        made = decode(original, large=True)
     return {
-        **store_renditions(card, made, lease, large=False),
+        **store_renditions(card, made, lease, large=True),
         "file_width": made.width,
         "file_height": made.height,
         "file_preview": {"kind": "image", "excerpt": None, "pageCount": None, "animated": made.animated},

@@ -20,7 +20,7 @@ CARD_TYPES = SCHEMAS["CardType"]["enum"]
     [
         ("text", ("ai",)),
         ("quote", ("ai",)),
-        ("link", ("linkMetadata", "linkPreview", "ai")),
+        ("link", ("linkMetadata", "linkPreview", "capture", "ai")),
         ("image", ("renditions",)),
         ("audio", ("media", "transcript", "ai")),
         ("video", ("media", "transcript", "ai")),
@@ -51,13 +51,15 @@ def test_what_a_stage_waits_for_and_what_follows_it_agree(kind: str) -> None:
 
 
 def test_waiting_differs_by_kind() -> None:
-    assert pipeline.waits_for("link", "ai") == "linkMetadata"
+    assert pipeline.waits_for("link", "ai") == "capture"
+    assert pipeline.waits_for("link", "capture") == "linkMetadata"
     assert pipeline.waits_for("video", "ai") == "transcript"
     assert pipeline.waits_for("document", "ai") == "media"
     assert pipeline.waits_for("text", "ai") is None
     assert pipeline.waits_for("link", "retiredStage") is None
     assert pipeline.followers("audio", "media") == ("transcript",)
-    assert pipeline.followers("link", "linkMetadata") == ("linkPreview", "ai")
+    assert pipeline.followers("link", "linkMetadata") == ("linkPreview", "capture")
+    assert pipeline.followers("link", "capture") == ("ai",)
 
 
 def test_a_stage_skipped_after_a_failure_says_so_with_a_code_the_interface_describes() -> None:
@@ -93,7 +95,7 @@ def test_an_attempt_may_wait_for_the_decoder_within_its_time_limit() -> None:
 
 
 def test_the_queues_are_named_once_each_in_the_tables_order() -> None:
-    assert pipeline.queues() == ("files", "transcripts")
+    assert pipeline.queues() == ("files", "captures", "transcripts")
 
 
 def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:

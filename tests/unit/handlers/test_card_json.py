@@ -131,6 +131,7 @@ def test_a_list_item_carries_the_groups_include_names(
     assert status["state"] == "pending" and [s["name"] for s in status["stages"]] == [
         "linkMetadata",
         "linkPreview",
+        "capture",
         "ai",
     ]
     assert render(card_json.list_item_json, view, {"content"})["content"] == "https://example.com/a"
@@ -164,6 +165,47 @@ def test_a_link_shows_its_large_picture_as_its_preview_and_the_compact_one_as_th
     assert _signed(store, shown["placeholderUrl"])["k"] == "r/tiny"
     assert _signed(store, shown["linkPreviewImageUrl"])["k"] == "r/large"
     assert _signed(store, shown["thumbnailUrl"])["k"] == "r/compact"
+    assert _signed(store, shown["detailUrl"])["k"] == "r/large"
+
+
+def test_a_link_without_an_image_of_its_own_stands_by_its_screenshot(
+    database: Database, account_id: str, render: Render, store: LocalDiskStore
+) -> None:
+    card = _added(database, account_id, content="https://example.com/a")
+    view = _view(database, account_id, card.id)
+    shown = render(card_json.card_json, view)
+    assert [shown[f] for f in ("screenshotUrl", "detailUrl", "compactUrl", "placeholderUrl")] == [None] * 4
+    captured = view._replace(
+        screenshot_object="s/full", screenshot_compact_object="s/256", screenshot_placeholder_object="s/48"
+    )
+    shown = render(card_json.card_json, captured)
+    assert_fits("Card", shown)
+    assert _signed(store, shown["screenshotUrl"]) | {"e": 0} == {
+        "k": "s/full", "f": "screenshot.webp", "t": "image/webp", "a": False, "e": 0,
+    }  # fmt: skip
+    assert _signed(store, shown["detailUrl"])["k"] == "s/full"
+    assert _signed(store, shown["compactUrl"])["k"] == "s/256"
+    assert _signed(store, shown["thumbnailUrl"])["k"] == "s/256"
+    assert _signed(store, shown["placeholderUrl"])["k"] == "s/48"
+    assert shown["linkPreviewImageUrl"] is None
+    # The page's own image, once it has one, stands first; the screenshot stays its own field.
+    shown = render(
+        card_json.card_json,
+        captured._replace(compact_object="r/256", placeholder_object="r/48", thumbnail_object="r/large"),
+    )
+    fields = ("compactUrl", "placeholderUrl", "detailUrl", "screenshotUrl")
+    assert [_signed(store, shown[f])["k"] for f in fields] == ["r/256", "r/48", "r/large", "s/full"]
+
+
+@pytest.mark.parametrize("kind", ["image", "video", "document"])
+def test_a_file_card_shows_its_large_picture_as_its_detail(
+    kind: str, database: Database, account_id: str, render: Render, store: LocalDiskStore
+) -> None:
+    card = _added(database, account_id, content="x")
+    view = _view(database, account_id, card.id)._replace(type=kind, compact_object="r/compact")
+    assert render(card_json.card_json, view)["detailUrl"] is None
+    shown = render(card_json.card_json, view._replace(thumbnail_object="r/large"))
+    assert _signed(store, shown["detailUrl"])["k"] == "r/large"
 
 
 @pytest.mark.parametrize("kind", ["video", "document"])

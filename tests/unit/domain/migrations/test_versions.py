@@ -135,7 +135,10 @@ def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -
         config.attributes["connection"] = connection
         command.downgrade(config, "0010")
         connection.commit()
-    assert before - triggers() == {"cards_captions_object_deleted", "cards_captions_object_replaced"}
+    columns = ("captions", "screenshot", "screenshot_compact", "screenshot_placeholder", "archive", "reader")
+    assert before - triggers() == {
+        f"cards_{column}_object_{change}" for column in columns for change in ("deleted", "replaced")
+    }
     db.migrate()
     assert triggers() == before
     db.dispose()

@@ -113,10 +113,12 @@ def test_with_fetching_off_the_link_stages_are_skipped(
     pk = link(database, account_id, pages.url("/tides"))
     ACTORS["linkMetadata"](pk)
     ACTORS["linkPreview"](pk)
+    ACTORS["capture"](pk)
     assert stages(database, pk) == {
         "linkMetadata": ("skipped", 1, "FETCHING_OFF"),
         "linkPreview": ("skipped", 0, "NO_PAGE"),
-        "ai": ("pending", 0, None),  # sent after the page's stage, to describe what there is
+        "capture": ("skipped", 0, "NO_PAGE"),
+        "ai": ("pending", 0, None),  # sent after the capture, to describe what there is
     }
     assert pages.hits == {}
 

@@ -79,7 +79,8 @@ class TestRenditions:
         card_id = image_card(files_api, png(300, 200), "a.png")
         processed(files_api, card_id)
         account = f"accounts/{files_api.account_id}/"
-        assert len([k for k in files_store.keys(account) if "/uploads/" not in k]) == 3
+        # The file, and its 1200, 256 and 48 px renditions.
+        assert len([k for k in files_store.keys(account) if "/uploads/" not in k]) == 4
         files_api.post(f"/v1/cards/{card_id}/trash")
         files_api.request("DELETE", f"/v1/cards/{card_id}")
         _wait_for(lambda: [k for k in files_store.keys(account) if "/uploads/" not in k] == [])

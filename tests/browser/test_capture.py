@@ -1,0 +1,160 @@
+"""The ``capture`` stage through the HTTP API, with the embedded worker and Debian's Chromium: a
+link card gets its screenshot (and renditions where its page names no image), its archive and
+its reader view, whose text the AI stage reads; the stage shows in ``processingStatus``, runs
+again on refresh, and its objects go with the card."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from starlette.testclient import TestClient
+
+from bench.servers import PageServer, page_server
+from cardvault.adapters.blobs import BlobStore, store_from_settings
+from cardvault.domain.db import Database
+from cardvault.handlers.http.app import create_app
+from cardvault.settings import Settings
+from tests.conftest import Api, api_of_new_account, app_env
+from tests.unit.handlers.test_uploads import _wait_for, processed
+
+# The page's text is drawn by its script after the load: the fetched page has one sentence (too
+# few for a summary), the captured one a dozen paragraphs.
+_DRAWN = "".join(
+    f"<p>Spring tide {day} rises higher than the neap tide before it, as the sun and the moon pull "
+    f"the sea together on day {day} of the month.</p>"
+    for day in range(1, 13)
+)
+ARTICLE = (
+    "<!doctype html><html><head><title>Reading tide tables</title></head><body><article>"
+    "<h1>Reading tide tables</h1><p>Tables list high and low water.</p></article><script>"
+    f"document.querySelector('article').insertAdjacentHTML('beforeend', '{_DRAWN}')"
+    "</script></body></html>"
+).encode()
+
+
+@pytest.fixture
+def pages() -> Iterator[PageServer]:
+    with page_server() as served:
+        served.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
+        yield served
+
+
+@pytest.fixture
+def capture_settings(chromium_path: str, tmp_path: Path, database: Database, pages: PageServer) -> Settings:
+    return Settings.from_env(
+        {
+            **app_env(tmp_path, database),
+            "CARDVAULT_FETCH_LINKS": "true",
+            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+            "CARDVAULT_FETCH_PORTS": str(pages.port),
+            "CARDVAULT_CAPTURE": "true",
+            "CARDVAULT_AI": "true",
+        }
+    )
+
+
+@pytest.fixture
+def store(capture_settings: Settings) -> BlobStore:
+    return store_from_settings(capture_settings)
+
+
+@pytest.fixture
+def api(capture_settings: Settings, database: Database) -> Iterator[Api]:
+    with TestClient(create_app(capture_settings, database), raise_server_exceptions=False) as client:
+        yield api_of_new_account(client, database, "capture")
+
+
+def _link(api: Api, url: str) -> str:
+    created = api.post("/v1/cards", json={"content": url})
+    assert created.status_code == 200, created.text
+    return created.json()["card"]["id"]  # type: ignore[no-any-return]
+
+
+def _picture(api: Api, url: str) -> Image.Image:
+    got = api.client.get(url)
+    assert got.status_code == 200 and got.headers["Content-Type"] == "image/webp"
+    return Image.open(io.BytesIO(got.content))
+
+
+def _objects(store: BlobStore, api: Api) -> list[str]:
+    return [key for key in store.keys(f"accounts/{api.account_id}/") if "/uploads/" not in key]
+
+
+def test_a_link_is_captured_and_its_reader_view_is_what_the_ai_reads(api: Api, pages: PageServer) -> None:
+    card = processed(api, _link(api, pages.url("/tides")))
+    stages = [(s["name"], s["state"], s["errorCode"]) for s in card["processingStatus"]["stages"]]
+    assert stages == [
+        ("linkMetadata", "completed", None),
+        ("linkPreview", "skipped", "NO_IMAGE"),
+        ("capture", "completed", None),
+        ("ai", "completed", None),
+    ]
+    with _picture(api, card["screenshotUrl"]) as shot:
+        assert shot.size == (1280, 800)
+    assert card["detailUrl"] == card["screenshotUrl"]  # the page names no image of its own
+    with _picture(api, card["compactUrl"]) as compact, _picture(api, card["placeholderUrl"]) as tiny:
+        assert max(compact.size) == 256 and max(tiny.size) == 48
+    archive, reader = card["linkArchive"], card["linkReader"]
+    assert archive["contentType"] == "multipart/related" and archive["capturedAt"] == card["linkCapturedAt"]
+    got = api.client.get(archive["url"])
+    assert got.status_code == 200 and got.headers["Content-Disposition"].startswith("attachment")
+    assert len(got.content) == archive["size"] and b"Saved by Blink" in got.content[:2000]
+    assert b"Spring tide 12" in got.content  # the page after its script ran
+    got = api.client.get(reader["url"])
+    assert got.status_code == 200 and got.headers["Content-Disposition"].startswith("attachment")
+    text = got.content.decode()
+    assert text.startswith("# Reading tide tables") and "Spring tide 12 rises" in text
+    assert reader["wordCount"] > 100 and reader["size"] == len(got.content)
+    assert "Spring tide" in card["aiSummary"]  # the summary of the text the script drew
+
+
+def test_refresh_captures_again_and_the_old_objects_go(api: Api, pages: PageServer, store: BlobStore) -> None:
+    card_id = _link(api, pages.url("/tides"))
+    first = processed(api, card_id)
+    before = set(_objects(store, api))
+    assert len([key for key in before if "/captures/" in key]) == 2  # the archive, the reader
+    assert api.post(f"/v1/cards/{card_id}/refresh").status_code == 202
+    second = processed(api, card_id)
+    assert second["linkCapturedAt"] > first["linkCapturedAt"]
+    _wait_for(lambda: not before & set(_objects(store, api)))  # the first capture's objects go
+    assert len(_objects(store, api)) == 5  # the new screenshot, its two renditions, archive, reader
+
+
+def test_a_card_in_trash_is_not_captured_again_and_deleting_it_deletes_the_capture(
+    api: Api, pages: PageServer, store: BlobStore
+) -> None:
+    card_id = _link(api, pages.url("/tides"))
+    processed(api, card_id)
+    assert len(_objects(store, api)) == 5
+    assert api.post(f"/v1/cards/{card_id}/trash").status_code == 200
+    refused = api.post(f"/v1/cards/{card_id}/refresh")
+    assert refused.status_code == 409 and refused.json()["code"] == "CARD_IN_TRASH"
+    assert api.request("DELETE", f"/v1/cards/{card_id}").status_code == 204
+    _wait_for(lambda: _objects(store, api) == [])
+
+
+def test_with_capture_off_the_stage_is_skipped_and_the_ai_reads_the_fetched_page(
+    chromium_path: str, tmp_path: Path, database: Database, pages: PageServer
+) -> None:
+    env = {
+        **app_env(tmp_path, database),
+        "CARDVAULT_FETCH_LINKS": "true",
+        "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+        "CARDVAULT_FETCH_PORTS": str(pages.port),
+        "CARDVAULT_AI": "true",
+    }
+    with TestClient(create_app(Settings.from_env(env), database), raise_server_exceptions=False) as client:
+        api = api_of_new_account(client, database, "capture-off")
+        card = processed(api, _link(api, pages.url("/tides")))
+    assert [(s["name"], s["state"], s["errorCode"]) for s in card["processingStatus"]["stages"]][2:] == [
+        ("capture", "skipped", "CAPTURE_OFF"),
+        ("ai", "completed", None),
+    ]
+    assert (
+        card["screenshotUrl"] is card["linkArchive"] is card["linkReader"] is card["linkCapturedAt"] is None
+    )
+    assert card["aiSummary"] is None  # the fetched page's one sentence is its own summary
