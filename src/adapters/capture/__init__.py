@@ -46,7 +46,7 @@ class Limits:
     seconds: float = 30.0  # navigation, settling, scrolling and the outputs together
     max_height: int = 20_000  # px scrolled to draw lazy content (an endless page stops here)
     archive_bytes: int = 25 * 1024 * 1024  # a larger archive is left out (ARCHIVE_TOO_LARGE)
-    memory_bytes: int = 1024 * 1024 * 1024  # the browser's processes together, then restarted
+    memory_bytes: int = 1024 * 1024 * 1024  # the browser's processes' own memory, then restarted
     concurrency: int = 1  # captures at once in this process
 
 
@@ -155,13 +155,15 @@ class CaptureBrowser:
             self._slots.release()
 
     def memory(self) -> int:
-        """The resident bytes of the browser's processes together (0 when none runs)."""
+        """The memory the browser's processes hold of their own (USS: what ending them would
+        free; resident totals count the libraries they share once per process), together; 0
+        when none runs."""
         total = 0
         for process in psutil.Process().children(recursive=True):
             try:
                 if self._marker in process.cmdline():
-                    total += process.memory_info().rss
-                    total += sum(child.memory_info().rss for child in process.children(recursive=True))
+                    tree = [process, *process.children(recursive=True)]
+                    total += sum(member.memory_full_info().uss for member in tree)
             except psutil.Error:  # (it ended meanwhile)
                 continue
         return total

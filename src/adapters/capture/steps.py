@@ -8,11 +8,13 @@
    SETTLE_SECONDS (a page that never finishes loading is captured as it stands);
 3. the page scrolled down a screen at a time, at most ``max_height`` px and SCROLL_SECONDS,
    so lazily loaded content is drawn (an endless page stops there), then back to the top;
-4. the first screen as WebP, the page as MHTML (left out above ``archive_bytes``), and the
-   rendered markup (its first HTML_CHARS characters) for the reader view.
+4. the page frozen (its timers and tasks stopped), then the first screen as WebP, the page as
+   MHTML (left out above ``archive_bytes``), and the rendered markup (its first HTML_CHARS
+   characters) for the reader view.
 
 A page that crashes (it ran out of memory, say) fails with PAGE_CRASHED; one whose browser grew
-past the memory limit while it ran fails with PAGE_TOO_LARGE."""
+past the memory limit while it ran fails with PAGE_TOO_LARGE; anything else the browser
+refuses fails with CAPTURE_FAILED (retried)."""
 
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
         ignore_https_errors=False,
     )
     watch = asyncio.ensure_future(_watch_memory(memory, limits.memory_bytes)) if memory else None
+    work: asyncio.Future[Shot] | None = None
     try:
         page = await context.new_page()
         context.on("page", lambda opened: opened is page or asyncio.ensure_future(opened.close()))
@@ -63,19 +66,20 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
                 crashed.set_result(True)
 
         page.on("crash", on_crash)
-        drawing = asyncio.ensure_future(_draw(page, url, deadline, limits))
-        waits: list[asyncio.Future[Any]] = [drawing, crashed, *([watch] if watch else [])]
+        work = asyncio.ensure_future(_draw_and_keep(page, url, deadline, limits))
+        # Left behind by a crash, a refusal or the time limit, its own end is not news.
+        work.add_done_callback(lambda done: done.cancelled() or done.exception())
+        waits: list[asyncio.Future[Any]] = [work, crashed, *([watch] if watch else [])]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         if crashed.done():
-            drawing.cancel()
+            work.cancel()
             raise CaptureRefused(
                 "PAGE_CRASHED", "The page crashed while it was drawn (it may have run out of memory)."
             )
         if watch is not None and watch.done():
-            drawing.cancel()
+            work.cancel()
             watch.result()  # raises PAGE_TOO_LARGE
-        await drawing
-        return await _outputs(page, limits)
+        return await work
     except CaptureRefused:
         raise
     except Exception as exc:
@@ -83,10 +87,19 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
             raise BrowserGone from exc
         if "crash" in str(exc).lower():
             raise CaptureRefused("PAGE_CRASHED", "The page crashed while it was captured.") from None
+        from playwright.async_api import Error as PlaywrightError
+
+        if isinstance(exc, PlaywrightError):
+            raise CaptureRefused(
+                "CAPTURE_FAILED",
+                f"The browser could not capture the page: {_first_line(exc)}",
+                transient=True,
+            ) from None
         raise
     finally:
-        if watch is not None:
-            watch.cancel()
+        for task in (work, watch):
+            if task is not None:
+                task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(context.close(), 5)
 
@@ -145,9 +158,16 @@ async def _scroll(page: Any, seconds: float, max_height: int) -> None:
         await asyncio.sleep(SCROLL_PAUSE)
 
 
+async def _draw_and_keep(page: Any, url: str, deadline: float, limits: Limits) -> Shot:
+    await _draw(page, url, deadline, limits)
+    return await _outputs(page, limits)
+
+
 async def _outputs(page: Any, limits: Limits) -> Shot:
-    """The first screen, the archive and the rendered markup."""
+    """The first screen, the archive and the rendered markup, of the page frozen as it stands
+    (its timers and tasks stopped: what it draws or allocates after this is not waited for)."""
     cdp = await page.context.new_cdp_session(page)
+    await cdp.send("Page.setWebLifecycleState", {"state": "frozen"})
     picture = await cdp.send(
         "Page.captureScreenshot",
         {"format": "webp", "quality": WEBP_QUALITY, "captureBeyondViewport": False, "fromSurface": True},

@@ -1,0 +1,245 @@
+"""Hostile pages met by the capture browser (cardvault.adapters.capture), each captured within
+its limits or refused with a code, and the browser still capturing the next page: an endless
+page, a 50,000 px page, a page that never finishes loading, one that allocates memory until it
+dies, one that downloads a file and opens popups, and pages whose requests aim at addresses the
+fetcher refuses (each loopback, private, link-local and metadata form, a meta refresh, a
+redirect chain, a name that resolves to a private address, and one that rebinds to one). A
+listening socket proves that nothing reached around the proxy."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bench.servers import PageServer, page_server
+from cardvault.adapters.capture import CaptureBrowser, CaptureRefused, Limits, find_browser
+from cardvault.adapters.fetcher import Fetcher
+
+HTML = {"Content-Type": "text/html; charset=utf-8"}
+SECONDS = 8.0
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[socket.socket]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    sock.setblocking(False)
+    yield sock
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def pages() -> Iterator[PageServer]:
+    with page_server() as served:
+        yield served
+
+
+class Names:
+    """The resolver the capture's fetcher uses: ``private.test`` is a private address,
+    ``rebind.test`` loopback the first time and private after, other names as the system says."""
+
+    def __init__(self) -> None:
+        self.rebinds = 0
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        if host == "private.test":
+            return ["10.0.0.7"]
+        if host == "rebind.test":
+            self.rebinds += 1
+            return ["127.0.0.1"] if self.rebinds == 1 else ["10.0.0.8"]
+        return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+
+
+@pytest.fixture(scope="module")
+def names() -> Names:
+    return Names()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path: str, pages: PageServer, names: Names) -> Iterator[CaptureBrowser]:
+    fetcher = Fetcher(ports=(pages.port, 80), allow_loopback=True, resolve=names)
+    executable = find_browser() or chromium_path
+    made = CaptureBrowser(
+        executable=executable,
+        fetcher=fetcher,
+        limits=Limits(seconds=SECONDS, max_height=20_000, memory_bytes=900 * 1024 * 1024),
+        sandbox=False,
+    )
+    yield made
+    made.close()
+
+
+def _serve(pages: PageServer, path: str, body: str) -> str:
+    pages.routes[path] = (200, HTML, body.encode())
+    return pages.url(path)
+
+
+def _address(target: str) -> tuple[object, int]:
+    host, _, port = target.rpartition(":")
+    try:
+        return ipaddress.ip_address(host), int(port)
+    except ValueError:
+        return host, int(port)
+
+
+def _nothing_connected(listener: socket.socket) -> None:
+    try:
+        connection, _ = listener.accept()
+    except BlockingIOError:
+        return
+    connection.close()
+    pytest.fail("something connected to the listener around the proxy")
+
+
+def test_an_endless_page_is_captured_within_its_limits(browser: CaptureBrowser, pages: PageServer) -> None:
+    url = _serve(
+        pages,
+        "/endless",
+        "<title>Endless</title><body><div id=feed></div><script>"
+        "function more(){for(let i=0;i<20;i++){const p=document.createElement('p');"
+        "p.style.height='200px';p.textContent='item '+Math.random();feed.appendChild(p)}}"
+        "more();addEventListener('scroll',more);</script></body>",
+    )
+    started = time.monotonic()
+    shot = browser.capture(url, wait=5)
+    assert shot.title == "Endless" and time.monotonic() - started < SECONDS
+    assert shot.html.count("item ") > 100  # it grew while it was scrolled, and stopped
+
+
+def test_a_50000_px_page_is_captured_by_its_first_screen(browser: CaptureBrowser, pages: PageServer) -> None:
+    url = _serve(
+        pages,
+        "/tall",
+        "<title>Tall</title><body style='margin:0'><div style='height:50000px;"
+        "background:linear-gradient(red,blue)'>top</div><p>bottom</p></body>",
+    )
+    shot = browser.capture(url, wait=5)
+    assert shot.screenshot[:4] == b"RIFF" and shot.title == "Tall"
+    assert shot.archive is not None and b"bottom" in shot.archive
+
+
+def test_a_page_that_never_finishes_loading_is_captured_as_it_stands(
+    browser: CaptureBrowser, pages: PageServer
+) -> None:
+    def never() -> tuple[int, dict[str, str], bytes]:
+        time.sleep(SECONDS + 5)  # an image that never arrives: the load event never fires
+        return 200, {"Content-Type": "image/png"}, b""
+
+    pages.routes["/never.png"] = never
+    url = _serve(pages, "/loading", "<title>Loading</title><h1>Still loading</h1><img src='/never.png'>")
+    started = time.monotonic()
+    shot = browser.capture(url, wait=5)
+    assert shot.title == "Loading" and "Still loading" in shot.html
+    assert time.monotonic() - started < SECONDS
+
+
+def test_a_page_that_allocates_until_it_dies_fails_and_the_next_page_is_captured(
+    browser: CaptureBrowser, pages: PageServer
+) -> None:
+    url = _serve(
+        pages,
+        "/hog",
+        "<title>Hog</title><script>const kept=[];"
+        "setInterval(()=>{for(let i=0;i<4;i++){kept.push(new Uint8Array(32<<20).fill(7))}},20);"
+        "</script>",
+    )
+    with pytest.raises(CaptureRefused) as refused:
+        browser.capture(url, wait=5)
+    # Stopped by the memory watch, or by Chromium itself (its tab out of memory), within the time.
+    assert refused.value.code in ("PAGE_TOO_LARGE", "PAGE_CRASHED")
+    assert browser.memory() < browser.limits.memory_bytes
+    shot = browser.capture(_serve(pages, "/after-hog", "<title>Calm</title><p>calm</p>"), wait=5)
+    assert shot.title == "Calm"
+
+
+def test_downloads_and_popups_go_nowhere(
+    browser: CaptureBrowser, pages: PageServer, tmp_path: object
+) -> None:
+    pages.routes["/file.bin"] = (
+        200,
+        {"Content-Type": "application/octet-stream", "Content-Disposition": "attachment; filename=x.bin"},
+        b"\0" * 1024,
+    )
+    _serve(pages, "/popup", "<title>Popup</title><p>popup</p>")
+    url = _serve(
+        pages,
+        "/grabby",
+        "<title>Grabby</title><a id=d href='/file.bin' download>get</a><script>"
+        "document.getElementById('d').click();"
+        "for(let i=0;i<5;i++){window.open('/popup?'+i)}"
+        "location.href='/file.bin';</script><p>main</p>",
+    )
+    shot = browser.capture(url, wait=5)
+    assert shot.title == "Grabby" and shot.final_url == url
+    shot = browser.capture(_serve(pages, "/after-grabby", "<title>Next</title>"), wait=5)
+    assert shot.title == "Next"
+
+
+PRIVATE = [
+    "10.0.0.1",
+    "172.16.0.1",
+    "192.168.1.1",
+    "100.64.0.1",
+    "169.254.169.254",
+    "[::ffff:169.254.169.254]",
+    "[64:ff9b::a9fe:a9fe]",
+    "[fd00:ec2::254]",
+    "[fe80::1]",
+    "240.0.0.1",
+]
+LOOPBACK = ["127.0.0.1", "localhost", "2130706433", "0x7f000001", "127.1", "0", "[::1]", "[::ffff:7f00:1]"]
+
+
+def test_no_request_of_a_page_reaches_an_address_the_fetcher_refuses(
+    browser: CaptureBrowser, pages: PageServer, listener: socket.socket, names: Names
+) -> None:
+    listen = listener.getsockname()[1]
+    loopback = [f"http://{host}:{listen}/x" for host in LOOPBACK]
+    private = [f"http://{host}/x" for host in PRIVATE]
+    pages.routes["/hop1"] = (302, {"Location": "/hop2"}, b"")
+    pages.routes["/hop2"] = (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b"")
+    _serve(pages, "/named", "<title>Named</title>")
+    tags = "".join(f"<img src='{target}'>" for target in [*loopback, *private, "/hop1"])
+    url = _serve(
+        pages,
+        "/aims",
+        f"<title>Aims</title><h1>Aims</h1>{tags}"
+        f"<img src='http://private.test/x'><img src='http://rebind.test:{pages.port}/named'>"
+        "<script>setTimeout(()=>{const i=new Image();"
+        f"i.src='http://rebind.test:{pages.port}/named?again';document.body.appendChild(i)}},300)</script>"
+        "<iframe src='http://10.0.0.2/'></iframe>",
+    )
+    shot = browser.capture(url, wait=5)
+    assert shot.title == "Aims" and "Aims" in shot.html  # the page itself is captured
+    refused = {_address(target): code for target, code in shot.refused}
+    for host in PRIVATE:  # (Chromium writes some forms its own way: compared as addresses)
+        assert refused.get(_address(f"{host.strip('[]')}:80")) == "BLOCKED_ADDRESS", (host, refused)
+    assert refused[_address(f"127.0.0.1:{listen}")] == "BAD_URL"  # its port is not fetched
+    assert refused[("private.test", 80)] == "BLOCKED_ADDRESS"
+    assert refused[("rebind.test", pages.port)] == "BLOCKED_ADDRESS"  # the second answer
+    assert refused[_address("10.0.0.2:80")] == "BLOCKED_ADDRESS"
+    _nothing_connected(listener)
+
+
+def test_a_meta_refresh_to_a_private_address_goes_nowhere(
+    browser: CaptureBrowser, pages: PageServer, listener: socket.socket
+) -> None:
+    listen = listener.getsockname()[1]
+    url = _serve(
+        pages,
+        "/refresh",
+        f"<title>Refresh</title><meta http-equiv='refresh' content='0;url=http://127.0.0.1:{listen}/'>"
+        "<p>moving</p>",
+    )
+    try:
+        shot = browser.capture(url, wait=5)
+    except CaptureRefused as refused:  # the refresh's answer (the proxy's 403) is the page
+        assert refused.code == "HTTP_ERROR"
+    else:
+        assert (f"127.0.0.1:{listen}", "BAD_URL") in shot.refused
+    _nothing_connected(listener)
