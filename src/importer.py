@@ -21,6 +21,7 @@ from referencing.jsonschema import DRAFT7
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from cardvault import import_captures as captured
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.cards import editing
@@ -28,6 +29,7 @@ from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
+from cardvault.domain.portability import archive as archive_format
 from cardvault.domain.portability import import_checks, imports
 from cardvault.settings import spec_document
 from cardvault.workers.pipeline import send_stage
@@ -134,6 +136,10 @@ def _restore(
             with db.transaction() as session:
                 captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
             restored += 1
+    if any(isinstance(record.get(role), dict) for role in archive_format.CAPTURE_ROLES):
+        restored += captured.restore(
+            db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record
+        )
     with db.transaction() as session:
         card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         for stage in queued:

@@ -64,7 +64,8 @@ def write_zip(
     stream = zipstream.ZipStream(compress_type=zipfile.ZIP_STORED)
     for item in _items(db, job_id, with_files=True):
         archived: dict[str, Any] = {}
-        for role, key in (("file", item.file_object), ("captions", item.captions_object)):
+        keys = {"file": item.file_object, "captions": item.captions_object, **(item.capture_objects or {})}
+        for role, key in keys.items():
             if key is not None:
                 archived[role] = yield from _add_file(stream, store, beat, item, role, key)
         beat.progress.archived[item.card_pk] = archived
@@ -102,7 +103,12 @@ def _add_file(
     """Add one stored file under its path and return what the manifest says of it; a file
     that cannot be opened after READ_TRIES is left out (``{"omitted": reason}``)."""
     record = item.record
-    name = record["fileName"] if role == "file" else (record.get("captionsFile") or {}).get("fileName")
+    if role == "file":
+        name = record["fileName"]
+    elif role == "captions":
+        name = (record.get("captionsFile") or {}).get("fileName")
+    else:
+        name = archive.CAPTURE_ROLES[role][1]
     path = archive.file_path(role, record["id"], name)
     opened = _open(store, key)
     if isinstance(opened, str):

@@ -6,6 +6,7 @@ again on refresh, and its objects go with the card."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, api_of_new_account, app_env
+from tests.unit.handlers.test_exports import download, started, verified, wait_for_export
 from tests.unit.handlers.test_uploads import _wait_for, processed
 
 # The page's text is drawn by its script after the load: the fetched page has one sentence (too
@@ -158,3 +160,40 @@ def test_with_capture_off_the_stage_is_skipped_and_the_ai_reads_the_fetched_page
         card["screenshotUrl"] is card["linkArchive"] is card["linkReader"] is card["linkCapturedAt"] is None
     )
     assert card["aiSummary"] is None  # the fetched page's one sentence is its own summary
+
+
+def test_an_export_carries_the_capture_and_an_import_restores_it_without_capturing_again(
+    api: Api, pages: PageServer, store: BlobStore, database: Database, tmp_path: Path
+) -> None:
+    from cardvault import importer
+
+    card = processed(api, _link(api, pages.url("/tides")))
+    started(api)
+    job = wait_for_export(api)
+    zipped = download(api, job)
+    verified(zipped)
+    (record,) = json.loads(zipped.read("cards.json"))["cards"]
+    assert record["linkCapture"]["capturedAt"] == card["linkCapturedAt"]
+    held = {role: zipped.read(record[role]["path"]) for role in ("screenshot", "archive", "reader")}
+    assert held["archive"] == api.client.get(card["linkArchive"]["url"]).content
+    assert held["reader"] == api.client.get(card["linkReader"]["url"]).content
+    assert held["screenshot"] == api.client.get(card["screenshotUrl"]).content
+    path = tmp_path / "export.zip"
+    path.write_bytes(api.client.get(job["downloadUrl"]).content)
+
+    other = api_of_new_account(api.client, database, "restored")
+    out = io.StringIO()
+    assert importer.run(database, store, account_id=other.account_id, path=path, out=out) == 0
+    assert out.getvalue().splitlines()[-1] == "Imported 1 cards, 0 folders and 3 files."
+    (listed,) = other.get("/v1/cards").json()["items"]
+    restored = processed(other, listed["id"])
+    capture = next(s for s in restored["processingStatus"]["stages"] if s["name"] == "capture")
+    assert (capture["state"], capture["attempts"]) == ("completed", 0)  # restored, not captured again
+    assert restored["linkCapturedAt"] == card["linkCapturedAt"]
+    for field, role in (("linkArchive", "archive"), ("linkReader", "reader")):
+        assert other.client.get(restored[field]["url"]).content == held[role]
+        assert restored[field]["size"] == card[field]["size"]
+    assert restored["linkReader"]["wordCount"] == card["linkReader"]["wordCount"]
+    assert other.client.get(restored["screenshotUrl"]).content == held["screenshot"]
+    with _picture(other, restored["compactUrl"]) as compact:
+        assert max(compact.size) == 256

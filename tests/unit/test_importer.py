@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from cardvault import import_captures as capture_files
 from cardvault import importer
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.domain.db import Database
@@ -226,6 +227,7 @@ class TestHostileArchives:
             ({"createdAt": -1}, "not a whole number"),
             ({"isFavorited": "yes"}, "not true or false"),
             ({"captions": {"path": "captions/crd_2/a.vtt"}}, "Only an audio or video card"),
+            ({"screenshot": {"path": "screenshots/crd_2/screenshot.webp"}}, "Only a link card has a capture"),
         ],
     )
     def test_a_card_that_is_wrong_is_reported_and_nothing_of_it_is_kept(
@@ -242,6 +244,39 @@ class TestHostileArchives:
         assert outcome.cards == 2 and len(outcome.failed) == 1
         assert outcome.failed[0][0] == "crd_2" and why in outcome.failed[0][1]
         assert [c.content for c in self.cards_of(database, account_id)] == ["note 1", "note 3"]
+
+    @pytest.mark.parametrize(
+        ("role", "data", "why"),
+        [
+            ("screenshot", png(), "not a WebP picture"),
+            ("screenshot", b"RIFF\0\0\0\0WEBPVP8 broken", "screenshot cannot be read"),
+            ("reader", b"\xff\xfe not utf-8", "not UTF-8 text"),
+            ("archive", b"x" * (capture_files.MAX_BYTES["archive"] + 1), "is over"),
+        ],
+        ids=["png-as-screenshot", "broken-webp", "reader-not-utf8", "archive-over-its-cap"],
+    )
+    def test_a_capture_file_that_is_wrong_fails_its_link_card_only(
+        self,
+        database: Database,
+        settings: Settings,
+        account_id: str,
+        tmp_path: Path,
+        role: str,
+        data: bytes,
+        why: str,
+    ) -> None:
+        member = f"{role}s/crd_2/{archive.CAPTURE_ROLES[role][1]}"
+        link = _card(
+            2,
+            type="link",
+            content="https://example.com/a",
+            url="https://example.com/a",
+            **{role: {"path": member}},
+        )
+        path = make_archive(tmp_path / "a.zip", [_card(1), link], {member: data})
+        outcome = self.restore(database, settings, account_id, path)
+        assert [card_id for card_id, _ in outcome.failed] == ["crd_2"] and why in outcome.failed[0][1]
+        assert [c.content for c in self.cards_of(database, account_id)] == ["note 1"]
 
     def test_a_card_failing_after_it_was_made_is_removed_again(
         self, database: Database, settings: Settings, account_id: str, tmp_path: Path

@@ -47,6 +47,12 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_AI_BASE_URL", "https://api.example.com/v1"),  # without a model
         ("CARDVAULT_QUOTA_PENDING_BYTES", "10GiB"),
         ("CARDVAULT_QUOTA_STORED_BYTES", "0"),
+        ("CARDVAULT_CAPTURE", "maybe"),
+        ("CARDVAULT_CAPTURE_OUTPUTS", "archive,reader"),  # the screenshot is always kept
+        ("CARDVAULT_CAPTURE_OUTPUTS", "screenshot,pdf"),
+        ("CARDVAULT_CAPTURE_SECONDS", "0"),
+        ("CARDVAULT_CAPTURE_CONCURRENCY", "1.5"),
+        ("CARDVAULT_CAPTURE_MEMORY_MB", "lots"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
@@ -144,3 +150,26 @@ def test_storage_quotas_default_on_and_can_be_turned_off(tmp_path: Path) -> None
         }
     )
     assert (chosen.quota_pending_bytes, chosen.quota_stored_bytes) == (None, 5000)
+
+
+def test_capture_is_on_with_every_output_and_can_be_narrowed(tmp_path: Path) -> None:
+    capture = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)}).capture
+    assert (capture.enabled, capture.outputs, capture.concurrency, capture.sandbox) == (
+        True,
+        ("screenshot", "archive", "reader"),
+        1,
+        True,
+    )
+    narrowed = Settings.from_env(
+        {
+            "CARDVAULT_DATA_DIR": str(tmp_path),
+            "CARDVAULT_CAPTURE_OUTPUTS": "screenshot, reader",
+            "CARDVAULT_CAPTURE_CONCURRENCY": "2",
+            "CARDVAULT_CAPTURE_BROWSER": "/opt/chromium/chrome",
+        }
+    ).capture
+    assert (narrowed.outputs, narrowed.concurrency, narrowed.browser) == (
+        ("screenshot", "reader"),
+        2,
+        "/opt/chromium/chrome",
+    )

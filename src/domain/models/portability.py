@@ -54,5 +54,7 @@ class ExportItem(Base):
     record: Mapped[dict[str, Any]] = mapped_column(JSON)  # the card as cards.json shows it
     file_object: Mapped[str | None] = mapped_column(Text)
     captions_object: Mapped[str | None] = mapped_column(Text)
+    # A link's capture: {role: key} for its screenshot, archive and reader view (SQL NULL: none).
+    capture_objects: Mapped[dict[str, str] | None] = mapped_column(JSON(none_as_null=True))
     # Set by archiving: {"file": {"path", "size", "sha256"} | {"omitted": reason}, "captions": ...}
     archived: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -16,8 +16,22 @@ from cardvault.domain import links
 from cardvault.domain.models import Card, Folder
 
 FORMAT_VERSION = 1
-ROLES = ("file", "captions")  # a card's files, each under a folder of its own in the archive
-_FOLDERS = {"file": "files", "captions": "captions"}
+# A card's files, each under a folder of its own in the archive: its file, its caption file, and
+# what a capture kept of a link's page.
+ROLES = ("file", "captions", "screenshot", "archive", "reader")
+_FOLDERS = {
+    "file": "files",
+    "captions": "captions",
+    "screenshot": "screenshots",
+    "archive": "archives",
+    "reader": "readers",
+}
+# The capture's roles: the card's column, and the file's name in the archive.
+CAPTURE_ROLES = {
+    "screenshot": ("screenshot_object", "screenshot.webp"),
+    "archive": ("archive_object", "page.mhtml"),
+    "reader": ("reader_object", "reader.md"),
+}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_NAME = 120
 
@@ -38,14 +52,14 @@ def safe_name(name: str | None) -> str:
 
 
 def file_path(role: str, card_id: str, name: str | None) -> str:
-    """Where a card's file (``role`` ``file`` or ``captions``) goes: unique, since card ids are."""
+    """Where a card's file (one of ROLES) goes: unique, since card ids are."""
     return f"{_FOLDERS[role]}/{card_id}/{safe_name(name)}"
 
 
 def card_record(card: Card | Any) -> dict[str, Any]:
     """The card (or its values, named as on Card) as ``cards.json`` shows it: every field a
-    client can read, except URLs (which would have expired) and the ``file``/``captions``
-    paths, set once archiving knows them."""
+    client can read, except URLs (which would have expired) and its files' paths (ROLES), set
+    once archiving knows them."""
     return {
         "id": card.id,
         "type": card.type,
@@ -83,9 +97,15 @@ def card_record(card: Card | Any) -> dict[str, Any]:
         "colors": card.colors,
         "audioWaveform": card.waveform,
         "captionsFile": card.captions,
-        "file": None,
-        "captions": None,
+        "linkCapture": card.capture,
+        **dict.fromkeys(ROLES),
     }
+
+
+def capture_objects(card: Card | Any) -> dict[str, str] | None:
+    """The card's capture objects by role (None when it has none)."""
+    found = {role: getattr(card, column) for role, (column, _) in CAPTURE_ROLES.items()}
+    return {role: key for role, key in found.items() if key is not None} or None
 
 
 def folder_record(folder: Folder) -> dict[str, Any]:

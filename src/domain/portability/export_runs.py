@@ -99,6 +99,7 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
             "record": archive.card_record(card),
             "file_object": card.file_object,
             "captions_object": card.captions_object,
+            "capture_objects": archive.capture_objects(card),
         }
         for card in cards
     ]
@@ -109,6 +110,11 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
 
 
 _READ = [c for c in Card.__table__.c if c.name not in ("source_text", "captions_text")]
+_WITH_FILES = (
+    ExportItem.file_object.is_not(None)
+    | ExportItem.captions_object.is_not(None)
+    | ExportItem.capture_objects.is_not(None)
+)
 
 
 def _cards(session: Session, job: ExportJob, limit: int) -> list[SimpleNamespace]:
@@ -134,7 +140,7 @@ def items(
     """The next items of the export in card order (only those with a file or caption file)."""
     query = select(ExportItem).where(ExportItem.job_id == job_id, ExportItem.card_pk > after_pk)
     if with_files:
-        query = query.where(ExportItem.file_object.is_not(None) | ExportItem.captions_object.is_not(None))
+        query = query.where(_WITH_FILES)
     return session.scalars(query.order_by(ExportItem.card_pk).limit(limit)).all()
 
 
@@ -145,7 +151,7 @@ def archived(session: Session, *, job_id: str, after_pk: int, limit: int) -> lis
         .where(
             ExportItem.job_id == job_id,
             ExportItem.card_pk > after_pk,
-            ExportItem.file_object.is_not(None) | ExportItem.captions_object.is_not(None),
+            _WITH_FILES,
         )
         .order_by(ExportItem.card_pk)
         .limit(limit)

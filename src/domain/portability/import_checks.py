@@ -183,6 +183,8 @@ def check_record(record: Any, servable: Servable) -> dict[str, Any]:
         file = record.get(role)
         if file is not None and not (isinstance(file, dict) and isinstance(file.get("path"), str)):
             raise InvalidInput(f"The card's {role} does not name a path.")
+    if record["type"] != "link" and any(record.get(role) is not None for role in archive.CAPTURE_ROLES):
+        raise InvalidInput("Only a link card has a capture (screenshot, archive, reader view).")
     if record.get("captions") is not None:
         if record["type"] not in ("audio", "video"):
             raise InvalidInput("Only an audio or video card takes a caption file.")
@@ -192,9 +194,20 @@ def check_record(record: Any, servable: Servable) -> dict[str, Any]:
     return {**record, **_derived(record, servable)}
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
+
+
 def _derived(record: dict[str, Any], servable: Servable) -> dict[str, Any]:
     """The pipeline's fields of the record, each kept only when it is what the API shows."""
     kept: dict[str, Any] = {}
+    found = record.get("linkCapture")
+    capture: dict[str, Any] = found if isinstance(found, dict) else {}
+    reader: dict[str, Any] = capture["reader"] if isinstance(capture.get("reader"), dict) else {}
+    kept["linkCapture"] = {
+        "capturedAt": capture.get("capturedAt") if _is_count(capture.get("capturedAt")) else None,
+        "readerWords": reader.get("wordCount") if _is_count(reader.get("wordCount")) else None,
+    }
     for field in ("metadataTitle", "metadataDescription", "aiSummary", "aiTranscript"):
         value = record.get(field)
         kept[field] = value if isinstance(value, str) and len(value) <= _TEXT_LIMIT else None

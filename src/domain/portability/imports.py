@@ -29,6 +29,7 @@ from cardvault.domain.tags.names import clean_tags, tag_key
 # What each stage writes, by the record fields that show it ran (the rest run again).
 _RESTORED_BY = {
     "linkMetadata": ("linkMetadata",),
+    "capture": ("screenshot",),  # restored by restore_capture, before finish_card
     "transcript": ("aiTranscript",),
     "ai": ("aiSummary", "aiTags", "aiEngine"),
 }
@@ -150,6 +151,17 @@ def finish_card(
         card.deleted_at = whole_of(record, "deletedAt")
     card.updated_at = whole_of(record, "updatedAt") or now_ms()
     return card.pk, queued
+
+
+def restore_capture(
+    session: Session, *, account_id: str, card_id: str, objects: Mapping[str, str], facts: dict[str, Any]
+) -> None:
+    """Give the card the capture objects an import stored (card columns to keys) and what
+    they are (``capture``'s facts)."""
+    card = editing.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
+    for column, key in objects.items():
+        setattr(card, column, key)
+    card.capture = facts
 
 
 def _completed(session: Session, card: Card, names: Sequence[str]) -> None:

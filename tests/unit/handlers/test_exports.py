@@ -18,6 +18,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
+from cardvault.domain.portability.archive import ROLES
 from cardvault.domain.portability.exports import WEEK_MS
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api
@@ -318,7 +319,7 @@ def _comparable(archive: zipfile.ZipFile) -> list[dict[str, Any]]:
     for card in json.loads(archive.read("cards.json"))["cards"]:
         card = {k: v for k, v in card.items() if k != "id"}
         card["folderIds"] = sorted(folders[f] for f in card["folderIds"])
-        for role in ("file", "captions"):
+        for role in ROLES:
             if card[role] is not None:
                 card[role] = {k: v for k, v in card[role].items() if k != "path"}
         shown.append(card)

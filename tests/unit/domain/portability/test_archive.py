@@ -58,7 +58,10 @@ def test_each_file_of_a_card_goes_in_a_folder_of_its_own() -> None:
     assert archive.file_path("file", "crd_1", "My photo.jpg") == "files/crd_1/My-photo.jpg"
     assert archive.file_path("captions", "crd_1", "talk.en.vtt") == "captions/crd_1/talk.en.vtt"
     assert archive.file_path("file", "crd_2", None) == "files/crd_2/file"
-    assert set(archive.ROLES) == {"file", "captions"}
+    assert archive.file_path("archive", "crd_3", "page.mhtml") == "archives/crd_3/page.mhtml"
+    assert archive.file_path("screenshot", "crd_3", "screenshot.webp") == "screenshots/crd_3/screenshot.webp"
+    assert archive.file_path("reader", "crd_3", "reader.md") == "readers/crd_3/reader.md"
+    assert archive.ROLES == ("file", "captions", "screenshot", "archive", "reader")
 
 
 def test_a_card_record_has_its_values_and_no_urls(database: Database, account_id: str) -> None:
