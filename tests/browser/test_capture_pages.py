@@ -8,11 +8,14 @@ listening socket proves that nothing reached around the proxy."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
 from bench.servers import PageServer, page_server
@@ -243,3 +246,35 @@ def test_a_meta_refresh_to_a_private_address_goes_nowhere(
     else:
         assert (f"127.0.0.1:{listen}", "BAD_URL") in shot.refused
     _nothing_connected(listener)
+
+
+def _kill_browser(browser: CaptureBrowser) -> None:
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if browser._marker in process.cmdline():
+                process.kill()
+
+
+def test_a_browser_killed_between_or_during_captures_is_started_again(
+    browser: CaptureBrowser, pages: PageServer
+) -> None:
+    calm = _serve(pages, "/calm", "<title>Calm</title><p>calm</p>")
+    browser.capture(calm, wait=5)
+    launches = browser.launches
+    _kill_browser(browser)
+    assert browser.capture(calm, wait=5).title == "Calm"
+    assert browser.launches == launches + 1
+
+    def slow() -> tuple[int, dict[str, str], bytes]:
+        time.sleep(3)
+        return 200, HTML, b"<title>Slow</title>"
+
+    pages.routes["/slow"] = slow
+    killer = threading.Timer(1.0, _kill_browser, (browser,))
+    killer.start()
+    with pytest.raises(CaptureRefused) as refused:
+        browser.capture(pages.url("/slow"), wait=5)
+    killer.join()
+    assert (refused.value.code, refused.value.transient) == ("BROWSER_CRASHED", True)
+    assert browser.capture(calm, wait=5).title == "Calm"
+    assert browser.launches == launches + 2

@@ -67,7 +67,6 @@ DECLARATIONS = "declarations only; every test that saves or reads a row uses the
 COVERED_ELSEWHERE = {
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",
-    "workers/stages/capture.py": "tests/browser/test_capture.py",
     "import_captures.py": "tests/unit/test_importer.py",
     "workers/export_archive.py": "tests/unit/workers/test_exports.py",
     "adapters/decoder/jobs.py": "tests/unit/adapters/decoder/test_init.py",

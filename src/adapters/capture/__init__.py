@@ -120,39 +120,49 @@ class CaptureBrowser:
 
     def capture(self, url: str, *, wait: float) -> Shot:
         """Capture the page at ``url``; CaptureBusy when no slot came free within ``wait``
-        seconds, CaptureRefused when the page could not be captured."""
+        seconds, CaptureRefused when the page could not be captured. A browser found dead
+        before the page began (killed since the last capture) is started again, once."""
         from cardvault.adapters.capture import steps
 
         if not self._slots.acquire(timeout=wait):
             raise CaptureBusy
         try:
-            loop, browser, proxy = self._started()
-            seen = len(proxy.refused)
-            work = asyncio.run_coroutine_threadsafe(
-                asyncio.wait_for(steps.capture(browser, url, self.limits, self.memory), self.limits.seconds),
-                loop,
-            )
-            try:
-                shot = work.result(timeout=self.limits.seconds + 10)
-            except (TimeoutError, concurrent.futures.TimeoutError):
-                work.cancel()
-                raise CaptureRefused(
-                    "CAPTURE_TIMEOUT",
-                    f"The page was not captured within {self.limits.seconds:g} s.",
-                    transient=True,
-                ) from None
-            except steps.BrowserGone:
-                self.stop()
-                raise CaptureRefused(
-                    "BROWSER_CRASHED", "The browser stopped during the capture.", transient=True
-                ) from None
-            refused = tuple(list(proxy.refused)[seen:]) if len(proxy.refused) > seen else ()
-            return dataclasses.replace(shot, refused=refused)
+            for attempt in (1, 2):
+                try:
+                    return self._capture(url)
+                except steps.BrowserGone as gone:
+                    self.stop()
+                    if gone.began or attempt == 2:
+                        raise CaptureRefused(
+                            "BROWSER_CRASHED", "The browser stopped during the capture.", transient=True
+                        ) from None
+            raise AssertionError("unreachable")
         finally:
             if self.memory() > self.limits.memory_bytes:
                 log.warning("the capture browser uses %d MiB; started again", self.memory() >> 20)
                 self.stop()
             self._slots.release()
+
+    def _capture(self, url: str) -> Shot:
+        from cardvault.adapters.capture import steps
+
+        loop, browser, proxy = self._started()
+        seen = len(proxy.refused)
+        work = asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(steps.capture(browser, url, self.limits, self.memory), self.limits.seconds),
+            loop,
+        )
+        try:
+            shot = work.result(timeout=self.limits.seconds + 10)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            work.cancel()
+            raise CaptureRefused(
+                "CAPTURE_TIMEOUT",
+                f"The page was not captured within {self.limits.seconds:g} s.",
+                transient=True,
+            ) from None
+        refused = tuple(list(proxy.refused)[seen:]) if len(proxy.refused) > seen else ()
+        return dataclasses.replace(shot, refused=refused)
 
     def memory(self) -> int:
         """The memory the browser's processes hold of their own (USS: what ending them would

@@ -34,26 +34,35 @@ SCROLL_PAUSE = 0.05
 HTML_CHARS = 2 * 1024 * 1024
 WEBP_QUALITY = 80
 MEMORY_POLL = 0.25
+GONE_NOTICE = 0.2
 # What the outputs take at most, kept out of the time given to loading the page.
 OUTPUT_SECONDS = 8.0
 
 
 class BrowserGone(Exception):
-    """The browser itself went away during the capture."""
+    """The browser itself went away: during the capture, or before it began (``began``
+    False: the page never ran, and the capture can be made again in a new browser)."""
+
+    def __init__(self, *, began: bool = True) -> None:
+        super().__init__("the browser went away")
+        self.began = began
 
 
 async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], int] | None = None) -> Shot:
     """Capture the page at ``url`` in a fresh context of ``browser``."""
-    if not browser.is_connected():
-        raise BrowserGone
+    from playwright.async_api import Error as PlaywrightError
+
     deadline = time.monotonic() + limits.seconds - min(OUTPUT_SECONDS, limits.seconds / 3)
-    context = await browser.new_context(
-        viewport=VIEWPORT,
-        accept_downloads=False,
-        service_workers="block",
-        java_script_enabled=True,
-        ignore_https_errors=False,
-    )
+    try:
+        context = await browser.new_context(
+            viewport=VIEWPORT,
+            accept_downloads=False,
+            service_workers="block",
+            java_script_enabled=True,
+            ignore_https_errors=False,
+        )
+    except PlaywrightError:  # (it died since the last capture; its end not yet noticed)
+        raise BrowserGone(began=False) from None
     watch = asyncio.ensure_future(_watch_memory(memory, limits.memory_bytes)) if memory else None
     work: asyncio.Future[Shot] | None = None
     try:
@@ -80,15 +89,13 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
             work.cancel()
             watch.result()  # raises PAGE_TOO_LARGE
         return await work
-    except CaptureRefused:
-        raise
     except Exception as exc:
-        if not browser.is_connected():
+        if await _is_gone(browser):  # (what the page met was the browser's end)
             raise BrowserGone from exc
+        if isinstance(exc, CaptureRefused):
+            raise
         if "crash" in str(exc).lower():
             raise CaptureRefused("PAGE_CRASHED", "The page crashed while it was captured.") from None
-        from playwright.async_api import Error as PlaywrightError
-
         if isinstance(exc, PlaywrightError):
             raise CaptureRefused(
                 "CAPTURE_FAILED",
@@ -102,6 +109,13 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
                 task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(context.close(), 5)
+
+
+async def _is_gone(browser: Any) -> bool:
+    """Whether the browser went away; its end takes Playwright a moment to notice."""
+    if browser.is_connected():
+        await asyncio.sleep(GONE_NOTICE)
+    return not browser.is_connected()
 
 
 async def _watch_memory(memory: Callable[[], int], limit: int) -> None:
