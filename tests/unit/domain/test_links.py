@@ -100,6 +100,7 @@ class TestThePipeline:
         assert stage_states(card) == [
             ("linkMetadata", "completed", None),
             ("linkPreview", "completed", None),
+            ("capture", "skipped", "CAPTURE_OFF"),  # (these tests capture nothing: tests/browser does)
             ("ai", "skipped", "AI_OFF"),  # (these tests turn the AI off)
         ]
         assert (card["metadataTitle"], card["linkPreviewTitle"], card["linkAuthor"]) == (
@@ -131,6 +132,7 @@ class TestThePipeline:
         assert stage_states(failed) == [
             ("linkMetadata", "failed", "SOURCE_NOT_FOUND"),
             ("linkPreview", "skipped", "NO_PAGE"),
+            ("capture", "skipped", "NO_PAGE"),
             ("ai", "skipped", "AI_OFF"),
         ]
         assert failed["processingStatus"]["state"] == "failed"
@@ -235,7 +237,7 @@ class TestRefresh:
         assert (card["aiSummary"], card["aiTags"], card["aiTranscript"]) == (None, [], None)
         assert links_api.get("/v1/cards", params={"tag": "sea"}).json()["items"] == []
         assert card["metadataTitle"] == "Tide tables, revised"
-        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1, 1]
+        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1, 1, 1]
         assert pages.hits["/tides"] == 2
 
     def test_a_card_refreshes_once_a_minute_and_an_account_six_cards(
