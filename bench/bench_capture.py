@@ -25,9 +25,9 @@ context's settings and the memory watch. The worker's reader view
 phase; the screenshot's renditions (the decoder's child) are not part of this bench.
 
 The memory phase captures ``--memory-captures`` pages in a row with a fresh CaptureBrowser and
-samples, after the first capture and every 20th: ``browser.memory()`` (the resident sets of the
-browser's processes added up, the measure its restart limit uses: pages shared between Chromium's
-processes count once per process), Playwright's driver (node) and this process; "flat" means the
+samples, after the first capture and every 20th: ``browser.memory()`` (the memory the browser's
+processes hold of their own, their USS added up: the measure its limit uses), Playwright's
+driver (node) and this process; "flat" means the
 three together grew at most AIM_GROWTH_MB from the 20th capture to the last, and the browser was
 never started again. Captures refused (CaptureRefused) are counted by code on both phases: in
 the rounds a refusal costs its time and gives no page, and misses the aim.

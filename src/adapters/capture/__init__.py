@@ -127,6 +127,11 @@ class CaptureBrowser:
         if not self._slots.acquire(timeout=wait):
             raise CaptureBusy
         try:
+            if self.memory() > self.limits.memory_bytes // 2:
+                # Grown over its life (Chromium starts services of its own after some minutes):
+                # a page is given a fresh browser, so the limit measures the page.
+                log.info("the capture browser uses %d MiB; started again", self.memory() >> 20)
+                self.stop()
             for attempt in (1, 2):
                 try:
                     return self._capture(url)
@@ -161,7 +166,9 @@ class CaptureBrowser:
                 f"The page was not captured within {self.limits.seconds:g} s.",
                 transient=True,
             ) from None
-        refused = tuple(list(proxy.refused)[seen:]) if len(proxy.refused) > seen else ()
+        # What the page's requests met (the browser's own calls home are its, not the page's).
+        met = list(proxy.refused)[seen:] if len(proxy.refused) > seen else []
+        refused = tuple((target, code) for target, code in met if code != "BROWSER_SERVICE")
         return dataclasses.replace(shot, refused=refused)
 
     def memory(self) -> int:

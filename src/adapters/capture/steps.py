@@ -189,11 +189,11 @@ async def _outputs(page: Any, limits: Limits) -> Shot:
     archive: bytes | None = None
     omitted: str | None = None
     snapshot = await cdp.send("Page.captureSnapshot", {"format": "mhtml"})
-    data = snapshot["data"]
+    data = snapshot["data"].encode("utf-8", "surrogateescape")
     if len(data) > limits.archive_bytes:
         omitted = "ARCHIVE_TOO_LARGE"
     else:
-        archive = data.encode("utf-8", "surrogateescape")
+        archive = data
     html = await page.evaluate(
         f"document.documentElement ? document.documentElement.outerHTML.slice(0, {HTML_CHARS}) : ''"
     )
