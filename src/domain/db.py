@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from cardvault.domain import changes
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, StorageFull
 
 T = TypeVar("T")
@@ -170,6 +171,7 @@ class Database:
         )
         self._single_sessions = sessionmaker(single, expire_on_commit=False)
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
+        changes.install(self._write_sessions)
 
     @classmethod
     def from_url(cls, database_url: str, *, lock_timeout_ms: int | None = None) -> Database:

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import FolderExists
@@ -97,14 +98,15 @@ def delete_folder(session: Session, *, account_id: str, folder_id: str) -> None:
     folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
     # Lock its cards in pk order before the cascade deletes their folder rows (the lock order in
     # cardvault.domain.db), as the Trash purge does from the cards' side.
-    session.execute(
-        select(Card.pk)
+    held = session.scalars(
+        select(Card.id)
         .join(FolderCard, FolderCard.card_pk == Card.pk)
         .where(FolderCard.folder_id == folder.id)
         .order_by(Card.pk)
         .with_for_update(of=Card)
-    )
+    ).all()
     session.delete(folder)
+    changes.note(session, account_id=account_id, kind="card", ids=held)  # their folderIds
 
 
 def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:

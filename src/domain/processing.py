@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, exists, literal_column, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import rows_changed
 from cardvault.domain.models import Card, CardStage
@@ -167,14 +168,17 @@ def finish(
     False when the lease is no longer current (the card is gone, or was refreshed, or another
     worker took the stage over): the attempt's result must then be dropped."""
     now = now_ms()
-    return bool(
-        rows_changed(
-            session,
-            update(CardStage)
-            .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
-            .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None),
-        )
+    settled = rows_changed(
+        session,
+        update(CardStage)
+        .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
+        .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None),
     )
+    if settled:  # the card's processing status changed: a change of the card for the feed
+        owner = session.execute(select(Card.account_id, Card.id).where(Card.pk == card_pk)).one_or_none()
+        if owner is not None:
+            changes.note(session, account_id=owner.account_id, kind="card", ids=[owner.id])
+    return bool(settled)
 
 
 def release(

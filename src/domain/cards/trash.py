@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import ColumnElement, Row, delete, select
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.cards.editing import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -65,11 +66,12 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
 
 def _delete_locked(
     session: Session, condition: ColumnElement[bool], limit: int
-) -> Sequence[Row[int, str, int | None]]:
+) -> Sequence[Row[int, str, int | None, str]]:
     """Lock up to ``limit`` matching cards in pk order (the lock order in cardvault.domain.db)
-    and delete them; return their pk, account_id and file_size, in that order."""
+    and delete them (their tombstones noted for the feed); return their pk, account_id,
+    file_size and id, in that order."""
     cards = session.execute(
-        select(Card.pk, Card.account_id, Card.file_size)
+        select(Card.pk, Card.account_id, Card.file_size, Card.id)
         .where(condition)
         .order_by(Card.pk)
         .limit(limit)
@@ -78,6 +80,8 @@ def _delete_locked(
     if cards:
         pks = [card.pk for card in cards]
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
+        for card in cards:
+            changes.note(session, account_id=card.account_id, kind="card", ids=[card.id], action="delete")
     return cards
 
 

@@ -13,6 +13,7 @@ from cardvault.domain.models.auth import (
     WebSession,
 )
 from cardvault.domain.models.cards import Card, CardTag
+from cardvault.domain.models.changes import Change, ChangeCounter
 from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.files import DoomedObject, Upload
 from cardvault.domain.models.folders import Folder, FolderCard
@@ -29,6 +30,8 @@ __all__ = [
     "Card",
     "CardStage",
     "CardTag",
+    "Change",
+    "ChangeCounter",
     "DoomedObject",
     "ExportItem",
     "ExportJob",

@@ -13,9 +13,10 @@ from sqlalchemy import ColumnElement, case, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import lock_tags, rows_changed
+from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
@@ -156,13 +157,15 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
         .order_by(Card.pk)
         .with_for_update()
     )
-    changed = rows_changed(
-        session,
+    rewritten = session.scalars(
         update(Card)
         .where(Card.pk.in_(locked.scalar_subquery()))
         .values(updated_at=case((Card.updated_at > now, Card.updated_at), else_=now))
+        .returning(Card.id)
         .execution_options(synchronize_session=False),
-    )
+    ).all()
+    changes.note(session, account_id=account, kind="card", ids=rewritten)
+    changed = len(rewritten)
     if operation.kind == "delete":
         session.execute(delete(CardTag).where(*batch).execution_options(synchronize_session=False))
     else:

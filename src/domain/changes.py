@@ -1,0 +1,149 @@
+"""The changes feed's record: every change to an account's cards and folders is written in the
+same transaction as the change itself, as the resource's latest change (an earlier change of
+the same resource is replaced, so the feed holds each resource once: as it is now, or its
+tombstone).
+
+Ordering. A reader that has read up to sequence S must never later meet a change committed
+with a sequence below S. Sequences therefore follow commit order: a writing transaction takes
+its account's sequences last, just before COMMIT (``before_commit``), by raising its account's
+counter row, which it then holds locked until it commits; another transaction of the same
+account waits there for it and takes the sequences after it. On SQLite one writer at a time
+holds the database, which gives the same order. A transaction that rolls back gives its
+sequences back with everything else.
+
+What is recorded: the cards and folders the session inserted, changed or deleted through the
+ORM (collected after each flush), and what a statement changed in bulk, noted by its caller
+with ``note`` (a tag operation's batch, the Trash's purge, a folder's cards when it goes, a
+stage that settled). ``install`` puts the listeners on a sessionmaker of writing sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, event, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from cardvault.domain.clock import now_ms
+from cardvault.domain.models import Card, Change, ChangeCounter, Folder
+
+KINDS = ("card", "folder")
+_PENDING = "cardvault.changes"  # session.info's key: {(account_id, kind, id): action}
+_TRACKED: dict[type, str] = {Card: "card", Folder: "folder"}
+
+
+def install(sessions: sessionmaker[Session]) -> None:
+    """Record the changes of every session this sessionmaker makes."""
+    event.listen(sessions, "after_flush", _collect)
+    event.listen(sessions, "before_commit", _record)
+    event.listen(sessions, "after_rollback", _forget)
+
+
+def note(session: Session, *, account_id: str, kind: str, ids: Iterable[str], action: str = "upsert") -> None:
+    """Note changes a statement made in bulk, to be recorded with the transaction's others."""
+    pending: dict[tuple[str, str, str], str] = session.info.setdefault(_PENDING, {})
+    for resource_id in ids:
+        key = (account_id, kind, resource_id)
+        # A resource created and deleted in one transaction is still a delete for a reader.
+        pending[key] = "delete" if pending.get(key) == "delete" else action
+
+
+def _collect(session: Session, _context: Any) -> None:
+    for instances, action in (
+        (session.new, "upsert"),
+        (session.dirty, "upsert"),
+        (session.deleted, "delete"),
+    ):
+        for instance in instances:
+            kind = _TRACKED.get(type(instance))
+            if kind is None or (
+                action == "upsert" and instance in session.dirty and not session.is_modified(instance)
+            ):
+                continue
+            note(session, account_id=instance.account_id, kind=kind, ids=[instance.id], action=action)
+
+
+def _record(session: Session) -> None:
+    pending: dict[tuple[str, str, str], str] = session.info.pop(_PENDING, {})
+    if not pending:
+        return
+    by_account: dict[str, list[tuple[str, str, str]]] = {}
+    for (account_id, kind, resource_id), action in pending.items():
+        by_account.setdefault(account_id, []).append((kind, resource_id, action))
+    connection = session.connection()
+    record = _record_postgresql if connection.dialect.name == "postgresql" else _record_sqlite
+    now = now_ms()
+    for account_id in sorted(by_account):  # one order of counter locks for every transaction
+        record(connection, account_id, by_account[account_id], now)
+
+
+def _forget(session: Session) -> None:
+    session.info.pop(_PENDING, None)
+
+
+# Written as SQL for the driver: a change is recorded in every writing transaction, and its
+# statements are most of what it costs (bench/bench_changes.py).
+_PG_RECORD = """
+WITH counter AS (
+    INSERT INTO change_counters (account_id, last_sequence, purged_through)
+    VALUES (%(account)s, %(count)s, 0)
+    ON CONFLICT (account_id) DO UPDATE SET last_sequence = change_counters.last_sequence + %(count)s
+    RETURNING last_sequence
+)
+INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at)
+SELECT %(account)s, counter.last_sequence - %(count)s + made.n, made.kind, made.id, made.action, %(now)s
+FROM counter, unnest(%(kinds)s::text[], %(ids)s::text[], %(actions)s::text[]) WITH ORDINALITY
+    AS made(kind, id, action, n)
+ON CONFLICT (account_id, kind, resource_id) DO UPDATE
+    SET sequence = EXCLUDED.sequence, action = EXCLUDED.action, changed_at = EXCLUDED.changed_at
+"""
+_SQLITE_TAKE = """
+INSERT INTO change_counters (account_id, last_sequence, purged_through) VALUES (?, ?, 0)
+ON CONFLICT (account_id) DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence
+RETURNING last_sequence
+"""
+_SQLITE_RECORD = """
+INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (account_id, kind, resource_id) DO UPDATE
+    SET sequence = excluded.sequence, action = excluded.action, changed_at = excluded.changed_at
+"""
+
+
+def _record_postgresql(
+    connection: Connection, account_id: str, made: list[tuple[str, str, str]], now: int
+) -> None:
+    """Take the account's next sequences (its counter row locked until COMMIT) and record the
+    changes under them, each replacing its resource's earlier change: one statement."""
+    kinds, ids, actions = (list(column) for column in zip(*made, strict=True))
+    parameters = {"account": account_id, "count": len(made), "now": now, "kinds": kinds, "ids": ids}
+    connection.exec_driver_sql(_PG_RECORD, {**parameters, "actions": actions})
+
+
+def _record_sqlite(
+    connection: Connection, account_id: str, made: list[tuple[str, str, str]], now: int
+) -> None:
+    """As on PostgreSQL, in two statements (the transaction holds SQLite's one write lock)."""
+    # sqlite3's own connection, in the transaction this session began (we issue BEGIN):
+    # SQLAlchemy's statement machinery cost more than the statements.
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    (last,) = driver.execute(_SQLITE_TAKE, (account_id, len(made))).fetchone()
+    first = int(last) - len(made) + 1
+    rows = [(account_id, first + n, kind, rid, action, now) for n, (kind, rid, action) in enumerate(made)]
+    driver.executemany(_SQLITE_RECORD, rows)
+
+
+def page(session: Session, *, account_id: str, after: int, limit: int) -> Sequence[Change]:
+    """The account's changes after sequence ``after``, oldest first, at most ``limit``."""
+    return session.scalars(
+        select(Change)
+        .where(Change.account_id == account_id, Change.sequence > after)
+        .order_by(Change.sequence)
+        .limit(limit)
+    ).all()
+
+
+def latest(session: Session, *, account_id: str) -> int:
+    """The account's last sequence (0 before its first change)."""
+    found = session.scalar(select(ChangeCounter.last_sequence).where(ChangeCounter.account_id == account_id))
+    return int(found or 0)
