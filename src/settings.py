@@ -248,6 +248,7 @@ class Settings:
     sweep_seconds: float = 15.0
     tag_batch_size: int = 2000
     trash_days: float = 30.0
+    changes_days: float = 30.0  # how long the changes feed keeps a change (at least)
     lock_timeout_ms: int = 2000
     rate_limits: dict[str, str | None] = dataclasses.field(default_factory=lambda: dict(RATE_LIMITS))
     s3: S3Settings | None = None
@@ -302,6 +303,7 @@ class Settings:
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
             tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
             trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
+            changes_days=_number(env, "CARDVAULT_CHANGES_DAYS", 30.0),
             lock_timeout_ms=_whole(env, "CARDVAULT_LOCK_TIMEOUT_MS", 2000),
             rate_limits=_rate_limits(env),
             s3=S3Settings.from_env(env),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, event, select
+from sqlalchemy import Connection, delete, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from cardvault.domain.clock import now_ms
@@ -146,4 +146,45 @@ def page(session: Session, *, account_id: str, after: int, limit: int) -> Sequen
 def latest(session: Session, *, account_id: str) -> int:
     """The account's last sequence (0 before its first change)."""
     found = session.scalar(select(ChangeCounter.last_sequence).where(ChangeCounter.account_id == account_id))
+    return int(found or 0)
+
+
+PURGE_BATCH = 1000
+
+
+def purge(session: Session, *, older_than: int, accounts: int = 50) -> int:
+    """Delete up to PURGE_BATCH changes older than ``older_than`` (ms) of each of up to
+    ``accounts`` accounts, raising each account's ``purged_through`` to the last sequence
+    deleted (a cursor before it has lost changes); return how many. Each counter row is locked
+    first, in account order, as writers lock it before they touch their change rows."""
+    found = session.scalars(
+        select(Change.account_id).where(Change.changed_at < older_than).distinct().limit(accounts)
+    ).all()
+    deleted = 0
+    for account_id in sorted(found):
+        session.execute(
+            select(ChangeCounter.account_id).where(ChangeCounter.account_id == account_id).with_for_update()
+        )
+        oldest = (
+            select(Change.sequence)
+            .where(Change.account_id == account_id, Change.changed_at < older_than)
+            .order_by(Change.sequence)
+            .limit(PURGE_BATCH)
+        )
+        gone = session.scalars(
+            delete(Change)
+            .where(Change.account_id == account_id, Change.sequence.in_(oldest.scalar_subquery()))
+            .returning(Change.sequence)
+        ).all()
+        if gone:
+            counter = session.get(ChangeCounter, account_id)
+            if counter is not None:
+                counter.purged_through = max(counter.purged_through, *gone)
+            deleted += len(gone)
+    return deleted
+
+
+def purged_through(session: Session, *, account_id: str) -> int:
+    """The account's last purged sequence: a cursor before it has lost changes."""
+    found = session.scalar(select(ChangeCounter.purged_through).where(ChangeCounter.account_id == account_id))
     return int(found or 0)

@@ -11,7 +11,7 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 
 from cardvault.workers import broker as _broker
-from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
+from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _lock = threading.Lock()

@@ -1,8 +1,9 @@
 """The sweeper: re-sends operations, exports and stages whose heartbeat went stale, so a lost
 message or a killed worker never leaves one behind, and every ten minutes starts the Trash
-purge, the deletion of expired Idempotency-Keys, of expired export archives and of ended
-sign-in records. Beside it, the heartbeat: a sign of life of the stages this process is
-running, four times per stale time. Both run in every worker (and in the embedded worker)."""
+purge, the deletion of expired Idempotency-Keys, of expired export archives, of ended
+sign-in records and of the changes feed's old changes. Beside it, the heartbeat: a sign of
+life of the stages this process is running, four times per stale time. Both run in every
+worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 import dramatiq
 
 from cardvault.domain.errors import ServiceUnavailable
-from cardvault.workers import exports, files, idempotency, oauth, pipeline, tags, trash
+from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -74,6 +75,7 @@ class Sweeper(dramatiq.Middleware):
                     files.delete_doomed_objects.send()
                     exports.expire_exports.send()
                     oauth.forget_ended_credentials.send()
+                    changes.purge_changes.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except ServiceUnavailable:
                 # The database restarting, or out of reach: a passing fault, and the next pass

@@ -8,13 +8,14 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import event, text, update
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes, folders
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
-from cardvault.domain.models import Card
+from cardvault.domain.models import Card, Change
 from cardvault.domain.tags import operations
 
 
@@ -156,3 +157,26 @@ def _wait_until(condition: Callable[[], bool], seconds: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_the_purge_deletes_old_changes_in_batches_and_says_how_far(
+    database: Database, account_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = [_card(database, account_id, f"old {n}") for n in range(5)]
+    with database.transaction() as session:  # the first five changed long ago
+        session.execute(update(Change).where(Change.resource_id.in_(old)).values(changed_at=1))
+    recent = _card(database, account_id, "recent")
+    monkeypatch.setattr(changes, "PURGE_BATCH", 2)
+    purged = []
+    while True:
+        with database.transaction() as session:
+            count = changes.purge(session, older_than=1_000)
+        if not count:
+            break
+        purged.append(count)
+    assert purged == [2, 2, 1]
+    assert [rid for _, _, rid, _ in _feed(database, account_id)] == [recent]
+    with database.transaction(write=False) as session:
+        assert changes.purged_through(session, account_id=account_id) == 5
+    _card(database, account_id, "after")  # the counter goes on
+    assert [seq for seq, *_ in _feed(database, account_id)] == [6, 7]

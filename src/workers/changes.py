@@ -1,0 +1,21 @@
+"""The periodic purge of the changes feed's changes older than its retention period."""
+
+from __future__ import annotations
+
+import dramatiq
+
+from cardvault.domain import changes
+from cardvault.domain.clock import now_ms
+from cardvault.workers.broker import database, settings
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dramatiq.actor(actor_name="purge_changes", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def purge_changes() -> None:
+    """Delete, batch by batch, every change older than CARDVAULT_CHANGES_DAYS."""
+    older_than = now_ms() - int(settings().changes_days * DAY_MS)
+    while True:
+        with database().transaction() as session:
+            if not changes.purge(session, older_than=older_than):
+                break

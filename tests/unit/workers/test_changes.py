@@ -1,0 +1,34 @@
+"""The purge_changes actor: old changes go, recent ones stay; run again, it changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import update
+
+from cardvault.domain import changes
+from cardvault.domain.cards import editing
+from cardvault.domain.db import Database
+from cardvault.domain.models import Change
+from cardvault.settings import Settings
+from cardvault.workers import broker
+from cardvault.workers.changes import purge_changes
+from tests.conftest import app_env
+
+
+def test_the_actor_purges_what_is_past_the_retention_and_nothing_else(
+    tmp_path: Path, database: Database, account_id: str
+) -> None:
+    broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database)
+    with database.transaction() as session:
+        old = editing.add_card(session, account_id=account_id, content="old").id
+    with database.transaction() as session:
+        session.execute(update(Change).where(Change.resource_id == old).values(changed_at=0))
+        kept = editing.add_card(session, account_id=account_id, content="kept").id
+    purge_changes()
+    purge_changes()  # nothing left to purge
+    with database.transaction(write=False) as session:
+        assert [c.resource_id for c in changes.page(session, account_id=account_id, after=0, limit=10)] == [
+            kept
+        ]
+        assert changes.purged_through(session, account_id=account_id) == 1
