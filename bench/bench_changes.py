@@ -36,7 +36,8 @@ def _without_changes(url: str) -> Database:
     for name, listener in (
         ("after_flush", changes._collect),
         ("before_commit", changes._record),
-        ("after_rollback", changes._forget),
+        ("after_transaction_create", changes._savepoint_begins),
+        ("after_soft_rollback", changes._rolled_back),
     ):
         event.remove(sessions, name, listener)
     return db

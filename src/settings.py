@@ -191,6 +191,14 @@ class AiProviderSettings:
 
 
 CAPTURE_OUTPUTS = ("screenshot", "archive", "reader")
+CAPTURE_MAX_SECONDS = 180.0  # inside the stage's own time limit (cardvault.domain.pipeline)
+
+
+def _capture_seconds(env: Mapping[str, str]) -> float:
+    seconds = _number(env, "CARDVAULT_CAPTURE_SECONDS", 30.0)
+    if seconds > CAPTURE_MAX_SECONDS:
+        raise SettingsError(f"CARDVAULT_CAPTURE_SECONDS must be at most {CAPTURE_MAX_SECONDS:g}")
+    return seconds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +232,7 @@ class CaptureSettings:
             enabled=_bool(env, "CARDVAULT_CAPTURE", True),
             browser=env.get("CARDVAULT_CAPTURE_BROWSER") or None,
             outputs=outputs,
-            seconds=_number(env, "CARDVAULT_CAPTURE_SECONDS", 30.0),
+            seconds=_capture_seconds(env),
             max_height=_whole(env, "CARDVAULT_CAPTURE_MAX_HEIGHT", 20_000),
             archive_bytes=_whole(env, "CARDVAULT_CAPTURE_ARCHIVE_BYTES", 25 * 1024 * 1024),
             memory_mb=_whole(env, "CARDVAULT_CAPTURE_MEMORY_MB", 1024),

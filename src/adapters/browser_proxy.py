@@ -91,6 +91,7 @@ class BrowserProxy:
         self._max_bytes = max_bytes
         self._idle = idle_seconds
         self.refused: collections.deque[tuple[str, str]] = collections.deque(maxlen=256)  # (target, code)
+        self.refusals = 0  # ever: ``refused`` keeps the last 256
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -139,6 +140,10 @@ class BrowserProxy:
         loop.close()
         self._loop = self._server = None
 
+    def _refuse(self, target: str, code: str) -> None:
+        self.refused.append((target, code))
+        self.refusals += 1
+
     async def _serve(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
         try:
             try:
@@ -167,13 +172,13 @@ class BrowserProxy:
         """Vet and connect to ``host``:``port``; None (and the refusal answered) when refused."""
         target = f"{host}:{port}"
         if host.lower().rstrip(".") in BROWSER_SERVICES:
-            self.refused.append((target, "BROWSER_SERVICE"))
+            self._refuse(target, "BROWSER_SERVICE")
             await _answer(to_client, 403, "BROWSER_SERVICE: the browser's own service is not called.")
             return None
         try:
             address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
         except FetchRefused as refused:
-            self.refused.append((target, refused.code))
+            self._refuse(target, refused.code)
             await _answer(to_client, 403, f"{refused.code}: {refused}")
             return None
         try:

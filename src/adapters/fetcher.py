@@ -75,10 +75,15 @@ def _resolve(host: str, port: int) -> list[str]:
 def _embedded(
     ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """The IPv4 address inside an IPv4-mapped or NAT64 IPv6 address (else the address)."""
+    """The IPv4 address inside an IPv4-mapped, 6to4, Teredo (its client) or NAT64 IPv6 address
+    (else the address)."""
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return ip.ipv4_mapped
+        if ip.sixtofour is not None:
+            return ip.sixtofour
+        if ip.teredo is not None:
+            return ip.teredo[1]
         if any(ip in network for network in _NAT64):
             return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return ip
@@ -124,8 +129,14 @@ class Fetcher:
         ip = _embedded(ipaddress.ip_address(address.split("%")[0]))
         if self.allow_loopback and ip.is_loopback:
             return True
+        site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local  # fec0::/10, deprecated
         return ip.is_global and not (
-            ip.is_multicast or ip.is_reserved or ip.is_unspecified or ip.is_loopback or ip.is_link_local
+            ip.is_multicast
+            or ip.is_reserved
+            or ip.is_unspecified
+            or ip.is_loopback
+            or ip.is_link_local
+            or site_local
         )
 
     def vet(self, host: str, port: int) -> str:

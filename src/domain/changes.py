@@ -18,25 +18,31 @@ stage that settled). ``install`` puts the listeners on a sessionmaker of writing
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, event, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, Change, ChangeCounter, Folder
 
 KINDS = ("card", "folder")
 _PENDING = "cardvault.changes"  # session.info's key: {(account_id, kind, id): action}
+_SAVEPOINTS = "cardvault.changes.savepoints"  # {id(savepoint): the pending changes when it began}
 _TRACKED: dict[type, str] = {Card: "card", Folder: "folder"}
 
 
 def install(sessions: sessionmaker[Session]) -> None:
-    """Record the changes of every session this sessionmaker makes."""
+    """Record the changes of every session this sessionmaker makes. A savepoint's changes are
+    kept only if it is released: rolled back, the changes noted since it began are forgotten
+    (and only the outermost COMMIT records)."""
     event.listen(sessions, "after_flush", _collect)
     event.listen(sessions, "before_commit", _record)
-    event.listen(sessions, "after_rollback", _forget)
+    event.listen(sessions, "after_transaction_create", _savepoint_begins)
+    event.listen(sessions, "after_soft_rollback", _rolled_back)
 
 
 def note(session: Session, *, account_id: str, kind: str, ids: Iterable[str], action: str = "upsert") -> None:
@@ -64,6 +70,13 @@ def _collect(session: Session, _context: Any) -> None:
 
 
 def _record(session: Session) -> None:
+    if session.in_nested_transaction():
+        # A savepoint released: its changes are the outer transaction's, recorded at its COMMIT.
+        released = session.get_nested_transaction()
+        session.info.get(_SAVEPOINTS, {}).pop(id(released), None)
+        return
+    session.flush()  # what the COMMIT would flush is collected first
+    session.info.pop(_SAVEPOINTS, None)
     pending: dict[tuple[str, str, str], str] = session.info.pop(_PENDING, {})
     if not pending:
         return
@@ -77,8 +90,27 @@ def _record(session: Session) -> None:
         record(connection, account_id, by_account[account_id], now)
 
 
-def _forget(session: Session) -> None:
-    session.info.pop(_PENDING, None)
+def _savepoint_begins(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.nested:
+        pending = dict(session.info.get(_PENDING, {}))
+        session.info.setdefault(_SAVEPOINTS, {})[id(transaction)] = (transaction, pending)
+
+
+def _rolled_back(session: Session, previous: SessionTransaction) -> None:
+    if previous.parent is None:  # the whole transaction: nothing of it is recorded
+        session.info.pop(_PENDING, None)
+        session.info.pop(_SAVEPOINTS, None)
+        return
+    # A savepoint no longer active and not released (a release drops its entry) was rolled
+    # back, perhaps by a failed flush inside it: what was noted since it began is undone.
+    saved: dict[int, tuple[SessionTransaction, dict[tuple[str, str, str], str]]] = session.info.get(
+        _SAVEPOINTS, {}
+    )
+    undone = [key for key, (transaction, _) in saved.items() if not transaction.is_active]
+    if undone:
+        session.info[_PENDING] = saved[undone[0]][1]  # the outermost one's (made first)
+        for key in undone:
+            del saved[key]
 
 
 # Written as SQL for the driver: a change is recorded in every writing transaction, and its
@@ -127,10 +159,13 @@ def _record_sqlite(
     # SQLAlchemy's statement machinery cost more than the statements.
     driver = connection.connection.driver_connection
     assert driver is not None
-    (last,) = driver.execute(_SQLITE_TAKE, (account_id, len(made))).fetchone()
-    first = int(last) - len(made) + 1
-    rows = [(account_id, first + n, kind, rid, action, now) for n, (kind, rid, action) in enumerate(made)]
-    driver.executemany(_SQLITE_RECORD, rows)
+    try:
+        (last,) = driver.execute(_SQLITE_TAKE, (account_id, len(made))).fetchone()
+        first = int(last) - len(made) + 1
+        rows = [(account_id, first + n, kind, rid, action, now) for n, (kind, rid, action) in enumerate(made)]
+        driver.executemany(_SQLITE_RECORD, rows)
+    except sqlite3.Error as exc:  # as SQLAlchemy would raise it: a full disk, a busy database
+        raise DBAPIError.instance(_SQLITE_RECORD, None, exc, sqlite3.Error) from exc
 
 
 def page(session: Session, *, account_id: str, after: int, limit: int) -> Sequence[Change]:

@@ -17,5 +17,6 @@ def purge_changes() -> None:
     older_than = now_ms() - int(settings().changes_days * DAY_MS)
     while True:
         with database().transaction() as session:
-            if not changes.purge(session, older_than=older_than):
+            # One account's batch per transaction: its counter row is locked until COMMIT.
+            if not changes.purge(session, older_than=older_than, accounts=1):
                 break

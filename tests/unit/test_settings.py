@@ -51,6 +51,7 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_CAPTURE_OUTPUTS", "archive,reader"),  # the screenshot is always kept
         ("CARDVAULT_CAPTURE_OUTPUTS", "screenshot,pdf"),
         ("CARDVAULT_CAPTURE_SECONDS", "0"),
+        ("CARDVAULT_CAPTURE_SECONDS", "200"),  # past the stage's time limit
         ("CARDVAULT_CAPTURE_CONCURRENCY", "1.5"),
         ("CARDVAULT_CAPTURE_MEMORY_MB", "lots"),
     ],

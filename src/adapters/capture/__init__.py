@@ -135,6 +135,10 @@ class CaptureBrowser:
             for attempt in (1, 2):
                 try:
                     return self._capture(url)
+                except CaptureRefused as refused:
+                    if refused.code == "CAPTURE_TIMEOUT":
+                        self.stop()  # a browser that ran out of time may be stuck: a new one next
+                    raise
                 except steps.BrowserGone as gone:
                     self.stop()
                     if gone.began or attempt == 2:
@@ -152,7 +156,7 @@ class CaptureBrowser:
         from cardvault.adapters.capture import steps
 
         loop, browser, proxy = self._started()
-        seen = len(proxy.refused)
+        seen = proxy.refusals
         work = asyncio.run_coroutine_threadsafe(
             asyncio.wait_for(steps.capture(browser, url, self.limits, self.memory), self.limits.seconds),
             loop,
@@ -167,7 +171,8 @@ class CaptureBrowser:
                 transient=True,
             ) from None
         # What the page's requests met (the browser's own calls home are its, not the page's).
-        met = list(proxy.refused)[seen:] if len(proxy.refused) > seen else []
+        new = min(proxy.refusals - seen, len(proxy.refused))
+        met = list(proxy.refused)[len(proxy.refused) - new :] if new else []
         refused = tuple((target, code) for target, code in met if code != "BROWSER_SERVICE")
         return dataclasses.replace(shot, refused=refused)
 

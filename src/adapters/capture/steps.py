@@ -94,8 +94,6 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
             raise BrowserGone from exc
         if isinstance(exc, CaptureRefused):
             raise
-        if "crash" in str(exc).lower():
-            raise CaptureRefused("PAGE_CRASHED", "The page crashed while it was captured.") from None
         if isinstance(exc, PlaywrightError):
             raise CaptureRefused(
                 "CAPTURE_FAILED",
@@ -194,9 +192,10 @@ async def _outputs(page: Any, limits: Limits) -> Shot:
         omitted = "ARCHIVE_TOO_LARGE"
     else:
         archive = data
-    html = await page.evaluate(
-        f"document.documentElement ? document.documentElement.outerHTML.slice(0, {HTML_CHARS}) : ''"
-    )
+    # page.content() and page.title() run in Playwright's utility world, out of the page's
+    # reach (a page can redefine what its own scripts call); cut here, not by the page.
+    html = await page.content()
+    html = html[:HTML_CHARS] if isinstance(html, str) else ""
     return Shot(
         final_url=page.url,
         title=(await page.title())[:1000],

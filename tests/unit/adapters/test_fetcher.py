@@ -63,6 +63,10 @@ VECTORS = [
     ("http://224.0.0.1:{port}/", "BLOCKED_ADDRESS"),  # multicast
     ("http://240.0.0.1:{port}/", "BLOCKED_ADDRESS"),  # reserved
     ("http://[fe80::1]:{port}/", "BLOCKED_ADDRESS"),  # link-local
+    ("http://[2002:a9fe:a9fe::1]:{port}/", "BLOCKED_ADDRESS"),  # 6to4 of the metadata address
+    ("http://[2002:7f00:1::1]:{port}/", "BLOCKED_ADDRESS"),  # 6to4 of loopback
+    ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]:{port}/", "BLOCKED_ADDRESS"),  # Teredo of 10.0.0.1
+    ("http://[fec0::1]:{port}/", "BLOCKED_ADDRESS"),  # site-local
     # user info, schemes and ports
     ("http://example.com@127.0.0.1:{port}/", "BAD_URL"),
     ("http://user:pass@localhost:{port}/", "BAD_URL"),

@@ -10,12 +10,13 @@ from collections.abc import Callable
 
 import pytest
 from sqlalchemy import event, text, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes, folders
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
-from cardvault.domain.models import Card, Change
+from cardvault.domain.models import Card, Change, Folder
 from cardvault.domain.tags import operations
 
 
@@ -180,3 +181,35 @@ def test_the_purge_deletes_old_changes_in_batches_and_says_how_far(
         assert changes.purged_through(session, account_id=account_id) == 5
     _card(database, account_id, "after")  # the counter goes on
     assert [seq for seq, *_ in _feed(database, account_id)] == [6, 7]
+
+
+def test_a_savepoint_keeps_its_changes_when_released_and_drops_them_when_rolled_back(
+    database: Database, account_id: str
+) -> None:
+    with database.transaction() as session:
+        folders.create_folder(session, account_id=account_id, name="Shore", color=None)
+    before = max(seq for seq, *_ in _feed(database, account_id))
+    with database.transaction() as session:
+        outer = editing.add_card(session, account_id=account_id, content="outer").id
+        with session.begin_nested():
+            inner = editing.add_card(session, account_id=account_id, content="inner").id
+        try:
+            with session.begin_nested():
+                lost = editing.add_card(session, account_id=account_id, content="lost").id
+                session.add(
+                    Folder(
+                        id="fld_dup",
+                        account_id=account_id,
+                        name="Shore",
+                        name_key="shore",
+                        color=None,
+                        kind="user",
+                        created_at=0,
+                        updated_at=0,
+                    )
+                )
+                session.flush()  # the name is taken: this savepoint rolls back
+        except IntegrityError:
+            pass
+    recorded = [(kind, rid) for _, kind, rid, _ in _feed(database, account_id, before)]
+    assert recorded == [("card", outer), ("card", inner)] and lost not in {rid for _, rid in recorded}
