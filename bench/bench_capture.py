@@ -56,19 +56,16 @@ import io
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 from PIL import Image
 
-from bench.servers import free_port, peak_rss_mb
+from bench.servers import free_port, peak_rss_mb, serve_directory
 from cardvault.adapters.capture import CaptureBrowser, CaptureRefused, Limits, find_browser
 from cardvault.adapters.capture.steps import SCROLL_PAUSE, SCROLL_SECONDS, SETTLE_SECONDS, VIEWPORT
 from cardvault.adapters.fetcher import Fetcher
@@ -176,30 +173,6 @@ def _article(n: int) -> str:
 <section id="comments"><h2>Comments</h2></section></article><aside><h3>About</h3>
 <p>Notes from a harbour town.</p></aside></main><footer><ul class="footer-links">{links}</ul>
 </footer></body></html>"""
-
-
-def _serve(root: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "http.server",
-        "--bind",
-        "127.0.0.1",
-        "--directory",
-        str(root),
-        str(port),
-    ]
-    site = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/site.css", timeout=1).raise_for_status()
-            return site
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                site.kill()
-                raise SystemExit("the page server did not start") from None
-            time.sleep(0.1)
 
 
 @dataclasses.dataclass
@@ -346,7 +319,7 @@ def main() -> None:
         root = Path(workdir)
         _site(root)
         port = free_port()
-        site = _serve(root, port)
+        site = serve_directory(root, port, probe="/site.css")
         try:
             result = _measure(args, executable, port, f"http://127.0.0.1:{port}")
         finally:

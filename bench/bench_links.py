@@ -21,7 +21,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +32,15 @@ import httpx  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench.servers import BIN, ROOT, free_port, fresh_database, peak_rss_mb, process_tree  # noqa: E402
+from bench.servers import (  # noqa: E402
+    BIN,
+    ROOT,
+    free_port,
+    fresh_database,
+    peak_rss_mb,
+    process_tree,
+    serve_directory,
+)
 from cardvault.domain import processing  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
@@ -132,20 +139,7 @@ def main() -> None:
         root.mkdir()
         _site(root, args.links * args.rounds)
         site_port = free_port()
-        site = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-                str(root),
-                str(site_port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        site = serve_directory(root, site_port)
         base = f"http://localhost:{site_port}"
         url = fresh_database("sqlite" if args.sqlite else "postgresql", Path(workdir))
         env = {
@@ -155,6 +149,7 @@ def main() -> None:
             "CARDVAULT_REDIS_URL": BENCH_REDIS,
             "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
             "CARDVAULT_FETCH_PORTS": str(site_port),
+            "CARDVAULT_CAPTURE": "false",  # the link stages alone (bench_capture measures capture)
         }
         db = Database.from_url(url)
         db.migrate()

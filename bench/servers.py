@@ -36,6 +36,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def serve_directory(root: Path, port: int, *, probe: str = "/") -> subprocess.Popen[bytes]:
+    """Serve ``root`` on 127.0.0.1:``port`` from a process of its own (``python -m
+    http.server``, so the pages' server shares no core time with what is measured), once
+    ``probe`` answers; stop it with ``terminate()``."""
+    command = [
+        sys.executable,
+        "-m",
+        "http.server",
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(root),
+        str(port),
+    ]
+    site = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}{probe}", timeout=1).raise_for_status()
+            return site
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                site.kill()
+                raise SystemExit("the page server did not start") from None
+            time.sleep(0.1)
+
+
 def fresh_database(kind: str, workdir: Path, *, name: str = "bench", server: str = POSTGRES) -> str:
     """A new, empty database for a benchmark: the SQLite file ``{name}.db`` in ``workdir``, or
     ``cardvault_{name}`` (dropped first) on the PostgreSQL ``server``; return its URL."""

@@ -55,17 +55,14 @@ def note(session: Session, *, account_id: str, kind: str, ids: Iterable[str], ac
 
 
 def _collect(session: Session, _context: Any) -> None:
-    for instances, action in (
-        (session.new, "upsert"),
-        (session.dirty, "upsert"),
-        (session.deleted, "delete"),
-    ):
-        for instance in instances:
-            kind = _TRACKED.get(type(instance))
-            if kind is None or (
-                action == "upsert" and instance in session.dirty and not session.is_modified(instance)
-            ):
-                continue
+    changed = [
+        *((instance, "upsert") for instance in session.new),
+        *((instance, "upsert") for instance in session.dirty if session.is_modified(instance)),
+        *((instance, "delete") for instance in session.deleted),
+    ]
+    for instance, action in changed:
+        kind = _TRACKED.get(type(instance))
+        if kind is not None:
             note(session, account_id=instance.account_id, kind=kind, ids=[instance.id], action=action)
 
 

@@ -10,16 +10,18 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server
+from bench.servers import PageServer, page_server, redis_server, running_server, server_env
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
-from tests.conftest import Api, api_of_new_account, app_env
+from tests.conftest import Api, api_of_new_account, app_env, fresh_postgres_database
+from tests.contract.test_link_workers import settled
 from tests.unit.handlers.test_exports import download, started, verified, wait_for_export
 from tests.unit.handlers.test_uploads import _wait_for, processed
 
@@ -197,3 +199,29 @@ def test_an_export_carries_the_capture_and_an_import_restores_it_without_capturi
     assert other.client.get(restored["screenshotUrl"]).content == held["screenshot"]
     with _picture(other, restored["compactUrl"]) as compact:
         assert max(compact.size) == 256
+
+
+def test_in_production_shape_the_worker_process_captures_on_its_own_queue(
+    chromium_path: str, tmp_path: Path, pages: PageServer
+) -> None:
+    # cardvault serve and a separate cardvault worker on Redis and PostgreSQL: the worker
+    # consumes the captures queue and runs its own browser.
+    url = fresh_postgres_database("cardvault_capture", "PostgreSQL capture pipeline")
+    with redis_server(tmp_path) as (redis_url, _):
+        env = {
+            **server_env(tmp_path, url),
+            "CARDVAULT_REDIS_URL": redis_url,
+            "CARDVAULT_FETCH_LINKS": "true",
+            "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
+            "CARDVAULT_FETCH_PORTS": str(pages.port),
+            "CARDVAULT_CAPTURE": "true",
+        }
+        with running_server(env, tmp_path) as (base, key):
+            headers = {"Authorization": f"Bearer {key}"}
+            created = httpx.post(f"{base}/cards", json={"content": pages.url("/tides")}, headers=headers)
+            assert created.status_code == 200, created.text
+            card = settled(base, headers, created.json()["cardId"])
+            capture = next(s for s in card["processingStatus"]["stages"] if s["name"] == "capture")
+            assert (capture["state"], capture["errorCode"]) == ("completed", None), card["processingStatus"]
+            assert card["linkReader"]["wordCount"] > 100 and card["linkArchive"]["size"] > 0
+            assert httpx.get(card["screenshotUrl"]).headers["content-type"] == "image/webp"

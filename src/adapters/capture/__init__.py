@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import os
@@ -127,11 +128,9 @@ class CaptureBrowser:
         if not self._slots.acquire(timeout=wait):
             raise CaptureBusy
         try:
-            if self.memory() > self.limits.memory_bytes // 2:
-                # Grown over its life (Chromium starts services of its own after some minutes):
-                # a page is given a fresh browser, so the limit measures the page.
-                log.info("the capture browser uses %d MiB; started again", self.memory() >> 20)
-                self.stop()
+            # Grown over its life (Chromium starts services of its own after some minutes): a
+            # page is given a fresh browser, so the limit measures the page.
+            self._restart_past(self.limits.memory_bytes // 2)
             for attempt in (1, 2):
                 try:
                     return self._capture(url)
@@ -147,10 +146,15 @@ class CaptureBrowser:
                         ) from None
             raise AssertionError("unreachable")
         finally:
-            if self.memory() > self.limits.memory_bytes:
-                log.warning("the capture browser uses %d MiB; started again", self.memory() >> 20)
-                self.stop()
+            self._restart_past(self.limits.memory_bytes)
             self._slots.release()
+
+    def _restart_past(self, limit: int) -> None:
+        """Stop the browser (the next capture starts another) if it holds over ``limit`` bytes."""
+        used = self.memory()
+        if used > limit:
+            log.info("the capture browser holds %d MiB; started again", used >> 20)
+            self.stop()
 
     def _capture(self, url: str) -> Shot:
         from cardvault.adapters.capture import steps
@@ -181,14 +185,24 @@ class CaptureBrowser:
         free; resident totals count the libraries they share once per process), together; 0
         when none runs."""
         total = 0
-        for process in psutil.Process().children(recursive=True):
+        for process in self._browser_processes():
             try:
-                if self._marker in process.cmdline():
-                    tree = [process, *process.children(recursive=True)]
-                    total += sum(member.memory_full_info().uss for member in tree)
+                tree = [process, *process.children(recursive=True)]
+                total += sum(member.memory_full_info().uss for member in tree)
             except psutil.Error:  # (it ended meanwhile)
                 continue
         return total
+
+    def _browser_processes(self) -> list[psutil.Process]:
+        """This browser's main processes (found by the marker on their command line)."""
+        found = []
+        for process in psutil.Process().children(recursive=True):
+            try:
+                if self._marker in process.cmdline():
+                    found.append(process)
+            except psutil.Error:  # (it ended meanwhile)
+                continue
+        return found
 
     def _started(self) -> tuple[asyncio.AbstractEventLoop, Any, BrowserProxy]:
         with self._lock:
@@ -248,12 +262,9 @@ class CaptureBrowser:
                     asyncio.run_coroutine_threadsafe(browser.close(), self._loop).result(timeout=15)
                 except Exception as exc:  # (gone already: nothing to close)
                     log.info("closing the capture browser: %s", exc)
-            for process in psutil.Process().children(recursive=True):
-                try:
-                    if self._marker in process.cmdline():
-                        process.kill()
-                except psutil.Error:
-                    continue
+            for process in self._browser_processes():
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
 
     def close(self) -> None:
         """Close the browser, Playwright, the proxy and the thread."""
