@@ -389,6 +389,7 @@ class PageServer:
         self.hits: dict[str, int] = {}
         self.seen: list[dict[str, str]] = []
         self.posted: list[bytes] = []  # the bodies of POST requests, in order
+        self.received: list[tuple[str, dict[str, str], bytes]] = []  # each POST's path, headers, body
         self.port = 0
         self._lock = threading.Lock()
 
@@ -420,10 +421,12 @@ def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_POST(self) -> None:  # (the AI provider's stub): the body is kept, then as GET
+        def do_POST(self) -> None:  # (the AI provider's stub, webhooks): the body is kept, then as GET
             length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
             with pages._lock:
-                pages.posted.append(self.rfile.read(length))
+                pages.posted.append(body)
+                pages.received.append((self.path, dict(self.headers), body))
             self.do_GET()
 
         def log_message(self, *_args: object) -> None:

@@ -86,6 +86,7 @@ RATE_LIMITS = {
     "refresh-card": "1/minute",  # refreshes of one card
     "export-starts": "10/day",  # beside the rule of one export that became ready a week
     "api-keys": "30/hour",  # keys created over the API
+    "webhook-sends": "10/minute",  # pings and retries asked for
     # Sign-in attempts, counted per account (its email) and per client address (IPv6 by its
     # /64) before the password is checked; when either is used up the sign-in page refuses to
     # check any password for it until the window moves.
@@ -120,6 +121,23 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
     if value != int(value):
         raise SettingsError(f"{name} must be a whole number")
     return int(value)
+
+
+# Standard Webhooks' schedule: the first attempt at once, each next this long after a failure.
+WEBHOOK_SCHEDULE = (0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 50400.0, 72000.0, 86400.0)
+
+
+def _schedule(env: Mapping[str, str], name: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        waits = tuple(float(part) for part in raw.split(","))
+    except ValueError:
+        raise SettingsError(f"{name} must list seconds like 0,5,300, not {raw!r}") from None
+    if not 1 <= len(waits) <= 20 or not all(0 <= wait <= 86400 for wait in waits):
+        raise SettingsError(f"{name} must list 1 to 20 waits of 0 to 86400 seconds")
+    return waits
 
 
 def _ports(env: Mapping[str, str], name: str, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -264,6 +282,8 @@ class Settings:
     fetch_ports: tuple[int, ...] = (80, 443)  # the ports link fetches may use
     # Test-only: lets the fetcher reach loopback addresses, where the tests serve their pages.
     fetch_allow_loopback: bool = False
+    webhook_schedule: tuple[float, ...] = WEBHOOK_SCHEDULE  # seconds before each attempt
+    webhook_timeout_seconds: float = 15.0  # how long an endpoint has to answer
     ai: bool = True  # write AI summaries and tags (off: the ai stage is skipped, AI_OFF)
     ai_provider: AiProviderSettings | None = None  # None: the offline engine
     # Transcribe speech where the asr extra is installed (off, or without it: a file with no
@@ -318,6 +338,8 @@ class Settings:
             fetch_links=_bool(env, "CARDVAULT_FETCH_LINKS", True),
             fetch_ports=_ports(env, "CARDVAULT_FETCH_PORTS", (80, 443)),
             fetch_allow_loopback=_bool(env, "CARDVAULT_TEST_FETCH_LOOPBACK", False),
+            webhook_schedule=_schedule(env, "CARDVAULT_WEBHOOK_SCHEDULE", WEBHOOK_SCHEDULE),
+            webhook_timeout_seconds=_number(env, "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS", 15.0),
             ai=_bool(env, "CARDVAULT_AI", True),
             ai_provider=AiProviderSettings.from_env(env),
             speech=_bool(env, "CARDVAULT_SPEECH", True),

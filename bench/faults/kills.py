@@ -56,6 +56,12 @@ def processes_killed(
                 )  # fmt: skip
                 killed = {"api": 0, "worker": 0}
                 with traffic:
+                    # A tag operation is under way before the first kill: on a loaded machine the
+                    # renames could otherwise all meet a kill or a running one, and the scenario
+                    # would not kill a worker holding an operation.
+                    deadline = time.monotonic() + 30
+                    while not operations and time.monotonic() < deadline:
+                        time.sleep(0.05)
                     for _ in range(kills):
                         time.sleep(chance.uniform(*apart))  # a random moment, not a wait for a result
                         kind = "worker" if chance.random() < 0.5 and running.worker_children() else "api"

@@ -21,6 +21,7 @@ servers; it is never on by default."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import ipaddress
 import logging
@@ -28,7 +29,7 @@ import socket
 import ssl
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -89,6 +90,23 @@ def _embedded(
     return ip
 
 
+def is_allowed(address: str, *, allow_loopback: bool = False) -> bool:
+    """Whether an address (an IP address as text) is public, also inside the IPv6 forms that
+    carry an IPv4 address; loopback too with ``allow_loopback``."""
+    ip = _embedded(ipaddress.ip_address(address.split("%")[0]))
+    if allow_loopback and ip.is_loopback:
+        return True
+    site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local  # fec0::/10, deprecated
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or ip.is_loopback
+        or ip.is_link_local
+        or site_local
+    )
+
+
 class Fetcher:
     """Fetches one URL at a time under the rules above (thread-safe: a client per fetch)."""
 
@@ -126,18 +144,7 @@ class Fetcher:
 
     def allowed(self, address: str) -> bool:
         """Whether an address may be connected to."""
-        ip = _embedded(ipaddress.ip_address(address.split("%")[0]))
-        if self.allow_loopback and ip.is_loopback:
-            return True
-        site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local  # fec0::/10, deprecated
-        return ip.is_global and not (
-            ip.is_multicast
-            or ip.is_reserved
-            or ip.is_unspecified
-            or ip.is_loopback
-            or ip.is_link_local
-            or site_local
-        )
+        return is_allowed(address, allow_loopback=self.allow_loopback)
 
     def vet(self, host: str, port: int) -> str:
         """The address to connect to for ``host`` on ``port``: the port must be allowed and every
@@ -216,6 +223,40 @@ class Fetcher:
                     raise FetchRefused("FETCH_FAILED", f"Fetching {host} failed: {exc}") from None
                 return Fetched(url=url, status=response.status_code, headers=response.headers, body=body)
         raise FetchRefused("TOO_MANY_REDIRECTS", f"More than {MAX_REDIRECTS} redirects.")
+
+    @contextlib.contextmanager
+    def poster(self, url: str) -> Iterator[Callable[[bytes, dict[str, str]], Fetched]]:
+        """Vet the URL once and answer a function that POSTs a body to it, each answered as it
+        came: a redirect is never followed (a webhook's endpoint must answer itself). The
+        connection goes to the vetted address and is kept alive between posts; each response
+        body is read up to 1 KiB and cut there."""
+        target, host_header, host = self._vet(url)
+
+        def post(body: bytes, headers: dict[str, str]) -> Fetched:
+            deadline = time.monotonic() + self.total_seconds
+            request = client.build_request(
+                "POST",
+                target,
+                content=body,
+                headers={**headers, "Accept-Encoding": _ACCEPTED_ENCODINGS, "Host": host_header},
+                extensions={"sni_hostname": host} if target.scheme == "https" else {},
+            )
+            try:
+                response = client.send(request, stream=True)
+                try:
+                    read = self._read(response, deadline, 1024, truncate=True)
+                finally:
+                    response.close()
+            except httpx.TimeoutException:
+                raise FetchRefused("FETCH_TIMEOUT", f"{host} did not answer in time.") from None
+            except httpx.HTTPError as exc:
+                raise FetchRefused("FETCH_FAILED", f"Sending to {host} failed: {exc}") from None
+            return Fetched(url=url, status=response.status_code, headers=response.headers, body=read)
+
+        with httpx.Client(
+            trust_env=False, follow_redirects=False, timeout=self._timeout, verify=self._verify
+        ) as client:
+            yield post
 
     def _read(self, response: httpx.Response, deadline: float, cap: int, truncate: bool) -> bytes:
         """The body, decoded from gzip or deflate here, never past ``cap`` bytes (a 1 kB

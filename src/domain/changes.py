@@ -11,15 +11,19 @@ account waits there for it and takes the sequences after it. On SQLite one write
 holds the database, which gives the same order. A transaction that rolls back gives its
 sequences back with everything else.
 
-What is recorded: the cards and folders the session inserted, changed or deleted through the
-ORM (collected after each flush), and what a statement changed in bulk, noted by its caller
-with ``note`` (a tag operation's batch, the Trash's purge, a folder's cards when it goes, a
-stage that settled). ``install`` puts the listeners on a sessionmaker of writing sessions."""
+What is recorded: the cards, folders, tag operations and exports the session inserted, changed
+or deleted through the ORM (collected after each flush), and what a statement changed in bulk,
+noted by its caller with ``note`` (a tag operation's batch, the Trash's purge, a folder's cards
+when it goes, a stage that settled, and every tag whose count or spelling moved, by its folded
+name, from cardvault.domain.tags.counts). ``install`` puts the listeners on a sessionmaker of
+writing sessions."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, event, select
@@ -27,12 +31,21 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from cardvault.domain.clock import now_ms
-from cardvault.domain.models import Card, Change, ChangeCounter, Folder
+from cardvault.domain.models import Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
 
-KINDS = ("card", "folder")
-_PENDING = "cardvault.changes"  # session.info's key: {(account_id, kind, id): action}
+log = logging.getLogger("cardvault.changes")
+KINDS = ("card", "folder", "tag", "tagOperation", "export")
+# Marks: the resource was created; it settled (a card's processing, a tag operation or export
+# ended). Each keeps the last sequence it was made at, so a webhook endpoint is told it once.
+CREATED, SETTLED = 1, 2
+_PENDING = "cardvault.changes"  # session.info's key: {(account_id, kind, id): (action, marks)}
 _SAVEPOINTS = "cardvault.changes.savepoints"  # {id(savepoint): the pending changes when it began}
-_TRACKED: dict[type, str] = {Card: "card", Folder: "folder"}
+_TRACKED: dict[type, str] = {
+    Card: "card",
+    Folder: "folder",
+    TagOperation: "tagOperation",
+    ExportJob: "export",
+}
 
 
 def install(sessions: sessionmaker[Session]) -> None:
@@ -45,25 +58,51 @@ def install(sessions: sessionmaker[Session]) -> None:
     event.listen(sessions, "after_soft_rollback", _rolled_back)
 
 
-def note(session: Session, *, account_id: str, kind: str, ids: Iterable[str], action: str = "upsert") -> None:
+_Pending = dict[tuple[str, str, str], tuple[str, int]]
+_listeners: list[Callable[[str], object]] = []
+
+
+def on_announce(listener: Callable[[str], object]) -> None:
+    """Call ``listener(account_id)`` after each commit that recorded changes of an account with
+    an enabled webhook (cardvault.workers.webhooks sends its dispatcher so)."""
+    _listeners.append(listener)
+
+
+def note(
+    session: Session,
+    *,
+    account_id: str,
+    kind: str,
+    ids: Iterable[str],
+    action: str = "upsert",
+    marks: int = 0,
+) -> None:
     """Note changes a statement made in bulk, to be recorded with the transaction's others."""
-    pending: dict[tuple[str, str, str], str] = session.info.setdefault(_PENDING, {})
+    pending: _Pending = session.info.setdefault(_PENDING, {})
     for resource_id in ids:
         key = (account_id, kind, resource_id)
+        was, had = pending.get(key, (action, 0))
         # A resource created and deleted in one transaction is still a delete for a reader.
-        pending[key] = "delete" if pending.get(key) == "delete" else action
+        pending[key] = ("delete" if was == "delete" else action, had | marks)
 
 
 def _collect(session: Session, _context: Any) -> None:
     changed = [
-        *((instance, "upsert") for instance in session.new),
-        *((instance, "upsert") for instance in session.dirty if session.is_modified(instance)),
-        *((instance, "delete") for instance in session.deleted),
+        *((instance, "upsert", CREATED) for instance in session.new),
+        *((instance, "upsert", 0) for instance in session.dirty if session.is_modified(instance)),
+        *((instance, "delete", 0) for instance in session.deleted),
     ]
-    for instance, action in changed:
+    for instance, action, marks in changed:
         kind = _TRACKED.get(type(instance))
         if kind is not None:
-            note(session, account_id=instance.account_id, kind=kind, ids=[instance.id], action=action)
+            note(
+                session,
+                account_id=instance.account_id,
+                kind=kind,
+                ids=[instance.id],
+                action=action,
+                marks=marks,
+            )
 
 
 def _record(session: Session) -> None:
@@ -74,17 +113,31 @@ def _record(session: Session) -> None:
         return
     session.flush()  # what the COMMIT would flush is collected first
     session.info.pop(_SAVEPOINTS, None)
-    pending: dict[tuple[str, str, str], str] = session.info.pop(_PENDING, {})
+    pending: _Pending = session.info.pop(_PENDING, {})
     if not pending:
         return
-    by_account: dict[str, list[tuple[str, str, str]]] = {}
-    for (account_id, kind, resource_id), action in pending.items():
-        by_account.setdefault(account_id, []).append((kind, resource_id, action))
+    by_account: dict[str, list[_Made]] = {}
+    for (account_id, kind, resource_id), (action, marks) in pending.items():
+        by_account.setdefault(account_id, []).append((kind, resource_id, action, marks))
     connection = session.connection()
     record = _record_postgresql if connection.dialect.name == "postgresql" else _record_sqlite
     now = now_ms()
-    for account_id in sorted(by_account):  # one order of counter locks for every transaction
-        record(connection, account_id, by_account[account_id], now)
+    announced = [
+        account_id
+        for account_id in sorted(by_account)  # one order of counter locks for every transaction
+        if record(connection, account_id, by_account[account_id], now)
+    ]
+    if announced and _listeners:
+        event.listen(session, "after_commit", functools.partial(_announce, announced), once=True)
+
+
+def _announce(accounts: list[str], _session: Session) -> None:
+    for account_id in accounts:
+        for listener in _listeners:
+            try:
+                listener(account_id)
+            except Exception:  # the sweeper dispatches what a lost announcement left behind
+                log.warning("announcing changes of %s failed", account_id, exc_info=True)
 
 
 def _savepoint_begins(session: Session, transaction: SessionTransaction) -> None:
@@ -100,9 +153,7 @@ def _rolled_back(session: Session, previous: SessionTransaction) -> None:
         return
     # A savepoint no longer active and not released (a release drops its entry) was rolled
     # back, perhaps by a failed flush inside it: what was noted since it began is undone.
-    saved: dict[int, tuple[SessionTransaction, dict[tuple[str, str, str], str]]] = session.info.get(
-        _SAVEPOINTS, {}
-    )
+    saved: dict[int, tuple[SessionTransaction, _Pending]] = session.info.get(_SAVEPOINTS, {})
     undone = [key for key, (transaction, _) in saved.items() if not transaction.is_active]
     if undone:
         session.info[_PENDING] = saved[undone[0]][1]  # the outermost one's (made first)
@@ -114,55 +165,82 @@ def _rolled_back(session: Session, previous: SessionTransaction) -> None:
 # statements are most of what it costs (bench/bench_changes.py).
 _PG_RECORD = """
 WITH counter AS (
-    INSERT INTO change_counters (account_id, last_sequence, purged_through)
-    VALUES (%(account)s, %(count)s, 0)
+    INSERT INTO change_counters (account_id, last_sequence, purged_through, webhooks)
+    VALUES (%(account)s, %(count)s, 0, 0)
     ON CONFLICT (account_id) DO UPDATE SET last_sequence = change_counters.last_sequence + %(count)s
-    RETURNING last_sequence
+    RETURNING last_sequence, webhooks
+), made AS (
+    SELECT counter.last_sequence - %(count)s + made.n AS sequence, made.kind, made.id, made.action,
+        made.marks
+    FROM counter, unnest(%(kinds)s::text[], %(ids)s::text[], %(actions)s::text[], %(marks)s::int[])
+        WITH ORDINALITY AS made(kind, id, action, marks, n)
+), recorded AS (
+    INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at, created_sequence,
+        processed_sequence)
+    SELECT %(account)s, sequence, kind, id, action, %(now)s,
+        CASE WHEN marks & 1 = 1 THEN sequence ELSE 0 END, CASE WHEN marks & 2 = 2 THEN sequence ELSE 0 END
+    FROM made
+    ON CONFLICT (account_id, kind, resource_id) DO UPDATE
+        SET sequence = EXCLUDED.sequence, action = EXCLUDED.action, changed_at = EXCLUDED.changed_at,
+            created_sequence = GREATEST(changes.created_sequence, EXCLUDED.created_sequence),
+            processed_sequence = GREATEST(changes.processed_sequence, EXCLUDED.processed_sequence)
 )
-INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at)
-SELECT %(account)s, counter.last_sequence - %(count)s + made.n, made.kind, made.id, made.action, %(now)s
-FROM counter, unnest(%(kinds)s::text[], %(ids)s::text[], %(actions)s::text[]) WITH ORDINALITY
-    AS made(kind, id, action, n)
-ON CONFLICT (account_id, kind, resource_id) DO UPDATE
-    SET sequence = EXCLUDED.sequence, action = EXCLUDED.action, changed_at = EXCLUDED.changed_at
+SELECT webhooks FROM counter
 """
 _SQLITE_TAKE = """
-INSERT INTO change_counters (account_id, last_sequence, purged_through) VALUES (?, ?, 0)
+INSERT INTO change_counters (account_id, last_sequence, purged_through, webhooks) VALUES (?, ?, 0, 0)
 ON CONFLICT (account_id) DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence
-RETURNING last_sequence
+RETURNING last_sequence, webhooks
 """
 _SQLITE_RECORD = """
-INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at) VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at, created_sequence,
+    processed_sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (account_id, kind, resource_id) DO UPDATE
-    SET sequence = excluded.sequence, action = excluded.action, changed_at = excluded.changed_at
+    SET sequence = excluded.sequence, action = excluded.action, changed_at = excluded.changed_at,
+        created_sequence = max(created_sequence, excluded.created_sequence),
+        processed_sequence = max(processed_sequence, excluded.processed_sequence)
 """
+_Made = tuple[str, str, str, int]  # kind, resource id, action, marks
 
 
-def _record_postgresql(
-    connection: Connection, account_id: str, made: list[tuple[str, str, str]], now: int
-) -> None:
+def _record_postgresql(connection: Connection, account_id: str, made: list[_Made], now: int) -> bool:
     """Take the account's next sequences (its counter row locked until COMMIT) and record the
-    changes under them, each replacing its resource's earlier change: one statement."""
-    kinds, ids, actions = (list(column) for column in zip(*made, strict=True))
+    changes under them, each replacing its resource's earlier change: one statement. Answer
+    whether the account has an enabled webhook."""
+    kinds, ids, actions, marks = (list(column) for column in zip(*made, strict=True))
     parameters = {"account": account_id, "count": len(made), "now": now, "kinds": kinds, "ids": ids}
-    connection.exec_driver_sql(_PG_RECORD, {**parameters, "actions": actions})
+    hooks = connection.exec_driver_sql(
+        _PG_RECORD, {**parameters, "actions": actions, "marks": marks}
+    ).scalar()
+    return bool(hooks)
 
 
-def _record_sqlite(
-    connection: Connection, account_id: str, made: list[tuple[str, str, str]], now: int
-) -> None:
+def _record_sqlite(connection: Connection, account_id: str, made: list[_Made], now: int) -> bool:
     """As on PostgreSQL, in two statements (the transaction holds SQLite's one write lock)."""
     # sqlite3's own connection, in the transaction this session began (we issue BEGIN):
     # SQLAlchemy's statement machinery cost more than the statements.
     driver = connection.connection.driver_connection
     assert driver is not None
     try:
-        (last,) = driver.execute(_SQLITE_TAKE, (account_id, len(made))).fetchone()
+        last, hooks = driver.execute(_SQLITE_TAKE, (account_id, len(made))).fetchone()
         first = int(last) - len(made) + 1
-        rows = [(account_id, first + n, kind, rid, action, now) for n, (kind, rid, action) in enumerate(made)]
+        rows = [
+            (
+                account_id,
+                seq,
+                kind,
+                rid,
+                action,
+                now,
+                seq if marks & CREATED else 0,
+                seq if marks & SETTLED else 0,
+            )
+            for seq, (kind, rid, action, marks) in enumerate(made, start=first)
+        ]
         driver.executemany(_SQLITE_RECORD, rows)
     except sqlite3.Error as exc:  # as SQLAlchemy would raise it: a full disk, a busy database
         raise DBAPIError.instance(_SQLITE_RECORD, None, exc, sqlite3.Error) from exc
+    return bool(hooks)
 
 
 def page(session: Session, *, account_id: str, after: int, limit: int) -> Sequence[Change]:

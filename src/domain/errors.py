@@ -9,6 +9,7 @@ CardVaultError
 │   ├── TypeMismatch         the operation does not apply to this card type
 │   ├── FileRequired         an image, video, audio or document card needs a file
 │   └── UnsupportedType      a file's bytes are no accepted type
+├── CursorExpired            a changes cursor is older than the changes kept
 ├── ContentTooLarge          a text is over its byte limit
 ├── FileTooLarge             a file is over its kind's size limit
 ├── Conflict                 the request clashes with the current state
@@ -23,6 +24,8 @@ CardVaultError
 │   ├── ExportRunning        an export of the account is pending or running
 │   ├── ExportFinished       the export ended already: nothing to cancel
 │   ├── KeyLimitReached      the account holds as many live API keys as it may
+│   ├── WebhookLimitReached  the account holds as many webhooks as it may
+│   ├── WebhookDisabled      a delivery cannot be retried while its webhook is disabled
 │   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
@@ -77,6 +80,10 @@ class InvalidTag(InvalidInput):
 
 class InvalidCursor(InvalidInput):
     """A cursor was altered, or made for another account, sort or filter."""
+
+
+class CursorExpired(CardVaultError):
+    """A changes cursor points before the oldest change kept: changes after it were purged."""
 
 
 class TypeMismatch(InvalidInput):
@@ -166,6 +173,14 @@ class ExportFinished(Conflict):
 
 class KeyLimitReached(Conflict):
     """The account holds as many live API keys as it may."""
+
+
+class WebhookLimitReached(Conflict):
+    """The account holds as many webhooks as it may."""
+
+
+class WebhookDisabled(Conflict):
+    """A delivery cannot be retried while its webhook is disabled."""
 
 
 class QuotaExceeded(Conflict):

@@ -191,6 +191,7 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
             present.add(card.pk)
             room -= 1
             result.updated.append(card_id)
+            changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
     return result
 
 
@@ -210,6 +211,7 @@ def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids:
         card.folder_rows.remove(row)
         card.updated_at = max(now, card.updated_at)
         result.updated.append(card_id)
+        changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
     session.flush()
     return result
 

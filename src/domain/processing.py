@@ -176,8 +176,13 @@ def finish(
     )
     if settled:  # the card's processing status changed: a change of the card for the feed
         owner = session.execute(select(Card.account_id, Card.id).where(Card.pk == card_pk)).one_or_none()
+        unsettled = select(CardStage.stage).where(
+            CardStage.card_pk == card_pk, CardStage.state.in_(("pending", "running"))
+        )
+        # The last stage to settle settles the card's processing: its webhooks say card.processed.
+        marks = 0 if session.scalar(unsettled.limit(1)) is not None else changes.SETTLED
         if owner is not None:
-            changes.note(session, account_id=owner.account_id, kind="card", ids=[owner.id])
+            changes.note(session, account_id=owner.account_id, kind="card", ids=[owner.id], marks=marks)
     return bool(settled)
 
 

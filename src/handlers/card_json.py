@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain import links, processing
 from cardvault.domain.cards import colors
-from cardvault.domain.cards.reading import CardView
+from cardvault.domain.cards.reading import CardView, ExtendedView
 from cardvault.domain.files import captions, filetypes
 from cardvault.domain.models import Card, CardStage
 from cardvault.handlers.http import runtime
@@ -18,7 +18,7 @@ from cardvault.handlers.http import runtime
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
 
 
-def _app_url(card: Card | CardView) -> str:
+def _app_url(card: Card | CardView | ExtendedView) -> str:
     return f"{runtime.current().settings.public_url}/cards/{card.id}"
 
 
@@ -62,7 +62,7 @@ def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if stored is None else {field: stored.get(field) for field in _PREVIEW_FIELDS}
 
 
-def _base_json(card: Card | CardView) -> dict[str, Any]:
+def _base_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
     """The fields every card representation carries."""
     # A link without an image of its own stands by its screenshot's renditions.
     compact_key = card.compact_object or card.screenshot_compact_object
@@ -100,7 +100,7 @@ def _base_json(card: Card | CardView) -> dict[str, Any]:
     }
 
 
-def card_json(card: Card | CardView) -> dict[str, Any]:
+def card_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
     """The Card schema."""
     return {
         **_base_json(card),
@@ -146,7 +146,13 @@ def extended(session: Session, card: Card) -> dict[str, Any]:
     return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
 
 
-def _extended_card_json(card: Card, stages: Sequence[CardStage]) -> dict[str, Any]:
+def extended_many(session: Session, cards: Sequence[ExtendedView]) -> dict[int, dict[str, Any]]:
+    """The ExtendedCard schema of each card, by pk, with every card's stages read at once."""
+    stages = processing.stages_of(session, [card.pk for card in cards])
+    return {card.pk: _extended_card_json(card, stages.get(card.pk, [])) for card in cards}
+
+
+def _extended_card_json(card: Card | ExtendedView, stages: Sequence[CardStage]) -> dict[str, Any]:
     return {
         **card_json(card),
         "aiTranscript": card.ai_transcript,
@@ -179,7 +185,7 @@ _CAPTURED = {
 }
 
 
-def _capture_json(card: Card) -> dict[str, Any]:
+def _capture_json(card: Card | ExtendedView) -> dict[str, Any]:
     """The extended card's capture fields: the archive and the reader view (null while none)."""
     facts = card.capture or {}
     fields: dict[str, Any] = {"linkCapturedAt": facts.get("capturedAt")}
@@ -198,7 +204,7 @@ def _capture_json(card: Card) -> dict[str, Any]:
     return fields
 
 
-def _captions_json(card: Card) -> dict[str, Any] | None:
+def _captions_json(card: Card | ExtendedView) -> dict[str, Any] | None:
     if card.captions is None:
         return None
     name, caption_format = card.captions["fileName"], card.captions["format"]

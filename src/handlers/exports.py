@@ -31,7 +31,7 @@ def _download_url(job: ExportJob, status: str) -> str | None:
     )
 
 
-def _job_json(job: ExportJob) -> dict[str, Any]:
+def job_json(job: ExportJob) -> dict[str, Any]:
     status = exports.shown_status(job)
     return {
         "id": job.id,
@@ -57,11 +57,11 @@ def start_export(user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
             job = exports.start_export(session, account_id=user)
         except ExportRunning as running:
             # The interface's 409 carries the running job, whose shape lives at this edge.
-            running.details = {**(running.details or {}), "job": _job_json(running.job)}
+            running.details = {**(running.details or {}), "job": job_json(running.job)}
             raise
         # Sent once the row is committed; the sweeper covers a lost send.
         after_commit(session, functools.partial(run_export.send, job.id))
-        return {"job": _job_json(job)}, 202, {"Location": f"/v1/exports/{job.id}"}
+        return {"job": job_json(job)}, 202, {"Location": f"/v1/exports/{job.id}"}
 
 
 def get_latest_export(user: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def get_latest_export(user: str) -> dict[str, Any]:
         job = exports.latest_export(session, account_id=user)
         next_start_at, _ = exports.next_start_at(session, account_id=user)
         return {
-            "job": None if job is None else _job_json(job),
+            "job": None if job is None else job_json(job),
             "canStart": next_start_at is None and (job is None or job.status not in exports.ACTIVE),
             "nextStartAt": next_start_at,
         }
@@ -77,9 +77,9 @@ def get_latest_export(user: str) -> dict[str, Any]:
 
 def get_export(export_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
-        return {"job": _job_json(exports.get_export(session, account_id=user, export_id=export_id))}
+        return {"job": job_json(exports.get_export(session, account_id=user, export_id=export_id))}
 
 
 def cancel_export(export_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
-        return {"job": _job_json(exports.cancel_export(session, account_id=user, export_id=export_id))}
+        return {"job": job_json(exports.cancel_export(session, account_id=user, export_id=export_id))}

@@ -10,7 +10,7 @@ from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 
 
-def _folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
+def folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
     return {
         "id": folder.id,
         "name": folder.name,
@@ -23,7 +23,7 @@ def _folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
 
 
 def _with_count(session: Any, folder: Folder) -> dict[str, Any]:
-    return _folder_json(folder, folders.card_counts(session, [folder.id])[folder.id])
+    return folder_json(folder, folders.card_counts(session, [folder.id])[folder.id])
 
 
 def _membership_json(result: folders.Membership) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def _membership_json(result: folders.Membership) -> dict[str, Any]:
 def create_folder(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
     with runtime.current().db.transaction() as session:
         folder = folders.create_folder(session, account_id=user, name=body["name"], color=body.get("color"))
-        return _folder_json(folder, 0), 201, {"Location": f"/v1/folders/{folder.id}"}
+        return folder_json(folder, 0), 201, {"Location": f"/v1/folders/{folder.id}"}
 
 
 def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict
             session, account_id=user, secret=rt.settings.secret_key, limit=limit, cursor=cursor
         )
         counts = folders.card_counts(session, [folder.id for folder in page.folders])
-        items = [_folder_json(folder, counts[folder.id]) for folder in page.folders]
+        items = [folder_json(folder, counts[folder.id]) for folder in page.folders]
     return page_json(items, page.next_cursor, page.total)
 
 

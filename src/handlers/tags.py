@@ -13,7 +13,7 @@ from cardvault.handlers.http.paging import page_json
 from cardvault.workers.tags import run_tag_operation
 
 
-def _operation_json(operation: TagOperation) -> dict[str, Any]:
+def operation_json(operation: TagOperation) -> dict[str, Any]:
     return {
         "id": operation.id,
         "operationId": operation.id,
@@ -37,7 +37,7 @@ def _start(user: str, kind: str, tag: str, to: str | None) -> tuple[dict[str, An
         # Sent once the row is committed (which, under an Idempotency-Key, is after this block);
         # the sweeper covers a lost send.
         after_commit(session, functools.partial(run_tag_operation.send, operation.id))
-        return _operation_json(operation), 202, {"Location": f"/v1/tags/operations/{operation.id}"}
+        return operation_json(operation), 202, {"Location": f"/v1/tags/operations/{operation.id}"}
 
 
 def rename_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
@@ -55,7 +55,7 @@ def delete_tag(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, di
 def get_tag_operation(operation_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction(write=False) as session:
         operation = operations.get_tag_operation(session, account_id=user, operation_id=operation_id)
-        return _operation_json(operation)
+        return operation_json(operation)
 
 
 def list_tags(user: str, sort: str = "name", limit: int = 100, cursor: str | None = None) -> dict[str, Any]:

@@ -54,6 +54,9 @@ def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> No
     _context["db"] = db
     _context["store"] = store or store_from_settings(settings)
     _context["fetcher"] = _fetcher_for(settings.fetch_ports, settings.fetch_allow_loopback)
+    _context["webhook_fetcher"] = _webhook_fetcher_for(
+        settings.fetch_ports, settings.fetch_allow_loopback, settings.webhook_timeout_seconds
+    )
     if "decoder" not in _context:
         _context["decoder"] = Decoder(wait=DECODER_WAIT)
         # Speech recognition has a child of its own: it keeps the model loaded.
@@ -63,6 +66,18 @@ def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> No
 @functools.cache
 def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool) -> Fetcher:
     return Fetcher(ports=ports, allow_loopback=allow_loopback)
+
+
+@functools.cache
+def _webhook_fetcher_for(ports: tuple[int, ...], allow_loopback: bool, seconds: float) -> Fetcher:
+    # Standard Webhooks: an endpoint has 15 to 30 s to answer (CARDVAULT_WEBHOOK_TIMEOUT_SECONDS).
+    return Fetcher(
+        ports=ports,
+        allow_loopback=allow_loopback,
+        connect_seconds=min(5.0, seconds),
+        read_seconds=seconds,
+        total_seconds=seconds,
+    )
 
 
 def capture_browser() -> capture.CaptureBrowser | None:
@@ -128,6 +143,12 @@ def speech_decoder() -> Decoder:
 def fetcher() -> Fetcher:
     """The one outbound HTTP client bound for this process's actors."""
     return _context["fetcher"]  # type: ignore[return-value]
+
+
+def webhook_fetcher() -> Fetcher:
+    """The outbound client that sends webhooks: the fetcher's rules, 15 s to answer (the
+    settings' webhook_timeout_seconds)."""
+    return _context["webhook_fetcher"]  # type: ignore[return-value]
 
 
 def is_embedded() -> bool:

@@ -10,8 +10,8 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 
+from cardvault.workers import actors  # noqa: F401  (declares every actor)
 from cardvault.workers import broker as _broker
-from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _lock = threading.Lock()

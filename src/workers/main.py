@@ -5,8 +5,8 @@ Reads the settings, binds the database and declares every actor on the Redis bro
 from cardvault.adapters import speech
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
+from cardvault.workers import actors  # noqa: F401  (declares every actor)
 from cardvault.workers import broker as _broker
-from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash  # noqa: F401  (declares the actors)
 from cardvault.workers.sweeper import Sweeper
 
 _settings = Settings.from_env()

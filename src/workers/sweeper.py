@@ -1,9 +1,9 @@
-"""The sweeper: re-sends operations, exports and stages whose heartbeat went stale, so a lost
-message or a killed worker never leaves one behind, and every ten minutes starts the Trash
-purge, the deletion of expired Idempotency-Keys, of expired export archives, of ended
-sign-in records and of the changes feed's old changes. Beside it, the heartbeat: a sign of
-life of the stages this process is running, four times per stale time. Both run in every
-worker (and in the embedded worker)."""
+"""The sweeper: re-sends operations, exports and stages whose heartbeat went stale, and webhook
+deliveries that are due, so a lost message or a killed worker never leaves one behind, and
+every ten minutes starts the Trash purge, the deletion of expired Idempotency-Keys, of expired
+export archives, of ended sign-in records and of the changes feed's old changes. Beside it,
+the heartbeat: a sign of life of the stages this process is running, four times per stale
+time. Both run in every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 import dramatiq
 
 from cardvault.domain.errors import ServiceUnavailable
-from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash
+from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash, webhooks
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -67,6 +67,7 @@ class Sweeper(dramatiq.Middleware):
                 resent = pipeline.resend_unsettled(int(older_than * 1000))
                 if resent:
                     log.info("re-sent %d processing stages", resent)
+                webhooks.resend_due()  # deliveries due, and endpoints behind their changes
                 if time.monotonic() >= next_purge:
                     # Several workers sending these is harmless: each deletes what has expired.
                     trash.purge_trash.send()

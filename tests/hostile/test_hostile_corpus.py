@@ -22,6 +22,8 @@ from sqlalchemy import select, text
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Base
+from cardvault.domain.webhooks import endpoints
+from cardvault.domain.webhooks import events as webhook_events
 from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
 from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
@@ -45,6 +47,7 @@ ID_KINDS = {
     "operationId": "Operation",
     "exportId": "Export",
     "keyId": "ApiKey",
+    "webhookId": "Webhook",
 }
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
@@ -66,6 +69,8 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "addFolderCards": {"cardIds": ["{card2}"]},
     "removeFolderCards": {"cardIds": ["{cardId}"]},
     "createApiKey": {"name": "corpus", "scopes": ["read"]},
+    "createWebhook": {"url": "https://hooks.example.com/corpus", "events": ["export.failed"]},
+    "updateWebhook": {"description": "renamed"},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -788,6 +793,34 @@ def domain_cases(b: Builder) -> None:
         "listTags": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listTrash": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listFolders": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
+        "createWebhook": [
+            ("loopback-url", BAD, {"body": dump({"url": "https://127.0.0.1/x", "events": ["*"]})}),
+            ("metadata-url", BAD, {"body": dump({"url": "https://169.254.169.254/x", "events": ["*"]})}),
+            ("plain-http", BAD, {"body": dump({"url": "http://hooks.example.com/x", "events": ["*"]})}),
+            (
+                "star-and-more",
+                BAD,
+                {"body": dump({"url": "https://a.example/", "events": ["*", "card.created"]})},
+            ),
+        ],
+        "updateWebhook": [("private-url", BAD, {"body": dump({"url": "https://[fd00::1]/x"})})],
+        "retryWebhookDelivery": [
+            (
+                "foreign-webhook",
+                NOT_FOUND,
+                {"path": "/v1/webhooks/{foreignWebhook}/deliveries/{deliveryId}/retry"},
+            ),
+            (
+                "missing-delivery",
+                NOT_FOUND,
+                {"path": "/v1/webhooks/{webhookId}/deliveries/msg_missing/retry"},
+            ),
+        ],
+        "listChanges": [
+            ("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"}),
+            ("foreign-changes-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={foreignChangesCursor}"}),
+            ("latest-cased", (400, "INVALID_CURSOR"), {"query": "cursor=LATEST"}),
+        ],
         "createApiKey": [
             (
                 "scope-not-held",
@@ -904,7 +937,7 @@ def wait_for_export(api: Api, export_id: str) -> str:
     raise AssertionError(f"export {export_id} did not finish")
 
 
-def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
+def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, dict[str, str]]:
     """One account with a real card, folder and finished tag operation; another account with
     the same, to prove isolation; the values the cases' placeholders stand for."""
     api, other = make_api(), make_api()
@@ -937,6 +970,18 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
     assert Api(api.client, read_key, api.account_id).get("/v1/cards").status_code == 200
     assert Api(api.client, keys_only_key, api.account_id).get("/v1/api-keys").status_code == 200
     foreign_key_id = other.get("/v1/api-keys").json()["items"][0]["id"]
+    # Webhooks told of nothing the corpus does (an export failing), each with a delivery that
+    # has ended, made here so nothing is sent while the corpus runs.
+    hook_body = VALID_BODIES["createWebhook"]
+    webhook = api.post("/v1/webhooks", json=hook_body).json()["webhook"]["id"]
+    foreign_webhook = other.post("/v1/webhooks", json=hook_body).json()["webhook"]["id"]
+    with database.transaction() as session:
+        delivery = webhook_events.ping(
+            session, endpoints.get(session, account_id=api.account_id, webhook_id=webhook)
+        )
+        delivery.status, delivery.next_attempt_at = "failed", None
+        session.flush()
+        delivery_id = delivery.id
     key = api.key
     world = {
         "cardId": card,
@@ -959,9 +1004,17 @@ def build_world(make_api: Callable[[], Api]) -> tuple[Api, dict[str, str]]:
         "operationUpper": operation.upper(),
         "cardsCursor": api.get("/v1/cards", params={"limit": 1}).json()["pageInfo"]["nextCursor"],
         "foreignCursor": other.get("/v1/cards", params={"limit": 1}).json()["pageInfo"]["nextCursor"],
+        "foreignChangesCursor": other.get("/v1/changes", params={"cursor": "latest"}).json()["pageInfo"][
+            "nextCursor"
+        ],
         "key": key,
         "badKey": key[:-1] + ("A" if key[-1] != "A" else "B"),
         "foreignKey": other.key,
+        "webhookId": webhook,
+        "foreignWebhook": foreign_webhook,
+        "webhookUnderscores": "_" * len(webhook),
+        "webhookUpper": webhook.upper(),
+        "deliveryId": delivery_id,
         "keyId": key_id,
         "revokedKeyId": revoked_key_id,
         "foreignApiKey": foreign_key_id,
@@ -1060,6 +1113,7 @@ def settings(tmp_path: Path, database: Database) -> Settings:
         "CARDVAULT_RATE_LIMIT_REFRESH": "off",
         "CARDVAULT_RATE_LIMIT_REFRESH_CARD": "off",
         "CARDVAULT_RATE_LIMIT_CAPTION_CHANGES": "off",
+        "CARDVAULT_RATE_LIMIT_WEBHOOK_SENDS": "off",
     }
     return Settings.from_env({**app_env(tmp_path, database), **env})
 
@@ -1067,7 +1121,7 @@ def settings(tmp_path: Path, database: Database) -> Settings:
 def test_every_malformed_request_is_refused_and_changes_nothing(
     make_api: Callable[[], Api], database: Database
 ) -> None:
-    api, world = build_world(make_api)
+    api, world = build_world(make_api, database)
     before = settled_snapshot(database)
     failures = []
     for case in corpus():

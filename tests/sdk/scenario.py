@@ -40,6 +40,7 @@ from cardvault_client.api.cards import (
     unarchive_card,
     update_card,
 )
+from cardvault_client.api.changes import list_changes
 from cardvault_client.api.exports import cancel_export, get_export, get_latest_export, start_export
 from cardvault_client.api.folders import (
     add_folder_cards,
@@ -55,6 +56,17 @@ from cardvault_client.api.system import get_health
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
 from cardvault_client.api.uploads import create_upload
+from cardvault_client.api.webhooks import (
+    create_webhook,
+    delete_webhook,
+    get_webhook,
+    list_webhook_deliveries,
+    list_webhooks,
+    retry_webhook_delivery,
+    rotate_webhook_secret,
+    test_webhook,
+    update_webhook,
+)
 from cardvault_client.models import (
     ApiError,
     ApiKeyCreate,
@@ -72,6 +84,9 @@ from cardvault_client.models import (
     CardSort,
     CardType,
     CardUpdate,
+    ChangeAction,
+    ChangePage,
+    ChangeType,
     DoneAs,
     DoneCard,
     EmptyTrashResult,
@@ -103,6 +118,15 @@ from cardvault_client.models import (
     ThumbnailReplace,
     UploadCreate,
     UploadTicket,
+    Webhook,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookDelivery,
+    WebhookDeliveryPage,
+    WebhookDeliveryStatus,
+    WebhookEventFilter,
+    WebhookList,
+    WebhookUpdate,
 )
 from cardvault_client.types import UNSET, Response, Unset
 
@@ -376,6 +400,68 @@ def trash_and_archive(client: AuthenticatedClient, made: dict[str, Card]) -> Non
     assert isinstance(emptied, EmptyTrashResult) and emptied.deleted_count == 1
 
 
+def synced(client: AuthenticatedClient) -> None:
+    """A client keeping a copy of the account: the whole feed replayed into a dictionary holds
+    exactly the cards a full listing finds (Trash and archive included), each as it is now."""
+    copy: dict[str, ExtendedCard] = {}
+    cursor: str | Unset = UNSET
+    while True:
+        page = ok(list_changes.sync(client=client, cursor=cursor, limit=7))
+        assert isinstance(page, ChangePage) and isinstance(page.page_info.next_cursor, str)
+        for change in page.items:
+            if change.type_ != ChangeType.CARD:
+                continue
+            if change.action == ChangeAction.UPSERT:
+                assert isinstance(change.card, ExtendedCard) and change.card.id == change.id
+                copy[change.id] = change.card
+            else:
+                assert change.card is None
+                copy.pop(change.id, None)
+        cursor = page.page_info.next_cursor
+        if not page.page_info.has_more:
+            break
+    listed = walk(
+        lambda cursor: list_cards.sync(client=client, archived=ArchivedFilter.INCLUDE, cursor=cursor)
+    )
+    in_trash = [item.id for item in ok(list_trash.sync(client=client)).items]
+    assert sorted(copy) == sorted(listed + in_trash)
+    for card_id in listed[:3]:
+        assert copy[card_id].content == ok(get_extended_card.sync(card_id, client=client)).content
+    latest = ok(list_changes.sync(client=client, cursor="latest"))
+    assert latest.items == [] and latest.page_info.has_more is False
+    made_up = list_changes.sync_detailed(client=client, cursor="WzBd.AAAAAAAAAAAAAAAAAAAAAA")
+    refused(made_up, 400, "INVALID_CURSOR")
+
+
+def webhooks(client: AuthenticatedClient) -> None:
+    """An endpoint made, pinged, listed with its deliveries, rotated, disabled and deleted."""
+    body = WebhookCreate(url="https://hooks.example.com/cardvault", events=[WebhookEventFilter.CARD_CREATED])
+    made = ok(create_webhook.sync(client=client, body=body))
+    assert isinstance(made, WebhookCreated) and made.secret.startswith("whsec_")
+    hook = made.webhook
+    assert isinstance(hook, Webhook) and hook.enabled and hook.events == [WebhookEventFilter.CARD_CREATED]
+    listed = ok(list_webhooks.sync(client=client))
+    assert isinstance(listed, WebhookList) and [w.id for w in listed.items] == [hook.id]
+    ping = ok(test_webhook.sync(hook.id, client=client))
+    assert isinstance(ping, WebhookDelivery) and ping.event == "ping" and ping.sequence is None
+    page = ok(list_webhook_deliveries.sync(hook.id, client=client))
+    assert isinstance(page, WebhookDeliveryPage) and page.items[0].id == ping.id
+    assert page.items[0].status in (WebhookDeliveryStatus.PENDING, WebhookDeliveryStatus.FAILED)
+    again = ok(retry_webhook_delivery.sync(hook.id, ping.id, client=client))
+    assert again.id == ping.id and again.status == WebhookDeliveryStatus.PENDING
+    rotated = ok(rotate_webhook_secret.sync(hook.id, client=client))
+    assert rotated.secret != made.secret and isinstance(rotated.webhook.previous_secret_expires_at, int)
+    off = ok(update_webhook.sync(hook.id, client=client, body=WebhookUpdate(enabled=False)))
+    assert off.enabled is False and off.disabled_reason is not None
+    assert ok(get_webhook.sync(hook.id, client=client)).disabled_at == off.disabled_at
+    error = refused(
+        retry_webhook_delivery.sync_detailed(hook.id, ping.id, client=client), 409, "WEBHOOK_DISABLED"
+    )
+    assert error.details is not None and error.details.reason == "USER"
+    assert delete_webhook.sync_detailed(hook.id, client=client).status_code == 204
+    refused(get_webhook.sync_detailed(hook.id, client=client), 404, "NOT_FOUND")
+
+
 def errors(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) -> None:
     error = refused(list_cards.sync_detailed(client=client, cursor="not-a-cursor"), 400, "INVALID_CURSOR")
     assert error.details is None
@@ -436,6 +522,8 @@ def main(base_url: str, key: str) -> None:
         folders(client, made)
         trash_and_archive(client, made)
         exported(client)
+        synced(client)
+        webhooks(client)
         errors(client, base_url, made)
         api_keys(client, base_url)
     print("scenario passed")

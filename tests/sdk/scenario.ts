@@ -63,6 +63,9 @@ export async function firstDay(): Promise<string[]> {
   if (made.error) throw new Error(describe(made.error));
   const id: string = made.data.cardId;
   out.push(title(made.data.card));
+  const now = await client.GET("/changes", { params: { query: { cursor: "latest" } } });
+  if (now.error) throw new Error(describe(now.error));
+  const kept: string = now.data.pageInfo.nextCursor;
 
   let cursor: string | undefined;
   do {
@@ -85,6 +88,12 @@ export async function firstDay(): Promise<string[]> {
 
   const archived = await client.POST("/cards/{cardId}/archive", { params: { path: { cardId: id } } });
   if (archived.data) out.push(extended(archived.data));
+
+  const changed = await client.GET("/changes", { params: { query: { cursor: kept, limit: 10 } } });
+  for (const change of changed.data?.items ?? []) {
+    const content: string | undefined = change.card?.content;
+    out.push(`${change.sequence} ${change.type} ${change.action} ${content ?? change.tag?.name ?? ""}`);
+  }
 
   const color: FolderColor | null = "blue";
   const folder = await client.POST("/folders", { body: { name: "Reading list", color } });
@@ -117,6 +126,16 @@ export async function firstDay(): Promise<string[]> {
     const listed = await client.GET("/api-keys");
     out.push(...(listed.data?.items.map(keyLabel) ?? []));
     await client.DELETE("/api-keys/{keyId}", { params: { path: { keyId: reader.data.apiKey.id } } });
+  }
+
+  const hook = await client.POST("/webhooks", {
+    body: { url: "https://hooks.example.com/ts", events: ["card.deleted", "export.ready"] },
+  });
+  if (hook.data) {
+    const secret: string = hook.data.secret;
+    const reason: "USER" | "GONE" | "FAILING" | null = hook.data.webhook.disabledReason;
+    out.push(secret.slice(0, 6), String(reason));
+    await client.DELETE("/webhooks/{webhookId}", { params: { path: { webhookId: hook.data.webhook.id } } });
   }
 
   const emptied = await client.DELETE("/trash");

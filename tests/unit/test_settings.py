@@ -90,6 +90,7 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "refresh-card": "1/minute",
         "export-starts": "10/day",
         "api-keys": "30/hour",
+        "webhook-sends": "10/minute",
         "sign-in-account": "10/15 minutes",
         "sign-in-address": "50/15 minutes",
         "sign-in-all": "600/minute",

@@ -41,6 +41,7 @@ def move_to_trash(session: Session, *, account_id: str, card_id: str) -> Card:
         card.deleted_at = now_ms()
         card.updated_at = max(card.deleted_at, card.updated_at)
         counts.apply(session, account_id=account_id, before=tags, after=counts.NONE)
+        _note_folders(session, card)
     return card
 
 
@@ -52,7 +53,14 @@ def restore(session: Session, *, account_id: str, card_id: str) -> Card:
         card.deleted_at = None
         card.updated_at = max(now_ms(), card.updated_at)
         counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
+        _note_folders(session, card)
     return card
+
+
+def _note_folders(session: Session, card: Card) -> None:
+    """The card's folders count only cards outside Trash: their cardCount moved."""
+    folder_ids = [row.folder_id for row in card.folder_rows]
+    changes.note(session, account_id=card.account_id, kind="folder", ids=folder_ids)
 
 
 def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:

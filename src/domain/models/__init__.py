@@ -22,6 +22,7 @@ from cardvault.domain.models.ownership import get_owned
 from cardvault.domain.models.pipeline import CardStage
 from cardvault.domain.models.portability import ExportItem, ExportJob
 from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
+from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "Account",
@@ -47,5 +48,7 @@ __all__ = [
     "TagSpelling",
     "Upload",
     "WebSession",
+    "Webhook",
+    "WebhookDelivery",
     "get_owned",
 ]

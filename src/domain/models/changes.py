@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -20,10 +20,14 @@ class Change(Base):
 
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
     sequence: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32))  # card, folder, ...
-    resource_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))  # card, folder, tag, tagOperation, export
+    resource_id: Mapped[str] = mapped_column(String(256))  # a tag's is its folded name
     action: Mapped[str] = mapped_column(String(8))  # upsert or delete
     changed_at: Mapped[int] = mapped_column(BigInteger)
+    # The last sequence at which the resource was created, and at which its processing settled
+    # (0: not since it was first recorded): an endpoint whose position is below them is told.
+    created_sequence: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    processed_sequence: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
 
 class ChangeCounter(Base):
@@ -36,3 +40,6 @@ class ChangeCounter(Base):
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
     last_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
     purged_through: Mapped[int] = mapped_column(BigInteger, default=0)
+    webhooks: Mapped[int] = mapped_column(
+        Integer, server_default=text("0")
+    )  # enabled endpoints: announce changes

@@ -13,8 +13,9 @@ from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.folders import Folder
 from cardvault.domain.models.portability import ExportJob
 from cardvault.domain.models.tags import TagOperation
+from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
-Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob)
+Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob, Webhook, WebhookDelivery)
 
 
 def get_owned(
@@ -34,4 +35,6 @@ _NAMES: dict[type[Base], str] = {
     Folder: "Folder",
     TagOperation: "Tag operation",
     ExportJob: "Export",
+    Webhook: "Webhook",
+    WebhookDelivery: "Delivery",
 }

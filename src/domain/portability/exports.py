@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import ExportFinished, ExportQuotaUsed, ExportRunning
 from cardvault.domain.ids import new_id
@@ -115,7 +116,9 @@ def shown_status(job: ExportJob, now: int | None = None) -> str:
 
 
 def end(session: Session, job: ExportJob, status: str, failure_class: str | None = None) -> None:
-    """End the job with this status; it gives up its lease and no longer holds the account."""
+    """End the job with this status; it gives up its lease and no longer holds the account. Its
+    ending is marked in the feed (webhooks tell export.ready or export.failed once)."""
+    changes.note(session, account_id=job.account_id, kind="export", ids=[job.id], marks=changes.SETTLED)
     now = now_ms()
     job.status, job.stage, job.failure_class = status, None, failure_class
     job.active_account_id, job.lease = None, None

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import processing, search
+from cardvault.domain import changes, processing, search
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -94,6 +94,7 @@ def add_card(
     for position, old_id in enumerate(strings_of(record, "folderIds")[:MAX_FOLDERS_PER_CARD]):
         folder_id = folder_ids.get(old_id)
         if folder_id is not None and all(row.folder_id != folder_id for row in card.folder_rows):
+            changes.note(session, account_id=account_id, kind="folder", ids=[folder_id])  # its cardCount
             card.folder_rows.append(
                 FolderCard(
                     folder_id=folder_id,

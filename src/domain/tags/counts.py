@@ -18,6 +18,7 @@ from typing import NamedTuple
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.models import Card, CardTag, TagCounter, TagSpelling
 
 
@@ -100,6 +101,7 @@ def apply(session: Session, *, account_id: str, before: Tally, after: Tally) -> 
     }
     cards = {k: d for k, d in cards.items() if d}
     uses = {s: d for s, d in uses.items() if d}
+    changes.note(session, account_id=account_id, kind="tag", ids=sorted(cards.keys() | {k for k, _ in uses}))
     if cards:
         session.execute(_ADD_CARDS, [{"account": account_id, "key": k, "delta": d} for k, d in cards.items()])
         session.execute(

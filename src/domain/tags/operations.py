@@ -101,7 +101,15 @@ def get_tag_operation(session: Session, *, account_id: str, operation_id: str) -
     return get_owned(session, TagOperation, row_id=operation_id, account_id=account_id)
 
 
-def _finish(operation: TagOperation, status: str, error: str | None = None) -> None:
+def _finish(session: Session, operation: TagOperation, status: str, error: str | None = None) -> None:
+    # Its ending is marked in the feed: webhooks tell tag_operation.completed or failed once.
+    changes.note(
+        session,
+        account_id=operation.account_id,
+        kind="tagOperation",
+        ids=[operation.id],
+        marks=changes.SETTLED,
+    )
     now = now_ms()
     operation.status = status
     operation.error = error
@@ -132,7 +140,7 @@ def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATC
     )
     looked_at, last = session.execute(select(func.count(), func.max(upcoming.c.card_pk))).one()
     if not looked_at:
-        _finish(operation, "completed")
+        _finish(session, operation, "completed")
         return False
 
     def carrying(key: str) -> tuple[ColumnElement[bool], ...]:
@@ -217,7 +225,7 @@ def fail_tag_operation(session: Session, *, operation_id: str, error: str) -> No
     """Mark a running operation failed, freeing the account for another."""
     operation = session.get(TagOperation, operation_id, with_for_update=True)
     if operation is not None and operation.status == "running":
-        _finish(operation, "failed", error)
+        _finish(session, operation, "failed", error)
 
 
 def stale_tag_operations(session: Session, *, older_than_ms: int) -> list[str]:
@@ -279,6 +287,18 @@ def list_tags(
         position: list[int | str] = [last_count, last_key] if sort == "count" else [last_key]
         next_cursor = encode_cursor(secret, scope=scope, position=position)
     return TagPage([TagCount(names[key], n) for key, n in page], next_cursor, total)
+
+
+def tags_by_key(session: Session, *, account_id: str, keys: list[str]) -> dict[str, TagCount]:
+    """The account's tags among these folded names, as the tag list shows them (a key no card
+    outside Trash carries is left out)."""
+    rows = session.execute(
+        select(TagCounter.name_key, TagCounter.cards).where(
+            TagCounter.account_id == account_id, TagCounter.name_key.in_(keys)
+        )
+    ).all()
+    names = _display_names(session, account_id, [key for key, _ in rows])
+    return {key: TagCount(names[key], n) for key, n in rows}
 
 
 def _display_names(session: Session, account_id: str, keys: list[str]) -> dict[str, str]:

@@ -1,0 +1,153 @@
+"""Webhook events, made from the changes feed (its one source of truth): each enabled endpoint
+keeps the account's change sequence it has been told up to (``position``), and dispatching
+turns the changes after it into deliveries, in the transaction that moves the position, so
+each change becomes its deliveries once per endpoint.
+
+What a change tells an endpoint, given where the endpoint was (the feed keeps a resource's
+latest change, so changes made before a dispatch are told together):
+- a card or folder created since: ``card.created`` / ``folder.created``; otherwise changed:
+  ``card.updated`` / ``folder.updated``; deleted: ``card.deleted`` / ``folder.deleted``;
+- a card whose processing settled since: also ``card.processed``;
+- a tag: ``tag.updated`` while a card carries it, else ``tag.deleted``;
+- a tag operation or export: ``tag_operation.completed``/``failed`` and ``export.ready``/
+  ``failed``, once, from the change that marked its end (its progress is told by the feed
+  alone). Each event is decided by the change's marks, not by what the resource is when the
+  dispatcher reads it: a change made while it ran is not told as its end."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from cardvault.domain import feed
+from cardvault.domain.clock import now_ms
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Change, ChangeCounter, Webhook, WebhookDelivery
+from cardvault.domain.webhooks.endpoints import subscribed
+
+DISPATCH_BATCH = 500
+_ENDED = {
+    "tagOperation": {"completed": "tag_operation.completed", "failed": "tag_operation.failed"},
+    "export": {"ready": "export.ready", "failed": "export.failed"},
+}
+
+
+def iso_time(ms: int) -> str:
+    """A time as Standard Webhooks' payloads write it: ISO 8601 in UTC, to the millisecond."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def body(event: str, timestamp: int, data: dict[str, Any]) -> str:
+    """The JSON every attempt of a delivery sends: ``{type, timestamp, data}``."""
+    payload = {"type": event, "timestamp": iso_time(timestamp), "data": data}
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def events_of(change: Change, position: int, found: feed.Resources) -> list[tuple[str, dict[str, Any]]]:
+    """The events one change tells an endpoint told up to ``position``, with their data."""
+    data: dict[str, Any] = {"id": change.resource_id, "sequence": change.sequence}
+    kind = change.kind
+    if kind in ("card", "folder"):
+        if change.action == "delete":
+            return [(f"{kind}.deleted", data)]
+        told = [(f"{kind}.created" if change.created_sequence > position else f"{kind}.updated", data)]
+        if kind == "card" and change.processed_sequence > position:
+            told.append(("card.processed", data))
+        return told
+    if kind == "tag":
+        tag = found.tags.get(change.resource_id)
+        if tag is None:
+            return [("tag.deleted", data)]
+        return [("tag.updated", {**data, "name": tag.name, "count": tag.count})]
+    if change.processed_sequence <= position:  # an operation or export told only as it ends
+        return []
+    status = None
+    if kind == "tagOperation" and (operation := found.tag_operations.get(change.resource_id)) is not None:
+        status = operation.status
+    elif kind == "export" and (job := found.exports.get(change.resource_id)) is not None:
+        status = job.status
+    event = _ENDED.get(kind, {}).get(status or "")
+    return [] if event is None else [(event, data)]
+
+
+def dispatch(session: Session, *, account_id: str) -> tuple[list[WebhookDelivery], bool]:
+    """Turn the account's next changes into deliveries for each enabled endpoint and move the
+    endpoints' positions past them; answer the new deliveries and whether more changes wait.
+    The endpoints are locked, so two dispatchers of one account take turns."""
+    hooks: Sequence[Webhook] = session.scalars(
+        select(Webhook)
+        .where(Webhook.account_id == account_id, Webhook.enabled.is_(True))
+        .order_by(Webhook.id)
+        .with_for_update()
+    ).all()
+    if not hooks:
+        return [], False
+    start = min(hook.position for hook in hooks)
+    found: Sequence[Change] = session.scalars(
+        select(Change)
+        .where(Change.account_id == account_id, Change.sequence > start)
+        .order_by(Change.sequence)
+        .limit(DISPATCH_BATCH)
+    ).all()
+    if not found:
+        return [], False
+    resources = feed.resources(
+        session, account_id=account_id, changes=[c for c in found if c.kind not in ("card", "folder")]
+    )
+    now, made = now_ms(), []
+    for hook in hooks:
+        for change in found:
+            if change.sequence <= hook.position:
+                continue
+            for event, data in events_of(change, hook.position, resources):
+                if subscribed(hook, event):
+                    made.append(
+                        _delivery(hook, event, change.sequence, body(event, change.changed_at, data), now)
+                    )
+        hook.position = max(hook.position, found[-1].sequence)
+    session.add_all(made)
+    return made, len(found) == DISPATCH_BATCH
+
+
+def behind(session: Session, *, limit: int = 500) -> Sequence[str]:
+    """Accounts with an enabled endpoint not yet told of their last change."""
+    return session.scalars(
+        select(Webhook.account_id)
+        .join(ChangeCounter, ChangeCounter.account_id == Webhook.account_id)
+        .where(Webhook.enabled.is_(True), Webhook.position < ChangeCounter.last_sequence)
+        .distinct()
+        .limit(limit)
+    ).all()
+
+
+def ping(session: Session, webhook: Webhook) -> WebhookDelivery:
+    """A ``ping`` for the endpoint, sent once whatever events it takes."""
+    now = now_ms()
+    delivery = _delivery(webhook, "ping", None, body("ping", now, {"webhookId": webhook.id}), now)
+    delivery.manual = True
+    session.add(delivery)
+    return delivery
+
+
+def _delivery(hook: Webhook, event: str, sequence: int | None, sent: str, now: int) -> WebhookDelivery:
+    return WebhookDelivery(
+        id=new_id("msg"),
+        webhook_id=hook.id,
+        account_id=hook.account_id,
+        event=event,
+        sequence=sequence,
+        body=sent,
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+        manual=False,
+        log=[],
+        created_at=now,
+        updated_at=now,
+    )

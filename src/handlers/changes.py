@@ -1,0 +1,53 @@
+"""The changes feed: a thin edge over cardvault.domain.feed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cardvault.domain import feed, folders
+from cardvault.domain.feed import ChangeRow
+from cardvault.handlers import card_json
+from cardvault.handlers.exports import job_json
+from cardvault.handlers.folders import folder_json
+from cardvault.handlers.http import runtime
+from cardvault.handlers.tags import operation_json
+
+# Each change type's resource field; every item carries all of them, null but its own.
+_FIELDS = {
+    "card": "card",
+    "folder": "folder",
+    "tag": "tag",
+    "tagOperation": "tagOperation",
+    "export": "export",
+}
+
+
+def list_changes(user: str, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+    rt = runtime.current()
+    with rt.db.transaction(write=False) as session:  # one snapshot: the changes and their resources
+        page = feed.read(session, account_id=user, secret=rt.settings.secret_key, cursor=cursor, limit=limit)
+        found = feed.resources(session, account_id=user, changes=page.changes)
+        cards = card_json.extended_many(session, list(found.cards.values()))
+        counts = folders.card_counts(session, list(found.folders))
+        shown: dict[tuple[str, str], dict[str, Any]] = {
+            **{("card", card.id): cards[card.pk] for card in found.cards.values()},
+            **{("folder", f.id): folder_json(f, counts[f.id]) for f in found.folders.values()},
+            **{("tag", key): {"name": t.name, "count": t.count} for key, t in found.tags.items()},
+            **{("tagOperation", o.id): operation_json(o) for o in found.tag_operations.values()},
+            **{("export", job.id): job_json(job) for job in found.exports.values()},
+        }
+        items = [_item_json(change, shown.get((change.kind, change.resource_id))) for change in page.changes]
+    return {"items": items, "pageInfo": {"hasMore": page.has_more, "nextCursor": page.next_cursor}}
+
+
+def _item_json(change: ChangeRow, resource: dict[str, Any] | None) -> dict[str, Any]:
+    # An upsert whose resource is gone (a tag no card carries now) is given as the delete it is.
+    action = change.action if resource is not None else "delete"
+    return {
+        "sequence": change.sequence,
+        "type": change.kind,
+        "id": change.resource_id,
+        "action": action,
+        "changedAt": change.changed_at,
+        **{field: resource if kind == change.kind else None for kind, field in _FIELDS.items()},
+    }
