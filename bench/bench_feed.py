@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
 from bench.servers import fresh_database
 from cardvault.domain import feed, processing
 from cardvault.domain.auth import accounts
@@ -97,6 +99,9 @@ def main() -> None:
             with db.transaction() as session:
                 for n in range(start, min(args.cards, start + 1000)):
                     editing.add_card(session, account_id=account_id, content=f"card {n}", tags=[f"t{n % 50}"])
+        with db.engine.connect() as connection:  # as autovacuum would, before anything is read
+            connection.execute(text("ANALYZE"))
+            connection.commit()
         ours, base = [], []
         for _ in range(args.rounds):
             took, read = _raw(db, account_id)
