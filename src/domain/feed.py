@@ -12,7 +12,7 @@ from typing import NamedTuple, TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards.reading import ExtendedView, extended_views
+from cardvault.domain.cards.extended import ExtendedView, extended_views
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import CursorExpired, InvalidCursor
 from cardvault.domain.models import Change, ChangeCounter, ExportJob, Folder, TagOperation

@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain import links, processing
 from cardvault.domain.cards import colors
-from cardvault.domain.cards.reading import CardView, ExtendedView
+from cardvault.domain.cards.extended import ExtendedView
+from cardvault.domain.cards.reading import CardView
 from cardvault.domain.files import captions, filetypes
 from cardvault.domain.models import Card, CardStage
 from cardvault.handlers.http import runtime
