@@ -227,7 +227,8 @@ def seaweedfs_server(tmp_path: Path) -> Iterator[dict[str, str]]:
         try:
             yield server.settings
         finally:
-            server.stop()
+            # Killed: nothing it holds outlives the test, and asked to end it takes 2 s.
+            server.stop(kill=True)
         return
 
 
@@ -436,7 +437,8 @@ def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
     if tls is not None:
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     pages.port = int(httpd.server_address[1])
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # Polled every 20 ms for shutdown (the default half second made each test's end wait for it).
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield pages

@@ -30,7 +30,9 @@ from cardvault.domain.models import ExportJob
 from cardvault.domain.portability import export_runs
 from tests.conftest import fresh_postgres_database
 
-FILES, FILE_BYTES, NOTES = 48, 8 * 1024 * 1024, 100  # archiving 384 MiB takes seconds
+# 96 MiB of files: an archive of six 16 MiB parts, so the worker is killed with parts uploaded
+# and more to come.
+FILES, FILE_BYTES, NOTES = 24, 4 * 1024 * 1024, 100
 
 
 @pytest.fixture
@@ -101,11 +103,13 @@ def _s3(env: dict[str, str]) -> Any:
     )
 
 
-def _multipart_uploads(env: dict[str, str]) -> list[dict[str, Any]]:
-    uploads: list[dict[str, Any]] = (
-        _s3(env).list_multipart_uploads(Bucket=env["CARDVAULT_S3_BUCKET"]).get("Uploads", [])
+def _parts_uploaded(s3: Any, bucket: str) -> bool:
+    """Whether an export's multipart upload has a part stored."""
+    uploads = s3.list_multipart_uploads(Bucket=bucket, Prefix="exports/").get("Uploads", [])
+    return any(
+        s3.list_parts(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]).get("Parts")
+        for upload in uploads
     )
-    return [u for u in uploads if u["Key"].startswith("exports/")]
 
 
 def _lease_of(key: str) -> str:
@@ -148,10 +152,10 @@ def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
     try:
         assert httpx.post(f"{base}/exports", headers=headers).status_code == 202
         deadline = time.monotonic() + 120
-        while _stage(db) != "archiving":
+        s3 = _s3(env)
+        while not _parts_uploaded(s3, env["CARDVAULT_S3_BUCKET"]):  # its multipart upload is under way
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.01)
-        time.sleep(0.5)  # its multipart upload is under way
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
         assert _stage(db) == "archiving", "the archive was written before the worker was killed"
