@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, exists, literal_column, select, tuple_, update
 from sqlalchemy.orm import Session
@@ -50,6 +50,22 @@ class StageSkipped(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
+
+
+class StageView(NamedTuple):
+    """A stage as responses show it (read without the ORM: a page of cards has hundreds)."""
+
+    stage: str
+    state: str
+    attempts: int
+    started_at: int | None
+    completed_at: int | None
+    error_code: str | None
+    updated_at: int
+
+
+# CardStage's columns in StageView's order.
+STAGE_COLUMNS = tuple(CardStage.__table__.c[name] for name in StageView._fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +299,7 @@ def summary_state(states: set[str]) -> str:
     )
 
 
-def status_json(rows: Sequence[CardStage] | Sequence[Any]) -> dict[str, Any] | None:
+def status_json(rows: Sequence[StageView]) -> dict[str, Any] | None:
     """``processingStatus``: the stages in the order they run, and their sum. None when the
     card has none."""
     if not rows:
@@ -306,7 +322,7 @@ def status_json(rows: Sequence[CardStage] | Sequence[Any]) -> dict[str, Any] | N
     }
 
 
-def metadata_status(rows: Sequence[CardStage] | Sequence[Any]) -> str | None:
+def metadata_status(rows: Sequence[StageView]) -> str | None:
     """``metadataStatus`` of a link: its ``linkMetadata`` stage's state, as ``pending`` (also
     while it runs), ``completed`` or ``failed``; None for a card without the stage."""
     row = next((r for r in rows if r.stage == "linkMetadata"), None)
@@ -315,10 +331,11 @@ def metadata_status(rows: Sequence[CardStage] | Sequence[Any]) -> str | None:
     return {"completed": "completed", "failed": "failed", "skipped": "failed"}.get(row.state, "pending")
 
 
-def stages_of(session: Session, card_pks: Sequence[int]) -> dict[int, list[CardStage]]:
+def stages_of(session: Session, card_pks: Sequence[int]) -> dict[int, list[StageView]]:
     """The stages of these cards, by card."""
-    found: dict[int, list[CardStage]] = {}
+    found: dict[int, list[StageView]] = {}
     if card_pks:
-        for row in session.scalars(select(CardStage).where(CardStage.card_pk.in_(card_pks))):
-            found.setdefault(row.card_pk, []).append(row)
+        query = select(CardStage.card_pk, *STAGE_COLUMNS).where(CardStage.card_pk.in_(card_pks))
+        for card_pk, *columns in session.execute(query):
+            found.setdefault(card_pk, []).append(StageView._make(columns))
     return found

@@ -13,7 +13,8 @@ from cardvault.domain.cards import colors
 from cardvault.domain.cards.extended import ExtendedView
 from cardvault.domain.cards.reading import CardView
 from cardvault.domain.files import captions, filetypes
-from cardvault.domain.models import Card, CardStage
+from cardvault.domain.models import Card
+from cardvault.domain.processing import StageView
 from cardvault.handlers.http import runtime
 
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
@@ -116,13 +117,13 @@ def card_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
 
 def stages_for_list(
     session: Session, listed: Sequence[CardView], include: set[str]
-) -> dict[int, list[CardStage]]:
+) -> dict[int, list[StageView]]:
     """The listed cards' processing stages, when ``include`` asks for ``processing``."""
     return processing.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
 
 
 def list_item_json(
-    card: Card | CardView, include: set[str], stages: Sequence[CardStage] | None = None
+    card: Card | CardView, include: set[str], stages: Sequence[StageView] | None = None
 ) -> dict[str, Any]:
     """A card as an item of a list (also used by the Trash list); ``stages`` with
     ``processing``."""
@@ -153,7 +154,7 @@ def extended_many(session: Session, cards: Sequence[ExtendedView]) -> dict[int, 
     return {card.pk: _extended_card_json(card, stages.get(card.pk, [])) for card in cards}
 
 
-def _extended_card_json(card: Card | ExtendedView, stages: Sequence[CardStage]) -> dict[str, Any]:
+def _extended_card_json(card: Card | ExtendedView, stages: Sequence[StageView]) -> dict[str, Any]:
     return {
         **card_json(card),
         "aiTranscript": card.ai_transcript,
