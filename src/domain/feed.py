@@ -9,11 +9,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.extended import ExtendedView, extended_views
 from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.db import prepared_rows
 from cardvault.domain.errors import CursorExpired, InvalidCursor
 from cardvault.domain.models import Change, ChangeCounter, ExportJob, Folder, TagOperation
 from cardvault.domain.tags.operations import TagCount, tags_by_key
@@ -50,14 +51,28 @@ class Resources:
     exports: dict[str, ExportJob]
 
 
+# The feed's two reads, built once (so compiled once: cardvault.domain.db.prepared_rows).
+_COUNTER = select(ChangeCounter.last_sequence, ChangeCounter.purged_through).where(
+    ChangeCounter.account_id == bindparam("account_id")
+)
+_PAGE = (
+    select(
+        *(Change.__table__.c[name] for name in ("sequence", "kind", "resource_id", "action", "changed_at"))
+    )
+    .where(Change.account_id == bindparam("account_id"), Change.sequence > bindparam("after"))
+    .order_by(Change.sequence)
+    .limit(bindparam("limit"))
+)
+
+
 def read(session: Session, *, account_id: str, secret: str, cursor: str | None, limit: int) -> ChangePage:
     """The account's changes after ``cursor`` (from the oldest kept without one; none, and a
     cursor at the last change, for ``latest``). A cursor before the oldest change kept, or past
     the account's last change (its data restored from an earlier backup), raises
     CursorExpired: changes it should lead to are not there."""
     scope = f"changes:{account_id}"
-    counter = session.scalar(select(ChangeCounter).where(ChangeCounter.account_id == account_id))
-    last, purged = (counter.last_sequence, counter.purged_through) if counter is not None else (0, 0)
+    counter = prepared_rows(session, _COUNTER, {"account_id": account_id})
+    last, purged = counter[0] if counter else (0, 0)
     if cursor == LATEST:
         return ChangePage([], encode_cursor(secret, scope=scope, position=[last]), False)
     after = purged
@@ -71,15 +86,8 @@ def read(session: Session, *, account_id: str, secret: str, cursor: str | None, 
                 "follow the feed from cursor=latest."
             )
         after = position
-    found = [
-        ChangeRow._make(row)
-        for row in session.execute(
-            select(Change.sequence, Change.kind, Change.resource_id, Change.action, Change.changed_at)
-            .where(Change.account_id == account_id, Change.sequence > after)
-            .order_by(Change.sequence)
-            .limit(limit + 1)
-        )
-    ]
+    values = {"account_id": account_id, "after": after, "limit": limit + 1}
+    found = [ChangeRow._make(row) for row in prepared_rows(session, _PAGE, values)]
     page = found[:limit]
     end = page[-1].sequence if page else after
     return ChangePage(page, encode_cursor(secret, scope=scope, position=[end]), len(found) > limit)

@@ -148,10 +148,9 @@ def extended(session: Session, card: Card) -> dict[str, Any]:
     return _extended_card_json(card, processing.stages_of(session, [card.pk]).get(card.pk, []))
 
 
-def extended_many(session: Session, cards: Sequence[ExtendedView]) -> dict[int, dict[str, Any]]:
-    """The ExtendedCard schema of each card, by pk, with every card's stages read at once."""
-    stages = processing.stages_of(session, [card.pk for card in cards])
-    return {card.pk: _extended_card_json(card, stages.get(card.pk, [])) for card in cards}
+def extended_many(cards: Sequence[ExtendedView]) -> dict[int, dict[str, Any]]:
+    """The ExtendedCard schema of each card (read with its stages), by pk."""
+    return {card.pk: _extended_card_json(card, card.stages) for card in cards}
 
 
 def _extended_card_json(card: Card | ExtendedView, stages: Sequence[StageView]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def list_changes(user: str, limit: int = 100, cursor: str | None = None) -> dict
     with rt.db.transaction(write=False) as session:  # one snapshot: the changes and their resources
         page = feed.read(session, account_id=user, secret=rt.settings.secret_key, cursor=cursor, limit=limit)
         found = feed.resources(session, account_id=user, changes=page.changes)
-        cards = card_json.extended_many(session, list(found.cards.values()))
+        cards = card_json.extended_many(list(found.cards.values()))
         counts = folders.card_counts(session, list(found.folders))
         shown: dict[tuple[str, str], dict[str, Any]] = {
             **{("card", card.id): cards[card.pk] for card in found.cards.values()},

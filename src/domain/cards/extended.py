@@ -1,5 +1,6 @@
-"""A card as the extended card shows it, read for many cards at once without the ORM (the
-changes feed reads up to 200 a page: bench/bench_feed.py)."""
+"""A card as the extended card shows it, read for many cards at once without the ORM, its tags,
+folders and processing stages gathered in the same statement (the changes feed reads up to 200
+a page: bench/bench_feed.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,19 @@ import functools
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import ARRAY, Select, String, any_, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards.reading import gathered, unpack
-from cardvault.domain.models import Card
+from cardvault.domain.cards.reading import aggregate, aggregated, gathered, unpack
+from cardvault.domain.db import prepared_rows
+from cardvault.domain.models import Card, CardStage
+from cardvault.domain.processing import STAGE_COLUMNS, StageView
 
 
 class ExtendedView(NamedTuple):
     """A card as read for the extended card (the changes feed reads many at once): every
     column but the long texts the responses never show (``source_text``, ``captions_text``)
-    and the upload's ETag, then its tags and folders."""
+    and the upload's ETag, then its tags, folders and processing stages."""
 
     pk: int
     id: str
@@ -70,9 +73,10 @@ class ExtendedView(NamedTuple):
     tags: list[str]
     ai_tags: list[str]
     folder_ids: list[str]
+    stages: list[StageView]
 
 
-_EXTENDED_COLUMNS = [Card.__table__.c[name] for name in ExtendedView._fields[:-3]]
+_EXTENDED_COLUMNS = [Card.__table__.c[name] for name in ExtendedView._fields[:-4]]
 _EXTENDED_FLAGS = tuple(ExtendedView._fields.index(name) for name in ("is_favorited", "thumbnail_overridden"))
 _EXTENDED_DOCUMENTS = tuple(
     ExtendedView._fields.index(name)
@@ -91,25 +95,39 @@ _EXTENDED_DOCUMENTS = tuple(
 
 @functools.cache
 def _extended_query(dialect: str) -> Select[Any]:
-    # Built once, its ids a list bound at each execution: compiled once, not per length.
-    return select(*_EXTENDED_COLUMNS, *gathered(dialect)).where(
-        Card.account_id == bindparam("account_id"), Card.id.in_(bindparam("card_ids", expanding=True))
+    # Built once, so compiled once: its ids one value (an array on PostgreSQL, a JSON array on
+    # SQLite), whatever their number.
+    stages = (
+        select(aggregate(dialect, *STAGE_COLUMNS))
+        .where(CardStage.card_pk == Card.pk)
+        .correlate(Card)
+        .scalar_subquery()
+    )
+    if dialect == "postgresql":
+        among = Card.id == any_(bindparam("card_ids", type_=ARRAY(String)))
+    else:
+        among = Card.id.in_(
+            select(literal_column("value")).select_from(func.json_each(bindparam("card_ids")))
+        )
+    return select(*_EXTENDED_COLUMNS, *gathered(dialect), stages.label("stage_list")).where(
+        Card.account_id == bindparam("account_id"), among
     )
 
 
 def extended_views(session: Session, *, account_id: str, card_ids: list[str]) -> list[ExtendedView]:
-    """The account's cards among these ids, read without the ORM (one statement, tags and
-    folders gathered by the database)."""
+    """The account's cards among these ids (one statement)."""
     if not card_ids:
         return []
-    query = _extended_query(session.get_bind().dialect.name)
+    dialect = session.get_bind().dialect.name
+    ids: list[str] | str = card_ids if dialect == "postgresql" else orjson.dumps(card_ids).decode()
     views = []
-    for row in session.execute(query, {"account_id": account_id, "card_ids": card_ids}):
-        *columns, tag_list, folder_list = row
+    for row in prepared_rows(session, _extended_query(dialect), {"account_id": account_id, "card_ids": ids}):
+        *columns, tag_list, folder_list, stage_list = row
         for flag in _EXTENDED_FLAGS:  # SQLite reads a boolean as 0 or 1
             columns[flag] = bool(columns[flag])
         for document in _EXTENDED_DOCUMENTS:  # JSON: parsed by psycopg, text from SQLite
             if isinstance(columns[document], str):
                 columns[document] = orjson.loads(columns[document])
-        views.append(ExtendedView._make((*columns, *unpack(tag_list, folder_list))))
+        stages = [StageView._make(stage) for stage in aggregated(stage_list)]
+        views.append(ExtendedView._make((*columns, *unpack(tag_list, folder_list), stages)))
     return views

@@ -10,12 +10,12 @@ import json
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
-from sqlalchemy.engine import Dialect
+from sqlalchemy import BigInteger, Integer, Select, Text, bindparam, cast, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import processing, search
 from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.db import prepared_rows
 from cardvault.domain.errors import NotFound
 from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.tags.names import clean_tag, tag_key
@@ -71,24 +71,25 @@ class CardView(NamedTuple):
 _COLUMNS = [Card.__table__.c[name] for name in CardView._fields[:-3]]
 
 
-def _aggregate(dialect: str, *values: Any) -> Any:
-    """A JSON array of one array of values per row, built by the database."""
+def aggregate(dialect: str, *values: Any) -> Any:
+    """A JSON array of one array of values per row, built by the database, as text (parsed by
+    ``aggregated``: orjson reads it faster than the driver's json module)."""
     if dialect == "sqlite":
         return func.json_group_array(func.json_array(*values))
-    return func.json_agg(func.json_build_array(*values))
+    return cast(func.json_agg(func.json_build_array(*values)), Text)
 
 
 def gathered(dialect: str) -> tuple[Any, Any]:
     """Columns of a card query that gather each card's tags and folders beside its row
     (``tag_list`` and ``folder_list``; ``unpack`` reads them)."""
     tags = (
-        select(_aggregate(dialect, CardTag.kind, CardTag.position, CardTag.name))
+        select(aggregate(dialect, CardTag.kind, CardTag.position, CardTag.name))
         .where(CardTag.card_pk == Card.pk)
         .correlate(Card)
         .scalar_subquery()
     )
     folders = (
-        select(_aggregate(dialect, FolderCard.added_at, FolderCard.folder_id))
+        select(aggregate(dialect, FolderCard.added_at, FolderCard.folder_id))
         .where(FolderCard.card_pk == Card.pk)
         .correlate(Card)
         .scalar_subquery()
@@ -99,8 +100,8 @@ def gathered(dialect: str) -> tuple[Any, Any]:
 def unpack(tag_list: Any, folder_list: Any) -> tuple[list[str], list[str], list[str]]:
     """A card's user tags, AI tags (each in order) and folder ids (in the order it was added
     to them) from what ``gathered`` read."""
-    tags = sorted(_loaded(tag_list))
-    folders = sorted(_loaded(folder_list))
+    tags = sorted(aggregated(tag_list))
+    folders = sorted(aggregated(folder_list))
     return (
         [name for kind, _, name in tags if kind == "user"],
         [name for kind, _, name in tags if kind == "ai"],
@@ -113,11 +114,12 @@ def _view_query(dialect: str) -> Select[Any]:
     return select(*_COLUMNS, *gathered(dialect))
 
 
-def _loaded(value: Any) -> list[Any]:
-    """The rows of an aggregate: parsed by the driver (PostgreSQL) or from text (SQLite)."""
+def aggregated(value: str | None) -> list[Any]:
+    """The rows of an ``aggregate`` (None: no rows)."""
     if value is None:
         return []
-    return orjson.loads(value) if isinstance(value, str) else list(value)
+    rows: list[Any] = orjson.loads(value)
+    return rows
 
 
 _FLAGS = (CardView._fields.index("is_favorited"), CardView._fields.index("thumbnail_overridden"))
@@ -134,31 +136,9 @@ def _view(row: Any) -> CardView:
     return CardView._make((*columns, *unpack(tag_list, folder_list)))
 
 
-class _Prepared(NamedTuple):
-    """A statement compiled for a dialect: its SQL, and for a positional paramstyle (SQLite's)
-    the names of its parameters in order."""
-
-    sql: str
-    order: tuple[str, ...] | None
-    fixed: dict[str, Any]  # values the statement carries itself (SQLite's OFFSET 0 after LIMIT)
-
-
-@functools.lru_cache(maxsize=2048)
-def _prepared(statement: Select[Any], dialect: Dialect) -> _Prepared:
-    compiled = statement.compile(dialect=dialect)
-    order = tuple(compiled.positiontup or ()) if compiled.positional else None
-    return _Prepared(str(compiled), order, {k: v for k, v in compiled.params.items() if v is not None})
-
-
 def _views(session: Session, statement: Select[Any], values: dict[str, Any]) -> list[CardView]:
-    """Run a card-view statement built once (its SQL compiled once per dialect, then sent to the
-    driver as is: SQLAlchemy's per-execution cache lookup and row processing were 4% of a list
-    request's CPU) and return its rows as views."""
-    connection = session.connection()
-    prepared = _prepared(statement, connection.dialect)
-    values = {**prepared.fixed, **values}
-    parameters = values if prepared.order is None else tuple(values[name] for name in prepared.order)
-    return [_view(row) for row in connection.exec_driver_sql(prepared.sql, parameters).all()]
+    """Run a card-view statement built once through the driver and return its rows as views."""
+    return [_view(row) for row in prepared_rows(session, statement, values)]
 
 
 @functools.cache
