@@ -123,11 +123,12 @@ def extended_views(session: Session, *, account_id: str, card_ids: list[str]) ->
     views = []
     for row in prepared_rows(session, _extended_query(dialect), {"account_id": account_id, "card_ids": ids}):
         *columns, tag_list, folder_list, stage_list = row
-        for flag in _EXTENDED_FLAGS:  # SQLite reads a boolean as 0 or 1
-            columns[flag] = bool(columns[flag])
-        for document in _EXTENDED_DOCUMENTS:  # JSON: parsed by psycopg, text from SQLite
-            if isinstance(columns[document], str):
-                columns[document] = orjson.loads(columns[document])
+        if dialect == "sqlite":  # booleans read as 0 or 1, JSON as text (psycopg gives both)
+            for flag in _EXTENDED_FLAGS:
+                columns[flag] = bool(columns[flag])
+            for document in _EXTENDED_DOCUMENTS:
+                if columns[document] is not None:
+                    columns[document] = orjson.loads(columns[document])
         stages = [StageView._make(stage) for stage in aggregated(stage_list)]
         views.append(ExtendedView._make((*columns, *unpack(tag_list, folder_list), stages)))
     return views

@@ -100,8 +100,10 @@ def gathered(dialect: str) -> tuple[Any, Any]:
 def unpack(tag_list: Any, folder_list: Any) -> tuple[list[str], list[str], list[str]]:
     """A card's user tags, AI tags (each in order) and folder ids (in the order it was added
     to them) from what ``gathered`` read."""
-    tags = sorted(aggregated(tag_list))
-    folders = sorted(aggregated(folder_list))
+    tags = aggregated(tag_list)
+    tags.sort()
+    folders = aggregated(folder_list)
+    folders.sort()
     return (
         [name for kind, _, name in tags if kind == "user"],
         [name for kind, _, name in tags if kind == "ai"],
@@ -116,7 +118,7 @@ def _view_query(dialect: str) -> Select[Any]:
 
 def aggregated(value: str | None) -> list[Any]:
     """The rows of an ``aggregate`` (None: no rows)."""
-    if value is None:
+    if value is None or value == "[]":  # SQLite's aggregate of no rows
         return []
     rows: list[Any] = orjson.loads(value)
     return rows
