@@ -20,6 +20,7 @@ from cardvault.adapters.fetcher import Fetcher
 from cardvault.domain.db import Database
 from cardvault.domain.pipeline import DECODER_WAIT, SPEECH_WAIT
 from cardvault.settings import Settings
+from cardvault.workers.wakeable import InProcessBroker
 
 # Redis redelivers a dead worker's unacknowledged messages once its heartbeat is this old; our
 # own sweeper (cardvault.workers.sweeper) re-sends stale operations as well.
@@ -30,7 +31,7 @@ MAINTENANCE_CHANCE = 50_000  # of 1,000,000 broker calls: a dead worker's messag
 def _build() -> dramatiq.Broker:
     url = Settings.redis_url_from_env()
     if url is None:
-        stub = StubBroker()
+        stub = InProcessBroker()
         stub.emit_after("process_boot")
         return stub
     # RedisBroker.__init__ has no annotations (Dramatiq types its public API, not this class).

@@ -3,6 +3,7 @@ stopped with the app (one per process however many apps share it, as Dramatiq re
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -13,6 +14,7 @@ from dramatiq.common import dq_name
 from cardvault.workers import actors  # noqa: F401  (declares every actor)
 from cardvault.workers import broker as _broker
 from cardvault.workers.sweeper import Sweeper
+from cardvault.workers.wakeable import InProcessBroker, ReleasablePriorityQueue
 
 _lock = threading.Lock()
 _state: dict[str, object] = {"users": 0, "worker": None}
@@ -26,6 +28,7 @@ def start() -> None:
             if not any(isinstance(m, Sweeper) for m in _broker.broker.middleware):
                 _broker.broker.add_middleware(Sweeper())
             worker = dramatiq.Worker(_broker.broker, worker_threads=2, worker_timeout=100)
+            worker.work_queue = ReleasablePriorityQueue()  # before start() hands it to the threads
             worker.start()
             _state["worker"] = worker
 
@@ -36,12 +39,32 @@ def stop() -> None:
         _state["users"] = int(_state["users"]) - 1  # type: ignore[call-overload]
         worker = _state["worker"]
         if _state["users"] == 0 and isinstance(worker, dramatiq.Worker):
-            worker.stop(timeout=10_000)
+            _stop_promptly(worker)
             # A stopped Worker leaves its own middleware on the broker; the next start adds another.
             _broker.broker.middleware[:] = [
                 m for m in _broker.broker.middleware if getattr(m, "worker", None) is not worker
             ]
             _state["worker"] = None
+
+
+def _stop_promptly(worker: dramatiq.Worker) -> None:
+    """``worker.stop()``, its threads woken instead of waited out (cardvault.workers.wakeable):
+    the worker threads first, as Dramatiq stops them (their work queue released), then, once
+    they have ended, the consumers (the broker's queues released). Work in hand is finished as
+    before."""
+    stopper = threading.Thread(target=worker.stop, kwargs={"timeout": 10_000}, name="cardvault-stop")
+    work_queue = worker.work_queue
+    # The consumers' queues, released once the worker threads have ended (None: not ours).
+    waiting: InProcessBroker | None = _broker.broker if isinstance(_broker.broker, InProcessBroker) else None
+    with contextlib.ExitStack() as releases:
+        if isinstance(work_queue, ReleasablePriorityQueue):
+            work_queue.release()
+        stopper.start()
+        while stopper.is_alive():
+            if waiting is not None and not any(thread.is_alive() for thread in worker.workers):
+                releases.enter_context(waiting.released())
+                waiting = None
+            stopper.join(0.002)
 
 
 def wait_until_idle(timeout_seconds: float = 30.0) -> None:
