@@ -323,13 +323,29 @@ def redis_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]
 def running_server(env: dict[str, str], tmp_path: Path, workers: int = 1) -> Iterator[tuple[str, str]]:
     """Start `cardvault serve` with an account of its own (and, with CARDVAULT_REDIS_URL, a
     `cardvault worker` beside it, as in production); yield its base URL and an API key."""
-    cli(env, "migrate")
-    cli(env, "accounts", "create", "tester")
-    key = cli(env, "keys", "create", "tester")
+    key = prepared(env)
     with serving(
         env, tmp_path / "server.log", workers=workers, worker=bool(env.get("CARDVAULT_REDIS_URL"))
     ) as base:
         yield base, key
+
+
+def prepared(env: dict[str, str], account: str = "tester") -> str:
+    """Migrate the database ``env`` names and make an account there; return an API key of it.
+    What `cardvault migrate`, `accounts create` and `keys create` do, in this process: three
+    commands cost seconds of interpreter starts (their own tests are in tests/unit/test_cli.py)."""
+    from cardvault.domain.auth import accounts, keys
+    from cardvault.domain.db import Database
+    from cardvault.settings import Settings
+
+    db = Database.from_url(Settings.from_env(env).database_url)
+    try:
+        db.migrate()
+        with db.transaction() as session:
+            made = accounts.create_account(session, name=account)
+            return keys.issue_api_key(session, account_id=made.id)
+    finally:
+        db.dispose()
 
 
 @contextmanager

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from bench.servers import BIN, cli, redis_server, seaweedfs_server, server_env, serving
+from bench.servers import BIN, prepared, redis_server, seaweedfs_server, server_env, serving
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability import export_runs
@@ -47,9 +47,7 @@ def production(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, str, Datab
             "CARDVAULT_STALE_SECONDS": "3",  # a killed worker's job is taken over soon
             "CARDVAULT_SWEEP_SECONDS": "0.5",
         }
-        cli(env, "migrate")
-        cli(env, "accounts", "create", "tester")
-        key = cli(env, "keys", "create", "tester")
+        key = prepared(env)
         db = Database.from_url(url)
         try:
             with serving(env, tmp_path / "server.log") as base:

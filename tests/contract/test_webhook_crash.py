@@ -15,7 +15,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook as Verifier
 
-from bench.servers import Answer, PageServer, cli, page_server, redis_server, server_env, serving
+from bench.servers import Answer, PageServer, page_server, prepared, redis_server, server_env, serving
 from tests.conftest import fresh_postgres_database
 from tests.contract.test_export_crash import _kill, _worker
 
@@ -36,9 +36,7 @@ def production(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, str, PageS
             "CARDVAULT_FETCH_PORTS": str(receiver.port),
             "CARDVAULT_WEBHOOK_SCHEDULE": "0,0.2,0.2,0.2,0.2,0.2",
         }
-        cli(env, "migrate")
-        cli(env, "accounts", "create", "tester")
-        key = cli(env, "keys", "create", "tester")
+        key = prepared(env)
         with serving(env, tmp_path / "server.log") as base:
             yield env, base, key, receiver
 
