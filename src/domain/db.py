@@ -12,22 +12,21 @@ while a batch runs."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import CursorResult, Delete, Engine, Select, Update, create_engine, event, text
-from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy import CursorResult, Delete, Engine, Update, create_engine, event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -116,36 +115,6 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
         pool_pre_ping=True,
         connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
     )
-
-
-class _Prepared(NamedTuple):
-    """A statement compiled for a dialect: its SQL, and for a positional paramstyle (SQLite's)
-    the names of its parameters in order."""
-
-    sql: str
-    order: tuple[str, ...] | None
-    fixed: dict[str, Any]  # values the statement carries itself (SQLite's OFFSET 0 after LIMIT)
-
-
-@functools.lru_cache(maxsize=2048)
-def _prepared(statement: Select[*tuple[Any, ...]], dialect: Dialect) -> _Prepared:
-    compiled = statement.compile(dialect=dialect)
-    order = tuple(compiled.positiontup or ()) if compiled.positional else None
-    return _Prepared(str(compiled), order, {k: v for k, v in compiled.params.items() if v is not None})
-
-
-def prepared_rows(
-    session: Session, statement: Select[*tuple[Any, ...]], values: dict[str, Any]
-) -> Sequence[Sequence[Any]]:
-    """Run a read built once (so cached by identity) through the driver: its SQL compiled once
-    per dialect, then sent as is, its values as the driver takes them and its rows as the driver
-    gives them (SQLAlchemy's per-execution cache lookup and row processing were 4% of a list
-    request's CPU). For the hot reads: a card, a page of cards, a page of the changes feed."""
-    connection = session.connection()
-    prepared = _prepared(statement, connection.dialect)
-    values = {**prepared.fixed, **values}
-    parameters = values if prepared.order is None else tuple(values[name] for name in prepared.order)
-    return connection.exec_driver_sql(prepared.sql, parameters).all()
 
 
 def rows_changed(session: Session, statement: Update | Delete) -> int:

@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.extended import ExtendedView, extended_views
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import prepared_rows
 from cardvault.domain.errors import CursorExpired, InvalidCursor
 from cardvault.domain.models import Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.statements import prepared_rows
 from cardvault.domain.tags.operations import TagCount, tags_by_key
 
 _Owned = TypeVar("_Owned", Folder, TagOperation, ExportJob)
@@ -51,7 +51,7 @@ class Resources:
     exports: dict[str, ExportJob]
 
 
-# The feed's two reads, built once (so compiled once: cardvault.domain.db.prepared_rows).
+# The feed's two reads, built once (so compiled once: cardvault.domain.statements).
 _COUNTER = select(ChangeCounter.last_sequence, ChangeCounter.purged_through).where(
     ChangeCounter.account_id == bindparam("account_id")
 )

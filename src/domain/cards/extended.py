@@ -11,10 +11,10 @@ import orjson
 from sqlalchemy import ARRAY, Select, String, any_, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards.reading import aggregate, aggregated, gathered, unpack
-from cardvault.domain.db import prepared_rows
+from cardvault.domain.cards.reading import aggregate, aggregated, as_psycopg_gives, gathered, unpack
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.processing import STAGE_COLUMNS, StageView
+from cardvault.domain.statements import prepared_rows
 
 
 class ExtendedView(NamedTuple):
@@ -123,12 +123,8 @@ def extended_views(session: Session, *, account_id: str, card_ids: list[str]) ->
     views = []
     for row in prepared_rows(session, _extended_query(dialect), {"account_id": account_id, "card_ids": ids}):
         *columns, tag_list, folder_list, stage_list = row
-        if dialect == "sqlite":  # booleans read as 0 or 1, JSON as text (psycopg gives both)
-            for flag in _EXTENDED_FLAGS:
-                columns[flag] = bool(columns[flag])
-            for document in _EXTENDED_DOCUMENTS:
-                if columns[document] is not None:
-                    columns[document] = orjson.loads(columns[document])
+        if dialect == "sqlite":
+            as_psycopg_gives(columns, _EXTENDED_FLAGS, _EXTENDED_DOCUMENTS)
         stages = [StageView._make(stage) for stage in aggregated(stage_list)]
         views.append(ExtendedView._make((*columns, *unpack(tag_list, folder_list), stages)))
     return views

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import processing, search
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import prepared_rows
 from cardvault.domain.errors import NotFound
 from cardvault.domain.models import Card, CardTag, FolderCard
+from cardvault.domain.statements import prepared_rows
 from cardvault.domain.tags.names import clean_tag, tag_key
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
@@ -128,13 +128,19 @@ _FLAGS = (CardView._fields.index("is_favorited"), CardView._fields.index("thumbn
 _DOCUMENTS = (CardView._fields.index("file_preview"), CardView._fields.index("link_meta"))
 
 
-def _view(row: Any) -> CardView:
-    *columns, tag_list, folder_list = row
-    for flag in _FLAGS:  # SQLite reads a boolean as 0 or 1
+def as_psycopg_gives(columns: list[Any], flags: tuple[int, ...], documents: tuple[int, ...]) -> None:
+    """Make a row's booleans (at ``flags``) and JSON documents (at ``documents``) what psycopg
+    gives, in place: SQLite reads a boolean as 0 or 1 and JSON as text."""
+    for flag in flags:
         columns[flag] = bool(columns[flag])
-    for document in _DOCUMENTS:  # JSON: parsed by psycopg, text from SQLite
+    for document in documents:
         if isinstance(columns[document], str):
             columns[document] = orjson.loads(columns[document])
+
+
+def _view(row: Any) -> CardView:
+    *columns, tag_list, folder_list = row
+    as_psycopg_gives(columns, _FLAGS, _DOCUMENTS)
     return CardView._make((*columns, *unpack(tag_list, folder_list)))
 
 
