@@ -1,7 +1,12 @@
 """The hot reads (a card, a page of cards, a page of the changes feed) run through the driver:
 each statement is built once (so cached by identity), compiled once per dialect and then sent
-as is, its values as the driver takes them and its rows as the driver gives them. SQLAlchemy's
-per-execution cache lookup and row processing were 4% of a list request's CPU."""
+on the session's own DBAPI connection, in its transaction, its values as the driver takes them
+and its rows as the driver gives them (tuples). SQLAlchemy's per-execution cache lookup, result
+metadata and row objects were 4% of a list request's CPU and a tenth of a feed page's
+(bench/bench_feed.py). A driver error is raised as SQLAlchemy raises it (DBAPIError, the
+connection invalidated when it was lost), so callers and Database.transaction see no
+difference. While anything listens to the engine's statements (a tracer, a test counting
+them), SQLAlchemy's execution sends them instead, so every listener sees every statement."""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select
+from sqlalchemy import Connection, Select
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.orm import Session
 
 
@@ -34,8 +40,33 @@ def prepared_rows(
     session: Session, statement: Select[*tuple[Any, ...]], values: dict[str, Any]
 ) -> Sequence[Sequence[Any]]:
     """The rows of a statement built once, with these values, in the session's transaction."""
-    connection = session.connection()
+    connection = session.connection()  # begins the session's transaction, as any statement would
     prepared = _prepared(statement, connection.dialect)
     values = {**prepared.fixed, **values}
     parameters = values if prepared.order is None else tuple(values[name] for name in prepared.order)
-    return connection.exec_driver_sql(prepared.sql, parameters).all()
+    if connection.dispatch.before_cursor_execute or connection.dispatch.after_cursor_execute:
+        return connection.exec_driver_sql(prepared.sql, parameters).all()
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(prepared.sql, parameters)
+        rows: Sequence[Sequence[Any]] = cursor.fetchall()
+    except connection.dialect.loaded_dbapi.Error as exc:
+        raise _as_sqlalchemy_raises(connection, prepared.sql, parameters, exc, cursor) from exc
+    finally:
+        cursor.close()
+    return rows
+
+
+def _as_sqlalchemy_raises(
+    connection: Connection, sql: str, parameters: Any, exc: Any, cursor: Any
+) -> StatementError:
+    """The error SQLAlchemy's own execution raises for a driver's error; a connection the error
+    says is lost is invalidated first, so the pool never hands it out again."""
+    dialect = connection.dialect
+    lost = dialect.is_disconnect(exc, connection.connection.dbapi_connection, cursor)
+    if lost:
+        connection.invalidate(exc)
+    error: StatementError = DBAPIError.instance(
+        sql, parameters, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost, dialect=dialect
+    )
+    return error

@@ -2,6 +2,7 @@
 
 Reads the settings, binds the database and declares every actor on the Redis broker."""
 
+from cardvault import heap
 from cardvault.adapters import speech
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
@@ -17,3 +18,4 @@ if _settings.speech and speech.installed():
         raise SystemExit(f"cardvault: {exc}") from None
 _broker.bind(_settings, Database.from_url(_settings.database_url))
 _broker.broker.add_middleware(Sweeper())
+heap.settle()  # once every actor is declared and bound (cardvault.heap)

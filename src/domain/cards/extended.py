@@ -11,7 +11,7 @@ import orjson
 from sqlalchemy import ARRAY, Select, String, any_, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards.reading import aggregate, aggregated, as_psycopg_gives, gathered, unpack
+from cardvault.domain.cards.reading import aggregate, as_psycopg_gives, gathered, unpack
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.processing import STAGE_COLUMNS, StageView
 from cardvault.domain.statements import prepared_rows
@@ -119,12 +119,20 @@ def extended_views(session: Session, *, account_id: str, card_ids: list[str]) ->
     if not card_ids:
         return []
     dialect = session.get_bind().dialect.name
-    ids: list[str] | str = card_ids if dialect == "postgresql" else orjson.dumps(card_ids).decode()
+    sqlite = dialect == "sqlite"
+    ids: list[str] | str = orjson.dumps(card_ids).decode() if sqlite else card_ids
     views = []
     for row in prepared_rows(session, _extended_query(dialect), {"account_id": account_id, "card_ids": ids}):
         *columns, tag_list, folder_list, stage_list = row
-        if dialect == "sqlite":
+        if sqlite:
             as_psycopg_gives(columns, _EXTENDED_FLAGS, _EXTENDED_DOCUMENTS)
-        stages = [StageView._make(stage) for stage in aggregated(stage_list)]
-        views.append(ExtendedView._make((*columns, *unpack(tag_list, folder_list), stages)))
+        columns += unpack(tag_list, folder_list)
+        columns.append(_stages(stage_list))
+        views.append(ExtendedView._make(columns))
     return views
+
+
+def _stages(stage_list: str | None) -> list[StageView]:
+    if stage_list is None or stage_list == "[]":
+        return []
+    return [StageView._make(stage) for stage in orjson.loads(stage_list)]

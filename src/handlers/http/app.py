@@ -24,6 +24,7 @@ from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 
+from cardvault import heap
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
@@ -184,5 +185,9 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
 
 
 def app_from_env() -> AsyncApp:
-    """App factory for ASGI servers: ``uvicorn --factory cardvault.handlers.http.app:app_from_env``."""
-    return create_app(Settings.from_env())
+    """App factory for ASGI servers: ``uvicorn --factory cardvault.handlers.http.app:app_from_env``.
+    Runs once per server process, so it settles the process's heap (cardvault.heap) once the
+    app is built."""
+    app = create_app(Settings.from_env())
+    heap.settle()
+    return app
