@@ -21,6 +21,7 @@ from pathlib import Path
 from sqlalchemy import event
 
 from bench.servers import fresh_database
+from cardvault import heap
 from cardvault.domain import changes
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
@@ -72,6 +73,7 @@ def main() -> None:
             ]
         _updates(recording, account_id, card_ids, 100)  # warm both pools and caches
         _updates(bare, account_id, card_ids, 100)
+        heap.settle()  # as a server process does once it has started (cardvault.heap)
         ours, base = [], []
         for _ in range(args.rounds):
             base.append(_updates(bare, account_id, card_ids, args.updates))

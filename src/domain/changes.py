@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.statements import driver_rows
 
 log = logging.getLogger("cardvault.changes")
 KINDS = ("card", "folder", "tag", "tagOperation", "export")
@@ -162,14 +163,34 @@ def _rolled_back(session: Session, previous: SessionTransaction) -> None:
 
 
 # Written as SQL for the driver: a change is recorded in every writing transaction, and its
-# statements are most of what it costs (bench/bench_changes.py).
-_PG_RECORD = """
-WITH counter AS (
+# statements are most of what it costs (bench/bench_changes.py). Most transactions record one
+# change (a card edited): its statement takes no arrays, and costs PostgreSQL a third less.
+_PG_COUNTER = """
     INSERT INTO change_counters (account_id, last_sequence, purged_through, webhooks)
     VALUES (%(account)s, %(count)s, 0, 0)
     ON CONFLICT (account_id) DO UPDATE SET last_sequence = change_counters.last_sequence + %(count)s
     RETURNING last_sequence, webhooks
-), made AS (
+"""
+_PG_REPLACING = """
+    ON CONFLICT (account_id, kind, resource_id) DO UPDATE
+        SET sequence = EXCLUDED.sequence, action = EXCLUDED.action, changed_at = EXCLUDED.changed_at,
+            created_sequence = GREATEST(changes.created_sequence, EXCLUDED.created_sequence),
+            processed_sequence = GREATEST(changes.processed_sequence, EXCLUDED.processed_sequence)
+"""
+_PG_RECORD_ONE = f"""
+WITH counter AS ({_PG_COUNTER}), recorded AS (
+    INSERT INTO changes (account_id, sequence, kind, resource_id, action, changed_at, created_sequence,
+        processed_sequence)
+    SELECT %(account)s, last_sequence, %(kind)s, %(id)s, %(action)s, %(now)s,
+        CASE WHEN %(created)s THEN last_sequence ELSE 0 END,
+        CASE WHEN %(settled)s THEN last_sequence ELSE 0 END
+    FROM counter
+    {_PG_REPLACING}
+)
+SELECT webhooks FROM counter
+"""
+_PG_RECORD = f"""
+WITH counter AS ({_PG_COUNTER}), made AS (
     SELECT counter.last_sequence - %(count)s + made.n AS sequence, made.kind, made.id, made.action,
         made.marks
     FROM counter, unnest(%(kinds)s::text[], %(ids)s::text[], %(actions)s::text[], %(marks)s::int[])
@@ -180,10 +201,7 @@ WITH counter AS (
     SELECT %(account)s, sequence, kind, id, action, %(now)s,
         CASE WHEN marks & 1 = 1 THEN sequence ELSE 0 END, CASE WHEN marks & 2 = 2 THEN sequence ELSE 0 END
     FROM made
-    ON CONFLICT (account_id, kind, resource_id) DO UPDATE
-        SET sequence = EXCLUDED.sequence, action = EXCLUDED.action, changed_at = EXCLUDED.changed_at,
-            created_sequence = GREATEST(changes.created_sequence, EXCLUDED.created_sequence),
-            processed_sequence = GREATEST(changes.processed_sequence, EXCLUDED.processed_sequence)
+    {_PG_REPLACING}
 )
 SELECT webhooks FROM counter
 """
@@ -207,11 +225,17 @@ def _record_postgresql(connection: Connection, account_id: str, made: list[_Made
     """Take the account's next sequences (its counter row locked until COMMIT) and record the
     changes under them, each replacing its resource's earlier change: one statement. Answer
     whether the account has an enabled webhook."""
-    kinds, ids, actions, marks = (list(column) for column in zip(*made, strict=True))
-    parameters = {"account": account_id, "count": len(made), "now": now, "kinds": kinds, "ids": ids}
-    hooks = connection.exec_driver_sql(
-        _PG_RECORD, {**parameters, "actions": actions, "marks": marks}
-    ).scalar()
+    parameters: dict[str, Any] = {"account": account_id, "count": len(made), "now": now}
+    if len(made) == 1:
+        ((kind, resource_id, action, marks),) = made
+        statement = _PG_RECORD_ONE
+        parameters.update(kind=kind, id=resource_id, action=action)
+        parameters.update(created=bool(marks & CREATED), settled=bool(marks & SETTLED))
+    else:
+        kinds, ids, actions, marks_of = (list(column) for column in zip(*made, strict=True))
+        statement = _PG_RECORD
+        parameters.update(kinds=kinds, ids=ids, actions=actions, marks=marks_of)
+    ((hooks,),) = driver_rows(connection, statement, parameters)
     return bool(hooks)
 
 

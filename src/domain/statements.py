@@ -44,14 +44,20 @@ def prepared_rows(
     prepared = _prepared(statement, connection.dialect)
     values = {**prepared.fixed, **values}
     parameters = values if prepared.order is None else tuple(values[name] for name in prepared.order)
+    return driver_rows(connection, prepared.sql, parameters)
+
+
+def driver_rows(connection: Connection, sql: str, parameters: Any) -> Sequence[Sequence[Any]]:
+    """The rows of a statement that returns rows, as SQL text in the driver's paramstyle, sent
+    on the connection's DBAPI connection in its transaction."""
     if connection.dispatch.before_cursor_execute or connection.dispatch.after_cursor_execute:
-        return connection.exec_driver_sql(prepared.sql, parameters).all()
+        return connection.exec_driver_sql(sql, parameters).all()
     cursor = connection.connection.cursor()
     try:
-        cursor.execute(prepared.sql, parameters)
+        cursor.execute(sql, parameters)
         rows: Sequence[Sequence[Any]] = cursor.fetchall()
     except connection.dialect.loaded_dbapi.Error as exc:
-        raise _as_sqlalchemy_raises(connection, prepared.sql, parameters, exc, cursor) from exc
+        raise _as_sqlalchemy_raises(connection, sql, parameters, exc, cursor) from exc
     finally:
         cursor.close()
     return rows
