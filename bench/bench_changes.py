@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--database", choices=["postgresql", "sqlite"], default="postgresql")
     parser.add_argument("--updates", type=int, default=1000, help="updates per round")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         url = fresh_database(args.database, Path(workdir), name="changes")
