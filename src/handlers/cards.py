@@ -70,6 +70,7 @@ def list_cards(
     archived: str = "exclude",
     folder: str | None = None,
     processing_state: str | None = None,
+    url: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
     filters = reading.CardFilter(
@@ -83,6 +84,7 @@ def list_cards(
         archived=archived,
         folder=folder,
         processing_state=processing_state,
+        url=url,
     )
     groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:

@@ -14,8 +14,9 @@ from sqlalchemy import BigInteger, Integer, Select, Text, bindparam, cast, func,
 from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import processing, search
+from cardvault.domain.cards.urls import url_key
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import NotFound
+from cardvault.domain.errors import InvalidInput, NotFound
 from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.statements import prepared_rows
 from cardvault.domain.tags.names import clean_tag, tag_key
@@ -182,6 +183,7 @@ class CardFilter:
     folder: str | None = None
     in_trash: bool = False
     processing_state: str | None = None  # the pipeline's state (cardvault.domain.processing)
+    url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.cards.urls)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +218,7 @@ class _Shape(NamedTuple):
     words: int
     after: bool
     processing_state: str | None = None
+    url: bool = False
 
 
 @functools.lru_cache(maxsize=1024)
@@ -254,6 +257,8 @@ def _statement(shape: _Shape) -> Select[Any]:
         position = position if shape.in_trash else (tags.card_created_at, tags.card_pk)
     if shape.card_type:
         query = query.where(Card.type == bindparam("card_type"))
+    if shape.url:
+        query = query.where(Card.url_key == bindparam("url_key"))
     if shape.favorited is not None:
         query = query.where(Card.is_favorited.is_(shape.favorited))
     # On the ordering column (the same value where a tag or folder row carries it), so the
@@ -298,6 +303,12 @@ def _listing(
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The statement of a listing and the values of its parameters."""
     words = search.query_words(filters.q or "")
+    key = None if filters.url is None else url_key(filters.url)
+    if filters.url is not None and key is None:
+        problem = {"field": "url", "message": "is not an http or https URL with a host"}
+        raise InvalidInput(
+            "The url filter is not an http or https URL with a host.", details={"fields": [problem]}
+        )
     shape = _Shape(
         dialect=dialect,
         view=view,
@@ -313,8 +324,10 @@ def _listing(
         words=len(words),
         after=after is not None,
         processing_state=filters.processing_state,
+        url=key is not None,
     )
     values: dict[str, Any] = {
+        "url_key": key,
         "account_id": account_id,
         "folder": filters.folder,
         "tag_key": tag_key(clean_tag(filters.tag)) if filters.tag is not None else None,

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, false, text
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
+from cardvault.domain.cards.urls import url_key
 from cardvault.domain.models.declarative import SERIAL, Base
 
 if TYPE_CHECKING:
     from cardvault.domain.models.folders import FolderCard
 
 _IN_TRASH = text("deleted_at IS NOT NULL")
+_URL_KEYED = text("url_key IS NOT NULL")
 
 
 class Card(Base):
@@ -29,6 +31,13 @@ class Card(Base):
             postgresql_where=_IN_TRASH,
             sqlite_where=_IN_TRASH,
         ),
+        Index(
+            "ix_cards_account_url",
+            "account_id",
+            "url_key",
+            postgresql_where=_URL_KEYED,
+            sqlite_where=_URL_KEYED,
+        ),
     )
 
     pk: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
@@ -38,6 +47,8 @@ class Card(Base):
     content: Mapped[str] = mapped_column(Text)
     notes: Mapped[str | None] = mapped_column(Text)
     url: Mapped[str | None] = mapped_column(Text)
+    # The key of the url's normal form (cardvault.domain.cards.urls), kept by _key_url.
+    url_key: Mapped[str | None] = mapped_column(String(32))
     source: Mapped[str | None] = mapped_column(String(200))
     file_name: Mapped[str | None] = mapped_column(String(255))
     file_size: Mapped[int | None] = mapped_column(BigInteger)
@@ -103,6 +114,11 @@ class Card(Base):
         lazy="selectin",
         passive_deletes=True,
     )
+
+    @validates("url")
+    def _key_url(self, _name: str, url: str | None) -> str | None:
+        self.url_key = url_key(url)
+        return url
 
     @property
     def folder_ids(self) -> list[str]:

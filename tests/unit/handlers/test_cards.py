@@ -356,3 +356,47 @@ class TestDoneFieldsBelongToMarkDone:
         for action in ("archive", "unarchive", "trash", "restore"):
             body = api.post(f"/v1/cards/{card['id']}/{action}").json()
             assert "isDeleted" in body and not DONE_FIELDS & set(body), action
+
+
+class TestListCardsByUrl:
+    """``url``: a browser extension asks whether a page is saved, in any spelling of its URL."""
+
+    def test_finds_the_cards_of_the_same_page_in_any_spelling(self, api: Api) -> None:
+        saved = api.create(content="https://Example.com:443/post?utm_source=feed&id=7#comments")
+        other_page = api.create(content="https://example.com/post?id=8")
+        api.create(content="http://example.com/post?id=7")  # http and https stay apart
+        for spelling in (
+            "https://example.com/post?id=7",
+            "HTTPS://EXAMPLE.COM/post?fbclid=abc&id=7",
+            "https://example.com./post?id=7#top",
+        ):
+            items = api.get("/v1/cards", params={"url": spelling}).json()["items"]
+            assert [item["id"] for item in items] == [saved["id"]], spelling
+        items = api.get("/v1/cards", params={"url": "https://example.com/post?id=9"}).json()["items"]
+        assert items == []
+        api.patch(f"/v1/cards/{other_page['id']}", json={"url": "https://example.com/post?id=9"})
+        items = api.get("/v1/cards", params={"url": "https://example.com/post?id=9"}).json()["items"]
+        assert [item["id"] for item in items] == [other_page["id"]]
+
+    def test_combines_with_the_other_filters(self, api: Api) -> None:
+        card = api.create(content="https://example.com/archived")
+        api.post(f"/v1/cards/{card['id']}/archive")
+        params = {"url": "https://example.com/archived"}
+        assert api.get("/v1/cards", params=params).json()["items"] == []
+        found = api.get("/v1/cards", params={**params, "archived": "include", "include": "total"}).json()
+        assert [item["id"] for item in found["items"]] == [card["id"]] and found["total"] == 1
+
+    def test_another_accounts_card_is_not_found(self, api: Api, make_api: Callable[[], Api]) -> None:
+        api.create(content="https://example.com/mine")
+        assert make_api().get("/v1/cards", params={"url": "https://example.com/mine"}).json()["items"] == []
+
+    @pytest.mark.parametrize("url", ["ftp://example.com/a", "example.com/a", "https://example.com/a b"])
+    def test_returns_400_for_what_is_no_http_url(self, api: Api, url: str) -> None:
+        body = assert_error(api.get("/v1/cards", params={"url": url}), 400, "INVALID_INPUT")
+        assert body["details"]["fields"][0]["field"] == "url"
+
+    def test_returns_400_for_a_url_without_a_normal_form(self, api: Api) -> None:
+        body = assert_error(
+            api.get("/v1/cards", params={"url": "https://example.com:99999/a"}), 400, "INVALID_INPUT"
+        )
+        assert body["details"]["fields"][0]["field"] == "url"

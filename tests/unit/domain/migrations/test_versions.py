@@ -243,3 +243,39 @@ def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: P
     db.migrate()
     assert counters() == [("acc_1", 30, 350), ("acc_2", 0, 7), ("acc_3", 0, 0)]
     db.dispose()
+
+
+def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> None:
+    from cardvault.domain.cards import reading
+    from cardvault.domain.cards.urls import url_key
+
+    db = saved_before(
+        tmp_path,
+        "0020",
+        [
+            (1, "link", "HTTPS://Example.com:443/a?utm_source=x", None),
+            (2, "link", "https://example.com/b", None),
+            (3, "text", None, None),
+            (4, "link", "https://example.com:99999/c", None),  # no normal form: no key
+        ],
+    )
+    db.migrate("0021")
+    with db.transaction(write=False) as session:
+        keys = {pk: key for pk, key in session.execute(text("SELECT pk, url_key FROM cards"))}
+        assert keys == {
+            1: url_key("https://example.com/a"),
+            2: url_key("https://example.com/b"),
+            3: None,
+            4: None,
+        }
+        filters = reading.CardFilter(url="https://example.com/a#top")
+        page = reading.list_cards(session, account_id="acc_1", secret="s" * 48, filters=filters)
+        assert [card.pk for card in page.cards] == [1]
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:  # and back
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0020")
+        connection.commit()
+    assert "url_key" not in {column["name"] for column in inspect(db.engine).get_columns("cards")}
+    db.dispose()
