@@ -305,9 +305,10 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     assert walk(lambda cursor: list_cards.sync(client=client, tag="work", cursor=cursor)) == [made["text"].id]
     links = walk(lambda cursor: list_cards.sync(client=client, type_=CardType.LINK, cursor=cursor))
     assert links == [made["link"].id]
-    # "Already saved?", as a browser extension asks it, in another spelling of the page's URL.
+    # "Already saved?", as a browser extension asks it, in another spelling of the page's URL
+    # (the generator names the url parameter url_query: its request code has a url of its own).
     spelling = "HTTPS://Example.com:443/articles/42?utm_source=sdk#top"
-    assert walk(lambda cursor: list_cards.sync(client=client, url=spelling, cursor=cursor)) == [
+    assert walk(lambda cursor: list_cards.sync(client=client, url_query=spelling, cursor=cursor)) == [
         made["link"].id
     ]
     assert walk(lambda cursor: list_cards.sync(client=client, q="simplicity", cursor=cursor)) == [
