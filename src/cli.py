@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "housekeeping",
             *pipeline.queues(),  # the stages' queues, from the table
             "exports",
+            "imports",
             "webhooks",
         ]
         # Dramatiq's main process waits up to this many ms for its worker processes to say they

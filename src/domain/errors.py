@@ -23,6 +23,8 @@ CardVaultError
 │   ├── UploadUsed           a card took this upload already
 │   ├── ExportRunning        an export of the account is pending or running
 │   ├── ExportFinished       the export ended already: nothing to cancel
+│   ├── ImportRunning        an import into the account is pending or running
+│   ├── ImportFinished       the import ended already: nothing to cancel
 │   ├── KeyLimitReached      the account holds as many live API keys as it may
 │   ├── WebhookLimitReached  the account holds as many webhooks as it may
 │   ├── WebhookDisabled      a delivery cannot be retried while its webhook is disabled
@@ -169,6 +171,20 @@ class ExportRunning(Conflict):
 
 class ExportFinished(Conflict):
     """The export is ready, expired or failed: there is nothing to cancel."""
+
+
+class ImportRunning(Conflict):
+    """An import into the account is pending or running."""
+
+    def __init__(self, import_id: str) -> None:
+        super().__init__(
+            "An import into this account is running; wait for it, or cancel it.",
+            details={"importId": import_id},
+        )
+
+
+class ImportFinished(Conflict):
+    """The import completed, failed or was canceled: there is nothing to cancel."""
 
 
 class KeyLimitReached(Conflict):

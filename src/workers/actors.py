@@ -6,6 +6,7 @@ from cardvault.workers import (  # noqa: F401  (declares the actors)
     exports,
     files,
     idempotency,
+    imports,
     oauth,
     pipeline,
     tags,

@@ -14,7 +14,18 @@ import time
 import dramatiq
 
 from cardvault.domain.errors import ServiceUnavailable
-from cardvault.workers import changes, exports, files, idempotency, oauth, pipeline, tags, trash, webhooks
+from cardvault.workers import (
+    changes,
+    exports,
+    files,
+    idempotency,
+    imports,
+    oauth,
+    pipeline,
+    tags,
+    trash,
+    webhooks,
+)
 from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.sweeper")
@@ -64,6 +75,9 @@ class Sweeper(dramatiq.Middleware):
                 resumed = exports.resume_stale(older_than)
                 if resumed:
                     log.info("re-sent %d stale exports", resumed)
+                resumed = imports.resume_stale(older_than)
+                if resumed:
+                    log.info("re-sent %d stale imports", resumed)
                 resent = pipeline.resend_unsettled(int(older_than * 1000))
                 if resent:
                     log.info("re-sent %d processing stages", resent)

@@ -29,6 +29,7 @@ from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api, app_env
+from tests.unit.handlers.test_uploads import uploaded
 
 SPEC = spec_document()[1]
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -46,6 +47,7 @@ ID_KINDS = {
     "folderId": "Folder",
     "operationId": "Operation",
     "exportId": "Export",
+    "importId": "Import",
     "keyId": "ApiKey",
     "webhookId": "Webhook",
 }
@@ -70,6 +72,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "removeFolderCards": {"cardIds": ["{cardId}"]},
     "createApiKey": {"name": "corpus", "scopes": ["read"]},
     "createWebhook": {"url": "https://hooks.example.com/corpus", "events": ["export.failed"]},
+    "startImport": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa", "fileEtag": '"corpus"'},
     "updateWebhook": {"description": "renamed"},
 }
 
@@ -795,6 +798,22 @@ def domain_cases(b: Builder) -> None:
             ("url-over-2048", (400, "INVALID_INPUT"), {"query": "url=https://example.com/" + "a" * 2030}),
         ],
         "listTags": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
+        "listImports": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
+        "startImport": [
+            ("missing-upload", (404, "UPLOAD_NOT_FOUND"), {"body": dump(VALID_BODIES["startImport"])}),
+            ("format-unknown", BAD, {"body": dump({**VALID_BODIES["startImport"], "format": "evernote"})}),
+            (
+                "duplicates-unknown",
+                BAD,
+                {"body": dump({**VALID_BODIES["startImport"], "onDuplicate": "drop"})},
+            ),
+            (
+                "foreign-upload-key",
+                (404, "UPLOAD_NOT_FOUND"),
+                {"body": dump({**VALID_BODIES["startImport"], "fileKey": "{foreignCard}"})},
+            ),
+        ],
+        "cancelImport": [("finished", (409, "IMPORT_FINISHED"), {})],
         "listTrash": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listFolders": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "createWebhook": [
@@ -941,6 +960,23 @@ def wait_for_export(api: Api, export_id: str) -> str:
     raise AssertionError(f"export {export_id} did not finish")
 
 
+def start_import(api: Api) -> str:
+    key, etag = uploaded(
+        api, b"title,url,time_added,tags,status\nA,https://example.com/a,1,,unread\n", "p.csv", "text/csv"
+    )
+    started = api.post("/v1/imports", json={"fileKey": key, "fileEtag": etag})
+    assert started.status_code == 202, started.text
+    return str(started.json()["job"]["id"])
+
+
+def wait_for_import(api: Api, import_id: str) -> str:
+    for _ in range(1000):
+        if api.get(f"/v1/imports/{import_id}").json()["job"]["status"] == "completed":
+            return import_id
+        time.sleep(0.01)
+    raise AssertionError(f"import {import_id} did not finish")
+
+
 def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, dict[str, str]]:
     """One account with a real card, folder and finished tag operation; another account with
     the same, to prove isolation; the values the cases' placeholders stand for."""
@@ -963,6 +999,8 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
     export = wait_for_export(api, api.post("/v1/exports").json()["job"]["id"])
     foreign_export = wait_for_export(other, other.post("/v1/exports").json()["job"]["id"])
     export_worker.expire_exports()  # the ended exports' items go now, not by a sweep mid-corpus
+    imported = wait_for_import(api, start_import(api))
+    foreign_import = wait_for_import(other, start_import(other))
     # Keys of the account besides the one the corpus runs with (which no case may revoke): one
     # to name in paths, one revoked, and two narrow ones, used once here so that the corpus's
     # requests find their lastUsedAt fresh and change nothing.
@@ -1000,6 +1038,10 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         "foreignExport": foreign_export,
         "exportUnderscores": "_" * len(export),
         "exportUpper": export.upper(),
+        "importId": imported,
+        "foreignImport": foreign_import,
+        "importUnderscores": "_" * len(imported),
+        "importUpper": imported.upper(),
         "cardUnderscores": "_" * len(card),
         "folderUnderscores": "_" * len(folder),
         "operationUnderscores": "_" * len(operation),

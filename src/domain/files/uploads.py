@@ -181,9 +181,82 @@ def check(
     purpose, not too old and not taken; the file is stored, with this ETag and the declared
     size; its bytes are an accepted type, within its kind's limit (or ``max_file_size``, the
     limit of what the upload is for)."""
+    upload, stored, head = _stored_file(
+        session,
+        store,
+        account_id=account_id,
+        file_key=file_key,
+        file_etag=file_etag,
+        purpose=purpose,
+        card_id=card_id,
+    )
+    try:
+        file_type = filetypes.sniff(head, file_name=upload.file_name, complete=stored.size <= len(head))
+    except filetypes.Refused as refused:
+        raise UnsupportedType(str(refused), detected=refused.detected) from None
+    limit = file_type.max_bytes if max_file_size is None else max_file_size
+    if stored.size > limit:
+        raise FileTooLarge(limit=limit, actual=stored.size, kind=file_type.file_kind)
+    return CheckedUpload(upload=upload, stored=stored, file_type=file_type, head=head)
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredUpload:
+    """An upload whose stored file an import takes: its bytes are judged by the import's reader."""
+
+    upload: Upload
+    stored: StoredObject
+    head: bytes  # its first SNIFF_BYTES
+
+
+def check_for_import(
+    session: Session, store: BlobStore, *, account_id: str, file_key: str, file_etag: str, max_file_size: int
+) -> StoredUpload:
+    """Check an upload for an import as ``check`` does for a card, but for its type: an
+    export is judged by its format, not as a card's file."""
+    upload, stored, head = _stored_file(
+        session,
+        store,
+        account_id=account_id,
+        file_key=file_key,
+        file_etag=file_etag,
+        purpose="card",
+        card_id=None,
+    )
+    if stored.size > max_file_size:
+        raise FileTooLarge(limit=max_file_size, actual=stored.size, kind="import")
+    return StoredUpload(upload=upload, stored=stored, head=head)
+
+
+def copy_for_import(store: BlobStore, checked: StoredUpload, *, import_id: str) -> str:
+    """Copy an import's file where the import keeps it until it ends (outside any transaction,
+    as ``copy_for_card``); return its key."""
+    upload, stored = checked.upload, checked.stored
+    kept = f"accounts/{upload.account_id}/imports/{import_id}/{_object_name(upload.file_name)}"
+    try:
+        store.copy(upload.object_key, kept, etag=stored.etag)
+    except ObjectChanged:
+        raise UploadChanged("The stored file changed while it was taken; try again.") from None
+    return kept
+
+
+def _stored_file(
+    session: Session,
+    store: BlobStore,
+    *,
+    account_id: str,
+    file_key: str,
+    file_etag: str | None,
+    purpose: str,
+    card_id: str | None,
+) -> tuple[Upload, StoredObject, bytes]:
+    """The checks every taker of an upload makes, in order: the upload is this account's, for
+    this purpose, not too old and not taken; its file is stored, with this ETag and the
+    declared size. Answer it, its stored object and its first SNIFF_BYTES (the bytes the ETag
+    names, even if a PUT replaced them since)."""
     upload = _find(session, account_id=account_id, file_key=file_key, purpose=purpose, card_id=card_id)
     if upload.attached_at is not None:
-        raise UploadUsed("A card took this upload already; upload the file again for another card.")
+        raise UploadUsed("A card or an import took this upload already; upload the file again.")
     stored = store.stat(upload.object_key)
     if stored is None:
         raise UploadIncomplete("No file has been stored for this upload yet: PUT it to the uploadUrl first.")
@@ -201,18 +274,11 @@ def check(
         raise UploadChanged(
             f"The stored file has {stored.size} bytes; the upload declared {upload.declared_size}."
         )
-    try:  # the bytes judged are the ones the ETag names, even if a PUT replaced them since
+    try:
         head = store.read(upload.object_key, filetypes.SNIFF_BYTES, etag=stored.etag)
     except ObjectChanged:
         raise UploadChanged("The stored file changed while it was checked; try again.") from None
-    try:
-        file_type = filetypes.sniff(head, file_name=upload.file_name, complete=stored.size <= len(head))
-    except filetypes.Refused as refused:
-        raise UnsupportedType(str(refused), detected=refused.detected) from None
-    limit = file_type.max_bytes if max_file_size is None else max_file_size
-    if stored.size > limit:
-        raise FileTooLarge(limit=limit, actual=stored.size, kind=file_type.file_kind)
-    return CheckedUpload(upload=upload, stored=stored, file_type=file_type, head=head)
+    return upload, stored, head
 
 
 def copy_for_card(store: BlobStore, checked: CheckedUpload) -> TakenFile:

@@ -11,11 +11,11 @@ from cardvault.domain.errors import NotFound
 from cardvault.domain.models.cards import Card
 from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.folders import Folder
-from cardvault.domain.models.portability import ExportJob
+from cardvault.domain.models.portability import ExportJob, ImportJob
 from cardvault.domain.models.tags import TagOperation
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
-Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob, Webhook, WebhookDelivery)
+Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob, ImportJob, Webhook, WebhookDelivery)
 
 
 def get_owned(
@@ -35,6 +35,7 @@ _NAMES: dict[type[Base], str] = {
     Folder: "Folder",
     TagOperation: "Tag operation",
     ExportJob: "Export",
+    ImportJob: "Import",
     Webhook: "Webhook",
     WebhookDelivery: "Delivery",
 }

@@ -50,6 +50,8 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
     domain.ExportRunning: (409, "EXPORT_RUNNING"),
     domain.ExportFinished: (409, "EXPORT_FINISHED"),
+    domain.ImportRunning: (409, "IMPORT_RUNNING"),
+    domain.ImportFinished: (409, "IMPORT_FINISHED"),
     domain.KeyLimitReached: (409, "KEY_LIMIT_REACHED"),
     domain.QuotaExceeded: (409, "QUOTA_EXCEEDED"),
     domain.WebhookLimitReached: (409, "WEBHOOK_LIMIT_REACHED"),

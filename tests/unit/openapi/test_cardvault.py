@@ -230,6 +230,7 @@ def test_every_operation_taking_an_idempotency_key_declares_replays_reuse_and_ke
             "addFolderCards",
             "removeFolderCards",
             "startExport",
+            "startImport",
         ]
     )
 

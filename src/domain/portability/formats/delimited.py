@@ -1,0 +1,179 @@
+"""CSV exports: Pocket's, Raindrop's, Instapaper's and Readwise Reader's.
+
+A file is read a record at a time (the standard library's csv reader over the file's lines);
+the header names the columns, so their order does not matter, and a record that cannot be read
+(a field over FIELD_LIMIT, an unclosed quote that runs past LINE_LIMIT) is a broken entry of
+its own. Each reader's mapping:
+
+- Pocket (``title,url,time_added,tags,status``; ``cursor`` between 2024 and 2025): tags split
+  on ``|``, ``status`` ``archive`` archived, a title that is the URL (Pocket's stand-in) none.
+- Raindrop (``id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite``):
+  ``folder`` is the collection's path split on `` / `` (``Unsorted``: none), tags split on
+  commas, ``created`` ISO 8601, each ``Highlight:`` paragraph a highlight, ``favorite``.
+- Instapaper (``URL,Title,Selection,Folder,Timestamp,Tags``): ``Folder`` ``Unread`` none,
+  ``Archive`` archived, ``Starred`` a favorite, another its folder; ``Selection`` the excerpt;
+  ``Tags`` a JSON array.
+- Readwise Reader (``Title,URL,ID,Document tags,Saved date,Reading progress,Location,Seen``):
+  ``Document tags`` a Python list, ``Location`` ``archive`` archived; ``feed`` rows are feed
+  items the reader never saved, and are not taken."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import re
+from collections.abc import Callable, Iterator
+
+from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, LineTooLong, lines, seconds
+
+FIELD_LIMIT = 512 * 1024
+_QUOTED = re.compile(r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\"""")
+
+
+def _records(chunks: Chunks, place: str) -> Iterator[tuple[str, dict[str, str]] | Broken]:
+    """The file's records by their header's names (stripped, lower case), each with its
+    place; a record that cannot be read is Broken."""
+    source = lines(chunks)
+    reader = csv.reader(source, strict=False)
+    header: list[str] | None = None
+    while True:
+        where = f"{place} {reader.line_num + 1}"  # where the record starts (it may span lines)
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except LineTooLong as exc:
+            yield Broken(where, f"{exc}; the rest of the file was not read")
+            return
+        except csv.Error as exc:
+            yield Broken(where, f"the record cannot be read: {exc}")
+            continue
+        if not any(field.strip() for field in row):
+            continue
+        if header is None:
+            header = [name.strip().lower() for name in row]
+            continue
+        if len(row) > len(header):
+            yield Broken(
+                f"{place} {reader.line_num}", f"the record has {len(row)} fields, the header {len(header)}"
+            )
+            continue
+        yield where, dict(zip(header, row, strict=False))
+
+
+def _entries(chunks: Chunks, make: Callable[[str, dict[str, str]], Entry | None]) -> Iterator[Item]:
+    previous = csv.field_size_limit(FIELD_LIMIT)
+    try:
+        for record in _records(chunks, "line"):
+            if isinstance(record, Broken):
+                yield record
+            else:
+                entry = make(*record)
+                if entry is not None:
+                    yield entry
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _text(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+def _iso(value: str | None) -> int | None:
+    """Epoch milliseconds of an ISO 8601 time (UTC when it names no offset)."""
+    try:
+        moment = datetime.datetime.fromisoformat((value or "").strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _python_strings(text: str) -> list[str]:
+    """The strings of a Python list's repr (``['a', "it's"]``), read without evaluating it."""
+    found = []
+    for match in _QUOTED.finditer(text):
+        value = match.group(1) if match.group(1) is not None else match.group(2)
+        found.append(value.replace("\\'", "'").replace('\\"', '"').replace("\\\\", "\\"))
+    return [value for value in found if value.strip()]
+
+
+def pocket(chunks: Chunks) -> Iterator[Item]:
+    """Pocket's CSV (a part of its ZIP, or the file alone)."""
+
+    def make(place: str, fields: dict[str, str]) -> Entry:
+        url = _text(fields.get("url"))
+        title = _text(fields.get("title"))
+        entry = Entry(place=place, url=url, title=None if title == url else title)
+        entry.created_at = seconds(fields.get("time_added"))
+        entry.tags = [tag.strip() for tag in (fields.get("tags") or "").split("|") if tag.strip()]
+        entry.archived = (fields.get("status") or "").strip() == "archive"
+        return entry
+
+    return _entries(chunks, make)
+
+
+def raindrop(chunks: Chunks) -> Iterator[Item]:
+    """Raindrop.io's CSV."""
+
+    def make(place: str, fields: dict[str, str]) -> Entry:
+        entry = Entry(place=place, url=_text(fields.get("url")), title=_text(fields.get("title")))
+        note = _text(fields.get("note"))
+        entry.notes = [note] if note else []
+        entry.excerpt = _text(fields.get("excerpt"))
+        folder = [part.strip() for part in (fields.get("folder") or "").split(" / ") if part.strip()]
+        entry.folder = [] if folder == ["Unsorted"] else folder
+        entry.tags = [tag.strip() for tag in (fields.get("tags") or "").split(",") if tag.strip()]
+        entry.created_at = _iso(fields.get("created"))
+        entry.highlights = [
+            part.strip().removeprefix("Highlight:").strip()
+            for part in re.split(r"\n\s*\n", fields.get("highlights") or "")
+            if part.strip().removeprefix("Highlight:").strip()
+        ]
+        entry.favorite = (fields.get("favorite") or "").strip().lower() == "true"
+        entry.unmapped = ["cover"] if _text(fields.get("cover")) else []
+        return entry
+
+    return _entries(chunks, make)
+
+
+def instapaper(chunks: Chunks) -> Iterator[Item]:
+    """Instapaper's CSV."""
+
+    def make(place: str, fields: dict[str, str]) -> Entry:
+        entry = Entry(place=place, url=_text(fields.get("url")), title=_text(fields.get("title")))
+        entry.excerpt = _text(fields.get("selection"))
+        folder = (fields.get("folder") or "").strip()
+        entry.archived = folder == "Archive"
+        entry.favorite = folder == "Starred"
+        entry.folder = [folder] if folder not in ("", "Unread", "Archive", "Starred") else []
+        entry.created_at = seconds(fields.get("timestamp"))
+        try:
+            tags = json.loads(fields.get("tags") or "[]")
+        except ValueError:
+            tags = []
+        entry.tags = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+        return entry
+
+    return _entries(chunks, make)
+
+
+def readwise(chunks: Chunks) -> Iterator[Item]:
+    """Readwise Reader's CSV (its documents; highlights are another export)."""
+
+    def make(place: str, fields: dict[str, str]) -> Entry | None:
+        location = (fields.get("location") or "").strip().lower()
+        if location == "feed":
+            return None
+        entry = Entry(place=place, url=_text(fields.get("url")), title=_text(fields.get("title")))
+        entry.tags = _python_strings(fields.get("document tags") or "")
+        entry.created_at = _iso(fields.get("saved date"))
+        entry.archived = location == "archive"
+        progress = (fields.get("reading progress") or "").strip()
+        entry.unmapped = ["reading progress"] if progress not in ("", "0", "0.0") else []
+        return entry
+
+    return _entries(chunks, make)

@@ -1,0 +1,439 @@
+"""Import jobs: another service's export (cardvault.domain.portability.formats) taken into an
+account as cards, by a worker, a batch of entries per transaction.
+
+    pending -> running -> completed | failed
+    pending | running -> canceled
+
+The row is the truth. ``position`` counts the entries taken, in the file's order; a batch's
+cards and the job's new position and counts commit together, so a worker that dies loses its
+batch only, and the next one skips ``position`` entries and goes on. A batch is taken only by
+the worker that read the position it starts from (``take`` checks it under the row's lock), so
+two workers never take one entry twice.
+
+What an entry becomes (the README's "Imports" has it per format):
+- a link card (its URL), or a text card (a note without URL); its title and excerpt as the
+  link's title and description, the user's notes and the highlights in its notes, its tags,
+  folder, favorite and archived flags, and its creation time;
+- a folder path becomes one folder named by its first MAX_FOLDER_DEPTH names joined with
+  `` / `` (each name cut to MAX_FOLDER_NAME characters); a folder of that name (ignoring case)
+  is used as it is;
+- a URL that is no http or https URL (``javascript:``, ``data:``, none) fails the entry alone,
+  and so does a text over the card limit; an invalid tag is dropped and counted;
+- duplicates: an entry whose URL has the normal form of a card the account holds (Trash
+  aside), or of an earlier entry of the file, is skipped (``skip``), merged into that card
+  (``merge``: its tags, folder and notes added; a favorite or archived flag set), or made a card
+  of its own (``create``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from cardvault.domain import changes, processing
+from cardvault.domain.cards import editing
+from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key
+from cardvault.domain.clock import now_ms
+from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.errors import CardVaultError, Conflict, ImportFinished, ImportRunning, InvalidInput
+from cardvault.domain.files import quotas, uploads
+from cardvault.domain.folders import create_folder
+from cardvault.domain.ids import new_id
+from cardvault.domain.models import Card, Folder, FolderCard, ImportJob, get_owned
+from cardvault.domain.portability.formats import Broken, Entry, Item
+from cardvault.domain.portability.formats.known import FORMATS
+from cardvault.domain.tags.names import clean_tag, tag_key
+
+ACTIVE = ("pending", "running")
+ON_DUPLICATE = ("skip", "merge", "create")
+MAX_FILE_BYTES = 256 * 1024 * 1024  # the largest export an import takes
+MAX_FAILURES = 100  # failures listed in the report (all are counted)
+MAX_TAGS = 100  # tags a card takes (the spec's TagList)
+MAX_NOTES = 65_536  # characters of a card's notes (the spec's Notes)
+MAX_FOLDER_DEPTH = 4
+MAX_FOLDER_NAME = 60
+BATCH_SIZE = 200
+
+
+def start_import(
+    session: Session,
+    *,
+    account_id: str,
+    checked: uploads.StoredUpload,
+    import_id: str,
+    object_key: str,
+    file_format: str,
+    on_duplicate: str,
+) -> ImportJob:
+    """Record an import of a checked upload (copied to ``object_key``) for a worker to run;
+    the upload is taken by it."""
+    running = _active(session, account_id)
+    if running is not None:
+        raise ImportRunning(running.id)
+    if file_format not in FORMATS:
+        raise InvalidInput(f"{file_format!r} is no format an import reads.")
+    if on_duplicate not in ON_DUPLICATE:
+        raise InvalidInput(f"onDuplicate is one of {', '.join(ON_DUPLICATE)}.")
+    upload = uploads.mark_taken(session, account_id=account_id, file_key=checked.upload.id)
+    job = new_job(
+        import_id=import_id,
+        account_id=account_id,
+        file_format=file_format,
+        on_duplicate=on_duplicate,
+        file_name=upload.file_name,
+        file_size=checked.stored.size,
+        object_key=object_key,
+    )
+    try:
+        with session.begin_nested():
+            session.add(job)
+    except IntegrityError:
+        # Another request started one between our check and our insert; the database decided.
+        running = _active(session, account_id)
+        if running is not None:
+            raise ImportRunning(running.id) from None
+        raise
+    quotas.count(session, account_id=account_id, pending=-upload.declared_size)
+    return job
+
+
+def new_import_id() -> str:
+    return new_id("imp")
+
+
+def new_job(
+    *,
+    import_id: str,
+    account_id: str,
+    file_format: str,
+    on_duplicate: str,
+    file_name: str,
+    file_size: int,
+    object_key: str,
+) -> ImportJob:
+    """A pending job over a file kept at ``object_key``, nothing taken yet."""
+    now = now_ms()
+    return ImportJob(
+        id=import_id,
+        account_id=account_id,
+        active_account_id=account_id,
+        status="pending",
+        format=file_format,
+        on_duplicate=on_duplicate,
+        file_name=file_name,
+        file_size=file_size,
+        object_key=object_key,
+        position=0,
+        found=0,
+        created=0,
+        merged=0,
+        skipped=0,
+        failed=0,
+        failures=[],
+        unmapped={},
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+        heartbeat_at=now,
+    )
+
+
+def _active(session: Session, account_id: str) -> ImportJob | None:
+    return session.scalar(select(ImportJob).where(ImportJob.active_account_id == account_id))
+
+
+def get_import(session: Session, *, account_id: str, import_id: str) -> ImportJob:
+    """Return the account's import, or raise NotFound (also for another account's)."""
+    return get_owned(session, ImportJob, row_id=import_id, account_id=account_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportPage:
+    jobs: list[ImportJob]
+    next_cursor: str | None
+
+
+def list_imports(
+    session: Session, *, account_id: str, secret: str, limit: int, cursor: str | None
+) -> ImportPage:
+    """The account's imports, newest first."""
+    scope = f"imports:{account_id}"
+    query = select(ImportJob).where(ImportJob.account_id == account_id)
+    if cursor is not None:
+        created_at, import_id = decode_cursor(secret, cursor, scope=scope, size=2)
+        query = query.where(
+            (ImportJob.created_at < created_at)
+            | ((ImportJob.created_at == created_at) & (ImportJob.id < import_id))
+        )
+    jobs = list(
+        session.scalars(query.order_by(ImportJob.created_at.desc(), ImportJob.id.desc()).limit(limit + 1))
+    )
+    next_cursor = None
+    if len(jobs) > limit:
+        jobs = jobs[:limit]
+        next_cursor = encode_cursor(secret, scope=scope, position=[jobs[-1].created_at, jobs[-1].id])
+    return ImportPage(jobs, next_cursor)
+
+
+def end(session: Session, job: ImportJob, status: str, error: str | None = None) -> None:
+    """End the job with this status: it no longer holds the account, and its file is deleted."""
+    now = now_ms()
+    job.status, job.error = status, error
+    job.active_account_id = None
+    job.completed_at = job.updated_at = now
+    if job.object_key is not None:
+        uploads.doom(session, [job.object_key])
+        job.object_key = None
+
+
+def cancel_import(session: Session, *, account_id: str, import_id: str) -> ImportJob:
+    """End a pending or running import as canceled; its worker stops before its next batch
+    (the cards of the batches taken stay)."""
+    job = get_owned(session, ImportJob, row_id=import_id, account_id=account_id, for_update=True)
+    if job.status in ACTIVE:
+        end(session, job, "canceled")
+    elif job.status != "canceled":
+        raise ImportFinished(
+            f"The import is {job.status}; there is nothing to cancel.", details={"status": job.status}
+        )
+    return job
+
+
+def claim(session: Session, *, import_id: str) -> ImportJob | None:
+    """The job to run, marked running (one more attempt), or None when it ended."""
+    job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
+    if job is None or job.status not in ACTIVE:
+        return None
+    job.status, job.attempts = "running", job.attempts + 1
+    job.heartbeat_at = job.updated_at = now_ms()
+    return job
+
+
+def fail(session: Session, *, import_id: str, error: str) -> None:
+    """End a job whose worker gave up."""
+    job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
+    if job is not None and job.status in ACTIVE:
+        end(session, job, "failed", error)
+
+
+def stale(session: Session, *, older_than_ms: int) -> list[str]:
+    """Active jobs whose worker has not taken a batch for this long."""
+    query = select(ImportJob.id).where(
+        ImportJob.status.in_(ACTIVE), ImportJob.heartbeat_at < now_ms() - older_than_ms
+    )
+    return list(session.scalars(query))
+
+
+@dataclasses.dataclass
+class Taken:
+    """What ``take`` did: whether the job goes on, and the stages its new cards wait for."""
+
+    going_on: bool
+    stages: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+
+
+def take(session: Session, *, import_id: str, start: int, items: Sequence[Item], last: bool) -> Taken:
+    """Take a batch of entries, the file's entries ``start`` to ``start + len(items)``, and
+    move the job past them (``last``: the file has no more, the job completes). Nothing is
+    taken when the job ended or another worker moved it (its position is not ``start``)."""
+    job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
+    if job is None or job.status != "running" or job.position != start:
+        return Taken(going_on=False)
+    taker = _Taker(session, job)
+    for item in items:
+        taker.take(item)
+    job.position = start + len(items)
+    job.heartbeat_at = job.updated_at = now_ms()
+    if last:
+        end(session, job, "completed")
+    return Taken(going_on=not last, stages=taker.stages)
+
+
+class _Taker:
+    """Takes a batch's entries into the job's account, counting on the job."""
+
+    def __init__(self, session: Session, job: ImportJob) -> None:
+        self.session, self.job = session, job
+        self.account_id = job.account_id
+        self.folders: dict[str, str] = {}  # folder name keys to ids, as met
+        self.stages: list[tuple[int, str]] = []
+        self.failures = list(job.failures)
+        self.unmapped = dict(job.unmapped)
+
+    def take(self, item: Item) -> None:
+        job = self.job
+        job.found += 1
+        if isinstance(item, Broken):
+            self._failed(item.place, item.reason)
+            return
+        try:
+            with self.session.begin_nested():  # an entry that fails leaves nothing behind
+                outcome = self._take(item)
+        except CardVaultError as exc:
+            self._failed(item.place, str(exc))
+            return
+        if outcome == "created":
+            job.created += 1
+        elif outcome == "merged":
+            job.merged += 1
+        else:
+            job.skipped += 1
+        for name in item.unmapped:
+            self.unmapped[name] = self.unmapped.get(name, 0) + 1
+        job.unmapped = dict(self.unmapped)
+
+    def _failed(self, place: str, reason: str) -> None:
+        self.job.failed += 1
+        if len(self.failures) < MAX_FAILURES:
+            self.failures.append({"entry": place, "reason": reason[:500]})
+            self.job.failures = list(self.failures)
+
+    def _count(self, name: str, many: int = 1) -> None:
+        if many:
+            self.unmapped[name] = self.unmapped.get(name, 0) + many
+
+    def _take(self, entry: Entry) -> str:
+        url, content = _url_and_content(entry)
+        existing = self._existing(url) if url is not None and self.job.on_duplicate != "create" else None
+        tags = self._tags(entry.tags)
+        notes = self._notes(entry)
+        folder_id = self._folder(entry.folder)
+        if existing is not None:
+            if self.job.on_duplicate == "skip":
+                return "skipped"
+            self._merge(existing, entry, tags, notes, folder_id)
+            return "merged"
+        card = editing.add_card(
+            self.session,
+            account_id=self.account_id,
+            content=content,
+            notes=notes,
+            tags=tags,
+            url=url,
+            created_at=entry.created_at,
+        )
+        if url is not None:
+            card.metadata_title = entry.title
+            card.metadata_description = entry.excerpt
+        card.is_favorited = entry.favorite
+        if entry.archived:
+            card.archived_at = card.created_at
+        if folder_id is not None:
+            self._file(card, folder_id)
+        self.stages += [(card.pk, stage) for stage in processing.queue(self.session, card)]
+        return "created"
+
+    def _existing(self, url: str) -> Card | None:
+        key = url_key(url)
+        query = (
+            select(Card)
+            .where(Card.account_id == self.account_id, Card.url_key == key, Card.deleted_at.is_(None))
+            .order_by(Card.pk)
+            .limit(1)
+        )
+        self.session.flush()  # the cards of earlier entries of the file are found too
+        return self.session.scalar(query)
+
+    def _tags(self, raws: list[str]) -> list[str]:
+        kept: list[str] = []
+        seen: set[str] = set()
+        for raw in raws:
+            try:
+                tag = clean_tag(raw)
+            except CardVaultError:
+                self._count("tags (invalid)")
+                continue
+            if tag_key(tag) not in seen:
+                seen.add(tag_key(tag))
+                kept.append(tag)
+        self._count("tags (over 100)", max(0, len(kept) - MAX_TAGS))
+        return kept[:MAX_TAGS]
+
+    def _notes(self, entry: Entry) -> str | None:
+        parts = [note.strip() for note in entry.notes if note.strip()]
+        if entry.highlights:
+            parts.append(
+                "Highlights:\n\n" + "\n\n".join(f"> {h.strip()}" for h in entry.highlights if h.strip())
+            )
+        notes = "\n\n".join(parts)
+        if len(notes) > MAX_NOTES:
+            self._count("notes (cut at 65,536 characters)")
+            notes = notes[:MAX_NOTES]
+        return notes or None
+
+    def _folder(self, path: list[str]) -> str | None:
+        names = [" ".join(name.split())[:MAX_FOLDER_NAME].strip() for name in path[:MAX_FOLDER_DEPTH]]
+        name = " / ".join(name for name in names if name)
+        if not name:
+            return None
+        key = tag_key(name)
+        if key not in self.folders:
+            found = self.session.scalar(
+                select(Folder.id).where(Folder.account_id == self.account_id, Folder.name_key == key)
+            )
+            if found is None:
+                try:
+                    found = create_folder(self.session, account_id=self.account_id, name=name).id
+                except Conflict:
+                    found = self.session.scalar(
+                        select(Folder.id).where(Folder.account_id == self.account_id, Folder.name_key == key)
+                    )
+            if found is None:
+                return None
+            self.folders[key] = found
+        return self.folders[key]
+
+    def _file(self, card: Card, folder_id: str) -> None:
+        if any(row.folder_id == folder_id for row in card.folder_rows):
+            return
+        changes.note(
+            self.session, account_id=self.account_id, kind="folder", ids=[folder_id]
+        )  # its cardCount
+        card.folder_rows.append(
+            FolderCard(
+                folder_id=folder_id, card_pk=card.pk, added_at=now_ms(), card_created_at=card.created_at
+            )
+        )
+
+    def _merge(
+        self, card: Card, entry: Entry, tags: list[str], notes: str | None, folder_id: str | None
+    ) -> None:
+        new_tags = [tag for tag in tags if tag_key(tag) not in {tag_key(t) for t in card.tags}]
+        merged_notes = card.notes
+        if notes and notes not in (card.notes or ""):
+            merged_notes = f"{card.notes}\n\n{notes}" if card.notes else notes
+            merged_notes = merged_notes[:MAX_NOTES]
+        if new_tags or merged_notes != card.notes:
+            editing.edit_card(
+                self.session,
+                account_id=self.account_id,
+                card_id=card.id,
+                notes=merged_notes,
+                tags=[*card.tags, *new_tags][:MAX_TAGS],
+            )
+        if entry.favorite and not card.is_favorited:
+            card.is_favorited = True
+        if entry.archived and card.archived_at is None:
+            card.archived_at = now_ms()
+        if folder_id is not None:
+            self._file(card, folder_id)
+
+
+def _url_and_content(entry: Entry) -> tuple[str | None, str]:
+    """The entry's URL (checked) and the card's content; InvalidInput when it has neither a
+    page nor a text to keep."""
+    if entry.url is not None:
+        url = entry.url.strip()
+        if len(url) > MAX_URL:
+            raise InvalidInput(f"the URL is over {MAX_URL} characters long")
+        if normal_url(url) is None:
+            scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+            shown = f"a {scheme}: URL" if scheme and scheme.isalpha() and len(scheme) < 20 else "no URL"
+            raise InvalidInput(f"the entry's URL is {shown}, not an http or https page")
+        return url, url
+    if entry.text is not None and entry.text.strip():
+        return None, entry.text
+    raise InvalidInput("the entry has no URL and no text")

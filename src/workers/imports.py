@@ -1,0 +1,80 @@
+"""The actor that runs imports: it reads the job's file from the blob store as a stream, skips
+the entries earlier runs took (the job's ``position``), and takes the rest a batch per
+transaction (cardvault.domain.portability.import_jobs), handing over to a fresh message after
+each time slice. Memory holds one batch, whatever the file's size."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import dramatiq
+
+from cardvault.domain.portability import import_jobs
+from cardvault.domain.portability.formats.known import reader
+from cardvault.workers.broker import blob_store, database
+from cardvault.workers.pipeline import send_stage
+
+SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time limit
+HEAD_BYTES = 4096
+
+
+@dramatiq.actor(
+    actor_name="run_import",
+    queue_name="imports",
+    max_retries=10,
+    min_backoff=1_000,
+    max_backoff=60_000,
+    time_limit=300_000,
+    on_retry_exhausted="fail_import",
+)
+def run_import(import_id: str) -> None:
+    """Take batches of the import's entries until the file ends or the time slice is used."""
+    db, store = database(), blob_store()
+    deadline = time.monotonic() + SLICE_SECONDS
+    with db.transaction() as session:
+        job = import_jobs.claim(session, import_id=import_id)
+        if job is None:
+            return
+        position, file_format, key = job.position, job.format, job.object_key
+    if key is None:
+        return
+    head = store.read(key, HEAD_BYTES)
+    items = reader(file_format, head)(store.stream(key))
+    for _ in itertools.islice(items, position):  # what earlier runs took
+        pass
+    while True:
+        batch = list(itertools.islice(items, import_jobs.BATCH_SIZE))
+        last = len(batch) < import_jobs.BATCH_SIZE
+        with db.transaction() as session:
+            taken = import_jobs.take(session, import_id=import_id, start=position, items=batch, last=last)
+        for card_pk, stage in taken.stages:
+            send_stage(card_pk, stage)
+        if not taken.going_on:
+            return
+        position += len(batch)
+        if time.monotonic() > deadline:
+            run_import.send(import_id)
+            return
+
+
+@dramatiq.actor(actor_name="fail_import", queue_name="imports", max_retries=10)
+def fail_import(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
+    """Record that an import failed for good after its retries ran out."""
+    import_id = message["args"][0]
+    with database().transaction() as session:
+        import_jobs.fail(
+            session,
+            import_id=import_id,
+            error=f"The import failed {retry_info.get('retries', 0)} times and was stopped.",
+        )
+
+
+def resume_stale(older_than_seconds: float) -> int:
+    """Re-send every active import whose last batch is older than this; return how many."""
+    with database().transaction(write=False) as session:
+        stale = import_jobs.stale(session, older_than_ms=int(older_than_seconds * 1000))
+    for import_id in stale:
+        run_import.send(import_id)
+    return len(stale)

@@ -1,0 +1,25 @@
+"""Readwise Reader's CSV: Python-list tags, locations, feed items left out."""
+
+from __future__ import annotations
+
+from cardvault.domain.portability.formats import delimited
+from tests.unit.domain.portability.formats.conftest import entries, fixture, read
+
+
+def test_tags_locations_and_feed_items() -> None:
+    found = entries(read(delimited.readwise, fixture("readwise.csv"), 23))
+    assert [(e.title, e.tags, e.archived) for e in found] == [
+        ('Async Rust, explained: "futures" & executors', ["rust", "programming"], False),
+        ("Über Straßen & Brücken — ein Überblick", ["reise", "straßen"], True),
+        ('He said "hello", then left <a short story>', ["it's quoted", "essays"], False),
+        ("Getting started · Example Docs", [], False),
+    ]  # the fifth row is a feed item, never saved
+    assert found[0].created_at == 1709302567482 and found[1].created_at == 1712345678000
+    assert found[0].unmapped == ["reading progress"] and found[2].unmapped == []
+
+
+def test_a_tag_list_is_read_without_evaluating_it() -> None:
+    data = b"Title,URL,Document tags,Saved date,Reading progress,Location,Seen\n"
+    data += b"A,https://example.com/a,\"[__import__('os'), 'ok', 'a\\'b']\",,0,new,False\n"
+    (entry,) = entries(read(delimited.readwise, data))
+    assert entry.tags == ["os", "ok", "a'b"]

@@ -1,0 +1,40 @@
+"""A file's format told by its first bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from cardvault.domain.portability.formats import known, netscape
+from tests.unit.domain.portability.formats.conftest import fixture
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("netscape_chrome.html", "netscape"),
+        ("netscape_edge.html", "netscape"),
+        ("netscape_firefox.html", "netscape"),
+        ("netscape_pinboard.html", "netscape"),
+        ("netscape_raindrop.html", "netscape"),
+        ("netscape_safari.html", "netscape"),
+        ("pocket.csv", "pocket"),
+        ("pocket_2024_with_cursor.csv", "pocket"),
+        ("pocket_legacy_ril_export.html", "pocket"),
+        ("raindrop.csv", "raindrop"),
+        ("instapaper.csv", "instapaper"),
+        ("readwise.csv", "readwise"),
+    ],
+)
+def test_each_fixture_is_told_by_its_first_bytes(name: str, expected: str) -> None:
+    assert known.detect(fixture(name)[:4096]) == expected
+
+
+@pytest.mark.parametrize("head", [b"", b"\x00\x01", b"{}", b"a,b,c\n1,2,3\n", b"<html></html>", b'"unclosed'])
+def test_bytes_of_no_format_tell_none(head: bytes) -> None:
+    assert known.detect(head) is None
+
+
+def test_pockets_old_html_export_is_read_as_bookmarks() -> None:
+    head = fixture("pocket_legacy_ril_export.html")[:4096]
+    assert known.reader("pocket", head) is netscape.read
+    assert known.reader("pocket", fixture("pocket.csv")[:4096]) is known.FORMATS["pocket"]

@@ -1,0 +1,82 @@
+"""The import actor: it reads the job's file as a stream, skips what earlier runs took and
+goes on, a batch per transaction; a job that ended is left alone."""
+
+from __future__ import annotations
+
+import itertools
+
+from sqlalchemy import func, select
+
+from cardvault.domain.db import Database
+from cardvault.domain.models import Card, ImportJob
+from cardvault.domain.portability import import_jobs
+from cardvault.domain.portability.formats import delimited
+from cardvault.workers import broker
+from cardvault.workers.imports import run_import
+from tests.conftest import Api
+
+ENTRIES = import_jobs.BATCH_SIZE + 50
+FILE = b"title,url,time_added,tags,status\n" + b"".join(
+    b"T,https://example.com/%d,1,,unread\n" % n for n in range(ENTRIES)
+)
+
+
+def _job(database: Database, account_id: str) -> str:
+    """A pending job over FILE, stored where an import keeps its file, no message sent."""
+    import_id = import_jobs.new_import_id()
+    key = f"accounts/{account_id}/imports/{import_id}/pocket.csv"
+    broker.blob_store().put(key, FILE, content_type="text/csv")
+    with database.transaction() as session:
+        session.add(
+            import_jobs.new_job(
+                import_id=import_id,
+                account_id=account_id,
+                file_format="pocket",
+                on_duplicate="create",  # a batch taken twice would show as twice the cards
+                file_name="pocket.csv",
+                file_size=len(FILE),
+                object_key=key,
+            )
+        )
+    return import_id
+
+
+def _count(database: Database, account_id: str) -> int:
+    with database.transaction(write=False) as session:
+        return int(
+            session.scalar(select(func.count()).select_from(Card).where(Card.account_id == account_id)) or 0
+        )
+
+
+def test_a_run_after_a_lost_one_skips_the_batches_taken_and_takes_the_rest_once(
+    api: Api, database: Database
+) -> None:
+    import_id = _job(database, api.account_id)
+    # A first worker claimed the job and took one batch, then died.
+    with database.transaction() as session:
+        import_jobs.claim(session, import_id=import_id)
+    first = list(itertools.islice(delimited.pocket([FILE]), import_jobs.BATCH_SIZE))
+    with database.transaction() as session:
+        import_jobs.take(session, import_id=import_id, start=0, items=first, last=False)
+    assert _count(database, api.account_id) == import_jobs.BATCH_SIZE
+    run_import.fn(import_id)  # the next run, from the job's row
+    with database.transaction(write=False) as session:
+        job = session.get(ImportJob, import_id)
+        assert job is not None
+        assert (job.status, job.position, job.found, job.created, job.attempts) == (
+            "completed",
+            ENTRIES,
+            ENTRIES,
+            ENTRIES,
+            2,
+        )
+        urls = list(session.scalars(select(Card.url).where(Card.account_id == api.account_id)))
+    assert sorted(urls) == sorted(f"https://example.com/{n}" for n in range(ENTRIES))
+
+
+def test_a_job_that_ended_is_not_run(api: Api, database: Database) -> None:
+    import_id = _job(database, api.account_id)
+    with database.transaction() as session:
+        import_jobs.cancel_import(session, account_id=api.account_id, import_id=import_id)
+    run_import.fn(import_id)
+    assert _count(database, api.account_id) == 0
