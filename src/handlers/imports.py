@@ -42,6 +42,7 @@ def job_json(job: ImportJob) -> dict[str, Any]:
 def start_import(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
+        import_jobs.ensure_none_running(session, account_id=user)  # before the file is copied
         checked = uploads.check_for_import(
             session,
             rt.store,
@@ -58,20 +59,26 @@ def start_import(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, 
         )
     import_id = import_jobs.new_import_id()
     object_key = uploads.copy_for_import(rt.store, checked, import_id=import_id)  # outside a transaction
-    with rt.db.transaction() as session:
-        job = import_jobs.start_import(
-            session,
-            account_id=user,
-            checked=checked,
-            import_id=import_id,
-            object_key=object_key,
-            file_format=file_format,
-            on_duplicate=body.get("onDuplicate", "skip"),
-        )
-        # Sent once the row is committed; the sweeper covers a lost send.
-        after_commit(session, functools.partial(run_import.send, job.id))
-        after_commit(session, delete_doomed_objects.send)  # the upload's own object
-        return {"job": job_json(job)}, 202, {"Location": f"/v1/imports/{job.id}"}
+    try:
+        with rt.db.transaction() as session:
+            job = import_jobs.start_import(
+                session,
+                account_id=user,
+                checked=checked,
+                import_id=import_id,
+                object_key=object_key,
+                file_format=file_format,
+                on_duplicate=body.get("onDuplicate", "skip"),
+            )
+            # Sent once the row is committed; the sweeper covers a lost send.
+            after_commit(session, functools.partial(run_import.send, job.id))
+            after_commit(session, delete_doomed_objects.send)  # the upload's own object
+            answer = {"job": job_json(job)}
+    except Exception:
+        with rt.db.transaction() as session:  # the copy no job took (another import won the race)
+            uploads.doom(session, [object_key])
+        raise
+    return answer, 202, {"Location": f"/v1/imports/{import_id}"}
 
 
 def get_import(import_id: str, user: str) -> dict[str, Any]:

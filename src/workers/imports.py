@@ -1,11 +1,16 @@
 """The actor that runs imports: it reads the job's file from the blob store as a stream, skips
 the entries earlier runs took (the job's ``position``), and takes the rest a batch per
-transaction (cardvault.domain.portability.import_jobs), handing over to a fresh message after
-each time slice. Memory holds one batch, whatever the file's size."""
+transaction (cardvault.domain.portability.import_jobs), handing over to a fresh message (and
+its lease) after each time slice. Memory holds one batch, whatever the file's size.
+
+One run works on a job at a time: a run holds the job's lease while its heartbeat is fresh (a
+batch taken, or a beat while it skips), and a message for a job another run holds is dropped;
+the sweeper sends a job again once its heartbeat is stale."""
 
 from __future__ import annotations
 
 import itertools
+import secrets
 import time
 from typing import Any
 
@@ -13,10 +18,11 @@ import dramatiq
 
 from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.formats.known import reader
-from cardvault.workers.broker import blob_store, database
+from cardvault.workers.broker import blob_store, database, settings
 from cardvault.workers.pipeline import send_stage
 
-SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time limit
+SLICE_SECONDS = 20.0  # of batches taken; then hand over to a fresh message, well inside the time limit
+BEAT_SECONDS = 5.0  # while skipping what earlier runs took
 HEAD_BYTES = 4096
 
 
@@ -26,36 +32,50 @@ HEAD_BYTES = 4096
     max_retries=10,
     min_backoff=1_000,
     max_backoff=60_000,
-    time_limit=300_000,
+    time_limit=600_000,
     on_retry_exhausted="fail_import",
 )
-def run_import(import_id: str) -> None:
-    """Take batches of the import's entries until the file ends or the time slice is used."""
+def run_import(import_id: str, handed: str | None = None) -> None:
+    """Take batches of the import's entries until the file ends or the time slice is used;
+    ``handed`` is the lease of the run before, which ended its slice."""
     db, store = database(), blob_store()
-    deadline = time.monotonic() + SLICE_SECONDS
+    lease = secrets.token_hex(8)
     with db.transaction() as session:
-        job = import_jobs.claim(session, import_id=import_id)
+        stale_ms = int(settings().stale_seconds * 1000)
+        job = import_jobs.claim(session, import_id=import_id, lease=lease, handed=handed, stale_ms=stale_ms)
         if job is None:
             return
         position, file_format, key = job.position, job.format, job.object_key
     if key is None:
         return
+    if store.stat(key) is None:  # deleted behind the job's back: nothing can be taken
+        with db.transaction() as session:
+            import_jobs.fail(session, import_id=import_id, error="The import's file is gone from storage.")
+        return
     head = store.read(key, HEAD_BYTES)
-    items = reader(file_format, head)(store.stream(key))
+    items = reader(file_format, head)(lambda: store.stream(key))
+    beat_at = time.monotonic() + BEAT_SECONDS
     for _ in itertools.islice(items, position):  # what earlier runs took
-        pass
+        if time.monotonic() > beat_at:
+            beat_at = time.monotonic() + BEAT_SECONDS
+            with db.transaction() as session:
+                if not import_jobs.beat(session, import_id=import_id, lease=lease):
+                    return
+    deadline = time.monotonic() + SLICE_SECONDS
     while True:
         batch = list(itertools.islice(items, import_jobs.BATCH_SIZE))
         last = len(batch) < import_jobs.BATCH_SIZE
         with db.transaction() as session:
-            taken = import_jobs.take(session, import_id=import_id, start=position, items=batch, last=last)
+            taken = import_jobs.take(
+                session, import_id=import_id, lease=lease, start=position, items=batch, last=last
+            )
         for card_pk, stage in taken.stages:
             send_stage(card_pk, stage)
         if not taken.going_on:
             return
         position += len(batch)
         if time.monotonic() > deadline:
-            run_import.send(import_id)
+            run_import.send(import_id, lease)
             return
 
 

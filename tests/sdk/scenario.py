@@ -51,6 +51,7 @@ from cardvault_client.api.folders import (
     remove_folder_cards,
     update_folder,
 )
+from cardvault_client.api.imports import cancel_import, get_import, list_imports, start_import
 from cardvault_client.api.keys import create_api_key, list_api_keys, revoke_api_key
 from cardvault_client.api.system import get_health
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
@@ -102,6 +103,9 @@ from cardvault_client.models import (
     FolderUpdate,
     Health,
     HealthStatus,
+    ImportFormat,
+    ImportStart,
+    ImportStatus,
     LatestExport,
     ProcessingStageName,
     ProcessingState,
@@ -266,6 +270,45 @@ def exported(client: AuthenticatedClient) -> None:
     again = start_export.sync_detailed(client=client)
     assert again.status_code == 429 and isinstance(again.parsed, ApiError)
     assert again.parsed.code == "RATE_LIMITED" and again.parsed.retry_at == job.expires_at
+
+
+BOOKMARKS = (
+    b"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n"
+    b'<DT><H3 ADD_DATE="1700000000">Imported</H3>\n<DL><p>\n'
+    b'<DT><A HREF="https://example.com/imported" ADD_DATE="1700000000" TAGS="from-browser">'
+    b"Imported page</A>\n"
+    b'<DT><A HREF="javascript:alert(1)">Not a page</A>\n'
+    b"</DL><p>\n</DL><p>\n"
+)
+
+
+def imported(client: AuthenticatedClient) -> None:
+    """A browser's bookmark file imported: uploaded, started, polled, listed; its report."""
+    ticket = ok(
+        create_upload.sync(
+            client=client,
+            body=UploadCreate(file_name="bookmarks.html", file_size=len(BOOKMARKS), mime_type="text/html"),
+        )
+    )
+    stored = httpx.put(ticket.upload_url, content=BOOKMARKS, headers=ticket.headers.to_dict())
+    assert stored.status_code == 200, stored.text
+    job = ok(
+        start_import.sync(
+            client=client, body=ImportStart(file_key=ticket.file_key, file_etag=stored.headers["ETag"])
+        )
+    ).job
+    assert job.format_ == ImportFormat.NETSCAPE
+    deadline = time.monotonic() + 60
+    while job.status in (ImportStatus.PENDING, ImportStatus.RUNNING):
+        assert time.monotonic() < deadline, "the import did not finish"
+        time.sleep(0.05)
+        job = ok(get_import.sync(job.id, client=client)).job
+    assert (job.status, job.found, job.created, job.failed) == (ImportStatus.COMPLETED, 2, 1, 1)
+    assert job.failures[0].entry == "bookmark 2" and "javascript:" in job.failures[0].reason
+    assert [listed.id for listed in ok(list_imports.sync(client=client)).items] == [job.id]
+    refused(cancel_import.sync_detailed(job.id, client=client), 409, "IMPORT_FINISHED")
+    page = ok(list_cards.sync(client=client, url_query="https://example.com/imported"))
+    assert [card.tags for card in page.items] == [["from-browser"]]
 
 
 def walk(page_after: Callable[[str | Unset], CardPage | ApiError | None]) -> list[str]:
@@ -528,6 +571,7 @@ def main(base_url: str, key: str) -> None:
         folders(client, made)
         trash_and_archive(client, made)
         exported(client)
+        imported(client)
         synced(client)
         webhooks(client)
         errors(client, base_url, made)

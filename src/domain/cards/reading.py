@@ -305,7 +305,7 @@ def _listing(
     words = search.query_words(filters.q or "")
     key = None if filters.url is None else url_key(filters.url)
     if filters.url is not None and key is None:
-        problem = {"field": "url", "message": "is not an http or https URL with a host"}
+        problem = {"location": "query", "field": "url", "message": "is not an http or https URL with a host"}
         raise InvalidInput(
             "The url filter is not an http or https URL with a host.", details={"fields": [problem]}
         )

@@ -92,6 +92,7 @@ class ImportJob(Base):
     unmapped: Mapped[dict[str, int]] = mapped_column(JSON)  # fields kept nowhere: how many entries had them
     error: Mapped[str | None] = mapped_column(Text)  # why a failed job failed
     attempts: Mapped[int] = mapped_column(Integer)
+    lease: Mapped[str | None] = mapped_column(String(32))  # the working run's (handed on at a slice's end)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     heartbeat_at: Mapped[int] = mapped_column(BigInteger)

@@ -27,10 +27,12 @@ What an entry becomes (the README's "Imports" has it per format):
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
 from collections.abc import Sequence
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes, processing
@@ -40,7 +42,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import CardVaultError, Conflict, ImportFinished, ImportRunning, InvalidInput
 from cardvault.domain.files import quotas, uploads
-from cardvault.domain.folders import create_folder
+from cardvault.domain.folders import MAX_CARDS_PER_FOLDER, MAX_FOLDERS_PER_CARD, create_folder
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, Folder, FolderCard, ImportJob, get_owned
 from cardvault.domain.portability.formats import Broken, Entry, Item
@@ -55,7 +57,11 @@ MAX_TAGS = 100  # tags a card takes (the spec's TagList)
 MAX_NOTES = 65_536  # characters of a card's notes (the spec's Notes)
 MAX_FOLDER_DEPTH = 4
 MAX_FOLDER_NAME = 60
+MAX_TITLE = 2000  # characters of a link's title or description taken from a file
 BATCH_SIZE = 200
+# What no text of a card keeps: control characters but tab and line breaks (NUL first).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_URL_BREAKERS = re.compile("[\x00-\x20\x7f-\x9f]")  # what the spec's Url cannot hold
 
 
 def start_import(
@@ -70,9 +76,7 @@ def start_import(
 ) -> ImportJob:
     """Record an import of a checked upload (copied to ``object_key``) for a worker to run;
     the upload is taken by it."""
-    running = _active(session, account_id)
-    if running is not None:
-        raise ImportRunning(running.id)
+    ensure_none_running(session, account_id=account_id)
     if file_format not in FORMATS:
         raise InvalidInput(f"{file_format!r} is no format an import reads.")
     if on_duplicate not in ON_DUPLICATE:
@@ -141,6 +145,13 @@ def new_job(
     )
 
 
+def ensure_none_running(session: Session, *, account_id: str) -> None:
+    """Raise ImportRunning while an import into the account is pending or running."""
+    running = _active(session, account_id)
+    if running is not None:
+        raise ImportRunning(running.id)
+
+
 def _active(session: Session, account_id: str) -> ImportJob | None:
     return session.scalar(select(ImportJob).where(ImportJob.active_account_id == account_id))
 
@@ -181,7 +192,7 @@ def list_imports(
 def end(session: Session, job: ImportJob, status: str, error: str | None = None) -> None:
     """End the job with this status: it no longer holds the account, and its file is deleted."""
     now = now_ms()
-    job.status, job.error = status, error
+    job.status, job.error, job.lease = status, error, None
     job.active_account_id = None
     job.completed_at = job.updated_at = now
     if job.object_key is not None:
@@ -202,14 +213,33 @@ def cancel_import(session: Session, *, account_id: str, import_id: str) -> Impor
     return job
 
 
-def claim(session: Session, *, import_id: str) -> ImportJob | None:
-    """The job to run, marked running (one more attempt), or None when it ended."""
+def claim(
+    session: Session, *, import_id: str, lease: str, handed: str | None, stale_ms: int
+) -> ImportJob | None:
+    """The job to run under ``lease``, marked running (one more attempt), or None: it ended,
+    or another run holds it (its lease, not ``handed`` on by the run before, with a heartbeat
+    fresher than ``stale_ms``)."""
     job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
     if job is None or job.status not in ACTIVE:
         return None
-    job.status, job.attempts = "running", job.attempts + 1
-    job.heartbeat_at = job.updated_at = now_ms()
+    now = now_ms()
+    handed_over = handed is not None and handed == job.lease  # the run before ended its slice
+    if job.lease is not None and not handed_over and job.heartbeat_at > now - stale_ms:
+        return None
+    job.attempts += 0 if handed_over else 1
+    job.status, job.lease = "running", lease
+    job.heartbeat_at = job.updated_at = now
     return job
+
+
+def beat(session: Session, *, import_id: str, lease: str) -> bool:
+    """Say the run holding ``lease`` is alive (while it skips what earlier runs took); False
+    when the job ended or another run took it over."""
+    job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
+    if job is None or job.status != "running" or job.lease != lease:
+        return False
+    job.heartbeat_at = now_ms()
+    return True
 
 
 def fail(session: Session, *, import_id: str, error: str) -> None:
@@ -235,12 +265,15 @@ class Taken:
     stages: list[tuple[int, str]] = dataclasses.field(default_factory=list)
 
 
-def take(session: Session, *, import_id: str, start: int, items: Sequence[Item], last: bool) -> Taken:
+def take(
+    session: Session, *, import_id: str, lease: str, start: int, items: Sequence[Item], last: bool
+) -> Taken:
     """Take a batch of entries, the file's entries ``start`` to ``start + len(items)``, and
     move the job past them (``last``: the file has no more, the job completes). Nothing is
-    taken when the job ended or another worker moved it (its position is not ``start``)."""
+    taken when the job ended, or another run holds it, or moved it (its position is not
+    ``start``)."""
     job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
-    if job is None or job.status != "running" or job.position != start:
+    if job is None or job.status != "running" or job.lease != lease or job.position != start:
         return Taken(going_on=False)
     taker = _Taker(session, job)
     for item in items:
@@ -269,11 +302,15 @@ class _Taker:
         if isinstance(item, Broken):
             self._failed(item.place, item.reason)
             return
+        self.dropped: dict[str, int] = {}
         try:
             with self.session.begin_nested():  # an entry that fails leaves nothing behind
                 outcome = self._take(item)
         except CardVaultError as exc:
             self._failed(item.place, str(exc))
+            return
+        except (DataError, IntegrityError) as exc:  # a value the database refuses (the savepoint is gone)
+            self._failed(item.place, f"the database refused a value: {type(exc.orig).__name__}")
             return
         if outcome == "created":
             job.created += 1
@@ -281,7 +318,7 @@ class _Taker:
             job.merged += 1
         else:
             job.skipped += 1
-        for name in item.unmapped:
+        for name in [*item.unmapped, *self.dropped]:
             self.unmapped[name] = self.unmapped.get(name, 0) + 1
         job.unmapped = dict(self.unmapped)
 
@@ -292,18 +329,19 @@ class _Taker:
             self.job.failures = list(self.failures)
 
     def _count(self, name: str, many: int = 1) -> None:
+        """Note that the entry being taken lost something (counted once it is taken)."""
         if many:
-            self.unmapped[name] = self.unmapped.get(name, 0) + many
+            self.dropped[name] = 1
 
     def _take(self, entry: Entry) -> str:
         url, content = _url_and_content(entry)
         existing = self._existing(url) if url is not None and self.job.on_duplicate != "create" else None
+        if existing is not None and self.job.on_duplicate == "skip":
+            return "skipped"
         tags = self._tags(entry.tags)
         notes = self._notes(entry)
         folder_id = self._folder(entry.folder)
         if existing is not None:
-            if self.job.on_duplicate == "skip":
-                return "skipped"
             self._merge(existing, entry, tags, notes, folder_id)
             return "merged"
         card = editing.add_card(
@@ -316,8 +354,8 @@ class _Taker:
             created_at=entry.created_at,
         )
         if url is not None:
-            card.metadata_title = entry.title
-            card.metadata_description = entry.excerpt
+            card.metadata_title = _line(entry.title)
+            card.metadata_description = _line(entry.excerpt)
         card.is_favorited = entry.favorite
         if entry.archived:
             card.archived_at = card.created_at
@@ -358,14 +396,14 @@ class _Taker:
             parts.append(
                 "Highlights:\n\n" + "\n\n".join(f"> {h.strip()}" for h in entry.highlights if h.strip())
             )
-        notes = "\n\n".join(parts)
+        notes = _CONTROL.sub("", "\n\n".join(parts))
         if len(notes) > MAX_NOTES:
             self._count("notes (cut at 65,536 characters)")
             notes = notes[:MAX_NOTES]
         return notes or None
 
     def _folder(self, path: list[str]) -> str | None:
-        names = [" ".join(name.split())[:MAX_FOLDER_NAME].strip() for name in path[:MAX_FOLDER_DEPTH]]
+        names = [_visible(name)[:MAX_FOLDER_NAME].strip() for name in path[:MAX_FOLDER_DEPTH]]
         name = " / ".join(name for name in names if name)
         if not name:
             return None
@@ -387,7 +425,15 @@ class _Taker:
         return self.folders[key]
 
     def _file(self, card: Card, folder_id: str) -> None:
+        """Put the card in the folder, as far as a card's folders and a folder's cards allow
+        (past either, the folder is counted as not kept)."""
         if any(row.folder_id == folder_id for row in card.folder_rows):
+            return
+        held = self.session.scalar(
+            select(func.count()).select_from(FolderCard).where(FolderCard.folder_id == folder_id)
+        )
+        if len(card.folder_rows) >= MAX_FOLDERS_PER_CARD or (held or 0) >= MAX_CARDS_PER_FOLDER:
+            self._count("folder (full)")
             return
         changes.note(
             self.session, account_id=self.account_id, kind="folder", ids=[folder_id]
@@ -415,9 +461,9 @@ class _Taker:
                 tags=[*card.tags, *new_tags][:MAX_TAGS],
             )
         if entry.favorite and not card.is_favorited:
-            card.is_favorited = True
+            editing.set_favorite(self.session, account_id=self.account_id, card_id=card.id, is_favorited=True)
         if entry.archived and card.archived_at is None:
-            card.archived_at = now_ms()
+            editing.set_archived(self.session, account_id=self.account_id, card_id=card.id, is_archived=True)
         if folder_id is not None:
             self._file(card, folder_id)
 
@@ -433,7 +479,22 @@ def _url_and_content(entry: Entry) -> tuple[str | None, str]:
             scheme = url.split(":", 1)[0].lower() if ":" in url else ""
             shown = f"a {scheme}: URL" if scheme and scheme.isalpha() and len(scheme) < 20 else "no URL"
             raise InvalidInput(f"the entry's URL is {shown}, not an http or https page")
+        if _URL_BREAKERS.search(url):
+            raise InvalidInput("the entry's URL holds spaces or control characters")
         return url, url
-    if entry.text is not None and entry.text.strip():
-        return None, entry.text
+    if entry.text is not None and _CONTROL.sub("", entry.text).strip():
+        return None, _CONTROL.sub("", entry.text)
     raise InvalidInput("the entry has no URL and no text")
+
+
+def _line(value: str | None) -> str | None:
+    """A title or description as a card keeps it: one line of visible text, cut at MAX_TITLE."""
+    if value is None:
+        return None
+    return " ".join(_CONTROL.sub(" ", value).split())[:MAX_TITLE] or None
+
+
+def _visible(name: str) -> str:
+    """A folder name without control or invisible format characters, its spaces collapsed."""
+    kept = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
+    return " ".join(kept.split())

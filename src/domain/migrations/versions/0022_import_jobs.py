@@ -36,6 +36,7 @@ def upgrade() -> None:
         sa.Column("unmapped", sa.JSON, nullable=False),
         sa.Column("error", sa.Text, nullable=True),
         sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("lease", sa.String(32), nullable=True),
         sa.Column("created_at", sa.BigInteger, nullable=False),
         sa.Column("updated_at", sa.BigInteger, nullable=False),
         sa.Column("heartbeat_at", sa.BigInteger, nullable=False),

@@ -43,7 +43,13 @@ class Broken:
 
 
 Item = Entry | Broken
-Reader = Callable[[Chunks], Iterator[Item]]
+Opener = Callable[[], Chunks]  # the file's bytes from its start, each time it is called
+Reader = Callable[[Opener], Iterator[Item]]  # a format's reader (it may read the file twice)
+
+
+def single_pass(read: Callable[[Chunks], Iterator[Item]]) -> Reader:
+    """A reader that reads the file once, from its bytes."""
+    return lambda open_file: read(open_file())
 
 
 def seconds(value: str | int | float | None) -> int | None:
@@ -94,6 +100,30 @@ def _encoding(head: bytes) -> str:
     return "utf-8-sig"
 
 
+def _split_lines(text: str) -> tuple[list[str], str]:
+    """The whole lines of ``text`` with their endings (CRLF, LF or CR: the breaks CSV knows,
+    not U+2028 and the like), and what follows the last one. Each break is found once: the next
+    CR and LF positions are kept until passed, so a chunk costs one pass."""
+    found, start, size = [], 0, len(text)
+    next_lf, next_cr = text.find("\n"), text.find("\r")
+    while start < size:
+        if next_lf != -1 and next_lf < start:
+            next_lf = text.find("\n", start)
+        if next_cr != -1 and next_cr < start:
+            next_cr = text.find("\r", start)
+        if next_cr != -1 and (next_lf == -1 or next_cr < next_lf):
+            if next_cr + 1 == size:
+                break  # a CR that ends the text: its LF may start the next chunk
+            end = next_cr + 2 if text[next_cr + 1] == "\n" else next_cr + 1
+        elif next_lf != -1:
+            end = next_lf + 1
+        else:
+            break
+        found.append(text[start:end])
+        start = end
+    return found, text[start:]
+
+
 def lines(chunks: Chunks) -> Iterator[str]:
     """A text file's lines with their endings (the last one perhaps without); a line over
     LINE_LIMIT characters raises LineTooLong."""
@@ -101,11 +131,10 @@ def lines(chunks: Chunks) -> Iterator[str]:
     for text in decoded(chunks):
         if not text:
             continue
-        parts = (carry + text).splitlines(keepends=True)
-        carry = parts.pop() if not parts[-1].endswith(("\n", "\r")) else ""
+        found, carry = _split_lines(carry + text)
+        yield from found
         if len(carry) > LINE_LIMIT:
             raise LineTooLong(f"a line of the file is over {LINE_LIMIT // 1024} KiB long")
-        yield from parts
     if carry:
         yield carry
 

@@ -1,9 +1,10 @@
 """CSV exports: Pocket's, Raindrop's, Instapaper's and Readwise Reader's.
 
 A file is read a record at a time (the standard library's csv reader over the file's lines);
-the header names the columns, so their order does not matter, and a record that cannot be read
-(a field over FIELD_LIMIT, an unclosed quote that runs past LINE_LIMIT) is a broken entry of
-its own. Each reader's mapping:
+the header names the columns, so their order does not matter; a record that cannot be read
+(more fields than the header) is a broken entry of its own, and a record over RECORD_LIMIT (a
+huge field, an unclosed quote that runs on) ends the file as a broken entry. Each reader's
+mapping:
 
 - Pocket (``title,url,time_added,tags,status``; ``cursor`` between 2024 and 2025): tags split
   on ``|``, ``status`` ``archive`` archived, a title that is the URL (Pocket's stand-in) none.
@@ -27,18 +28,35 @@ from collections.abc import Callable, Iterator
 
 from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, LineTooLong, lines, seconds
 
-FIELD_LIMIT = 512 * 1024
+RECORD_LIMIT = 1024 * 1024  # the most characters one record may span (its fields and lines)
+# The csv module's own limit on a field, kept above RECORD_LIMIT: a record too long ends the
+# file (after a field error in a quoted field the reader would go on mid-field, reading its
+# lines as records). Process-wide, so set once, at import: no reader changes it under another.
+FIELD_LIMIT = RECORD_LIMIT + 1
+csv.field_size_limit(FIELD_LIMIT)
 _QUOTED = re.compile(r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\"""")
+
+
+def _budgeted(source: Iterator[str], spent: list[int]) -> Iterator[str]:
+    """The lines, counting their characters in ``spent[0]`` (reset by the reader after each
+    record); a record past RECORD_LIMIT (an unclosed quote runs to the end of the file) raises
+    LineTooLong."""
+    for line in source:
+        spent[0] += len(line)
+        if spent[0] > RECORD_LIMIT:
+            raise LineTooLong(f"a record of the file is over {RECORD_LIMIT // 1024} KiB long")
+        yield line
 
 
 def _records(chunks: Chunks, place: str) -> Iterator[tuple[str, dict[str, str]] | Broken]:
     """The file's records by their header's names (stripped, lower case), each with its
     place; a record that cannot be read is Broken."""
-    source = lines(chunks)
-    reader = csv.reader(source, strict=False)
+    spent = [0]
+    reader = csv.reader(_budgeted(lines(chunks), spent), strict=False)
     header: list[str] | None = None
     while True:
         where = f"{place} {reader.line_num + 1}"  # where the record starts (it may span lines)
+        spent[0] = 0
         try:
             row = next(reader)
         except StopIteration:
@@ -63,17 +81,13 @@ def _records(chunks: Chunks, place: str) -> Iterator[tuple[str, dict[str, str]] 
 
 
 def _entries(chunks: Chunks, make: Callable[[str, dict[str, str]], Entry | None]) -> Iterator[Item]:
-    previous = csv.field_size_limit(FIELD_LIMIT)
-    try:
-        for record in _records(chunks, "line"):
-            if isinstance(record, Broken):
-                yield record
-            else:
-                entry = make(*record)
-                if entry is not None:
-                    yield entry
-    finally:
-        csv.field_size_limit(previous)
+    for record in _records(chunks, "line"):
+        if isinstance(record, Broken):
+            yield record
+        else:
+            entry = make(*record)
+            if entry is not None:
+                yield entry
 
 
 def _text(value: str | None) -> str | None:

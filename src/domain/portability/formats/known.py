@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import csv
 
-from cardvault.domain.portability.formats import Reader, delimited, netscape
+from cardvault.domain.portability.formats import Reader, decoded, delimited, documents, netscape, single_pass
 
 FORMATS: dict[str, Reader] = {
-    "netscape": netscape.read,
-    "pocket": delimited.pocket,  # its CSV; its HTML export before 2024 is Netscape-like
-    "raindrop": delimited.raindrop,
-    "instapaper": delimited.instapaper,
-    "readwise": delimited.readwise,
+    "netscape": single_pass(netscape.read),
+    "pocket": single_pass(delimited.pocket),  # its CSV; its HTML export before 2024 is Netscape-like
+    "raindrop": single_pass(delimited.raindrop),
+    "instapaper": single_pass(delimited.instapaper),
+    "readwise": single_pass(delimited.readwise),
+    "karakeep": documents.karakeep,
+    "linkwarden": documents.linkwarden,
+    "wallabag": documents.wallabag,
 }
 # The header columns that tell each CSV format (a header holding all of them).
 _HEADERS = {
@@ -24,7 +27,9 @@ _HEADERS = {
 
 
 def _start(head: bytes) -> str:
-    return head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n").lower()
+    """The file's first characters, in the encoding its bytes tell (as its reader will read it)."""
+    text = "".join(decoded([head]))
+    return text.lstrip("\ufeff \t\r\n").lower()
 
 
 def _pocket_html(text: str) -> bool:
@@ -38,6 +43,8 @@ def detect(head: bytes) -> str | None:
         return "netscape"
     if _pocket_html(text):
         return "pocket"
+    if text.startswith(("{", "[")):
+        return _json_format(text)
     first = text.splitlines()[0] if text else ""
     try:
         columns = {name.strip() for name in next(csv.reader([first]))}
@@ -53,5 +60,18 @@ def reader(name: str, head: bytes) -> Reader:
     """The reader of a named format; Pocket's old HTML export, told by its bytes, is read as
     a Netscape file."""
     if name == "pocket" and _pocket_html(_start(head)):
-        return netscape.read
+        return FORMATS["netscape"]
     return FORMATS[name]
+
+
+def _json_format(text: str) -> str | None:
+    """Karakeep's export opens with its bookmarks or its lists, Linkwarden's backup with the
+    user's fields (``uuid``, ``name``, ...), wallabag's with an array of entries."""
+    compact = "".join(text[:2048].split())
+    if compact.startswith(('{"bookmarks":', '{"lists":')):
+        return "karakeep"
+    if compact.startswith("[{") and '"is_archived":' in compact:
+        return "wallabag"
+    if compact.startswith("{") and ('"username":' in compact[:600] or '"collections":' in compact):
+        return "linkwarden"
+    return None

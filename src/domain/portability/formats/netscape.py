@@ -11,20 +11,25 @@ folder of ours: their bookmarks are taken without one.
 Pocket's file lists its items under "Unread" and "Read Archive" headings: the second are
 archived.
 
-The file is read with the standard library's streaming HTML parser, a chunk at a time. A
-construct the parser has to hold unfinished (an unclosed comment or tag) may grow to
-PENDING_LIMIT characters: past that the rest of the file is one broken entry, so no file costs
-more than a few passes over its bytes."""
+The file is read with the standard library's streaming HTML parser, a chunk at a time, in
+the encoding its bytes tell (cardvault.domain.portability.formats.decoded). A construct the
+parser has to hold unfinished (an unclosed comment or tag) may grow to PENDING_LIMIT
+characters, and CLOSE_LIMIT at the end of the file (the parser's close() is slow on more):
+past that the rest of the file is one broken entry, so no file costs more than a few passes
+over its bytes. A title, note or highlight keeps its first TEXT_LIMIT characters."""
 
 from __future__ import annotations
 
-import codecs
+import itertools
 from collections.abc import Iterator
 from html.parser import HTMLParser
 
-from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, seconds
+from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, decoded, seconds
 
-PENDING_LIMIT = 256 * 1024
+PENDING_LIMIT = 64 * 1024
+CLOSE_LIMIT = 4096  # unfinished markup at the end that the parser may finish (its close() is slow)
+TEXT_LIMIT = 65_536  # characters of one title, note or highlight kept
+FOLDER_DEPTH = 8  # folder names kept of a bookmark's path (the job keeps fewer)
 _BROWSER_ROOTS = ("personal_toolbar_folder", "unfiled_bookmarks_folder")
 _UNMAPPED = {
     "icon": "icon",
@@ -47,6 +52,7 @@ class _Parser(HTMLParser):
         self.quote: list[str] | None = None  # a blockquote inside the DD
         self.archived = False  # under Pocket's "Read Archive" heading
         self.count = 0
+        self.held = 0  # characters of the text being read
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
@@ -55,8 +61,8 @@ class _Parser(HTMLParser):
             self._end_entry()
         if tag == "h3":
             root = any(values.get(name, "").lower() == "true" for name in _BROWSER_ROOTS)
-            root = root or (not self.folders[1:] and values.get("add_date") == "0")  # Raindrop's Unsorted
-            self.heading, self.capture = ("", root), []
+            root = root or (len(self.folders) <= 1 and values.get("add_date") == "0")  # Raindrop's Unsorted
+            self.heading, self.capture, self.held = ("", root), [], 0
         elif tag == "dl":
             name, root = self.heading if self.heading is not None else (None, False)
             self.folders.append(None if root or name is None else name)
@@ -65,11 +71,11 @@ class _Parser(HTMLParser):
             self._start_bookmark(values)
         elif tag == "dd" and self.entry is not None:
             self._flush_note()  # Raindrop writes its note, then each highlight, in a DD of its own
-            self.note = []
+            self.note, self.held = [], 0
         elif tag == "blockquote" and self.note is not None:
-            self.quote = []
+            self.quote, self.held = [], 0
         elif tag == "h1":
-            self.capture = []
+            self.capture, self.held = [], 0
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "h3" and self.heading is not None and self.capture is not None:
@@ -91,12 +97,12 @@ class _Parser(HTMLParser):
                 self.folders.pop()
 
     def handle_data(self, data: str) -> None:
-        if self.quote is not None:
-            self.quote.append(data)
-        elif self.note is not None:
-            self.note.append(data)
-        elif self.capture is not None:
-            self.capture.append(data)
+        target = (
+            self.quote if self.quote is not None else self.note if self.note is not None else self.capture
+        )
+        if target is not None and self.held < TEXT_LIMIT:  # past it, the rest of the text is dropped
+            target.append(data[: TEXT_LIMIT - self.held])
+            self.held += len(data)
 
     def _start_bookmark(self, values: dict[str, str]) -> None:
         self.count += 1
@@ -106,11 +112,13 @@ class _Parser(HTMLParser):
         entry.tags = [tag.strip() for tag in values.get("tags", "").split(",") if tag.strip()]
         entry.favorite = values.get("data-important", "").lower() == "true"
         entry.archived = self.archived
-        entry.folder = [name for name in self.folders if name]
+        entry.folder = [name for name in itertools.islice(self.folders, FOLDER_DEPTH + 1) if name][
+            :FOLDER_DEPTH
+        ]
         entry.unmapped = sorted(
             {label for name, label in _UNMAPPED.items() if values.get(name, "") not in ("", "0", "false")}
         )
-        self.entry, self.capture = entry, []
+        self.entry, self.capture, self.held = entry, [], 0
 
     def _close_anchor(self) -> None:
         """End the bookmark's title (at its </A>, or at the next tag that cannot be in it)."""
@@ -150,20 +158,31 @@ class _Parser(HTMLParser):
 def read(chunks: Chunks) -> Iterator[Item]:
     """The bookmarks of a Netscape bookmark file (or Pocket's HTML export), in file order."""
     parser = _Parser()
-    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-    for chunk in chunks:
-        parser.feed(decoder.decode(chunk))
-        yield from parser.found
-        parser.found.clear()
-        if len(parser.rawdata) > PENDING_LIMIT:  # (the parser's buffer of what it could not finish)
+    try:
+        for text in decoded(chunks):
+            parser.feed(text)
+            yield from parser.found
+            parser.found.clear()
+            if len(parser.rawdata) > PENDING_LIMIT:  # (the parser's buffer of what it could not finish)
+                parser.end_entry()
+                yield from parser.found
+                yield Broken(
+                    f"after bookmark {parser.count}",
+                    f"the file holds an unfinished tag or comment over {PENDING_LIMIT // 1024} KiB long; "
+                    "the rest of the file was not read",
+                )
+                return
+        if len(parser.rawdata) > CLOSE_LIMIT:
             parser.end_entry()
             yield from parser.found
-            yield Broken(
-                f"after bookmark {parser.count}",
-                f"the file holds an unfinished tag or comment over {PENDING_LIMIT // 1024} KiB long; "
-                "the rest of the file was not read",
-            )
+            yield Broken(f"after bookmark {parser.count}", "the file ends inside a tag or comment")
             return
-    parser.feed(decoder.decode(b"", final=True))
-    parser.finish()
+        parser.finish()
+    except (AssertionError, ValueError) as exc:  # markup the standard library's parser gives up on
+        parser.found.clear()
+        yield Broken(
+            f"after bookmark {parser.count}",
+            f"the file cannot be read past here ({exc}); the rest was not read",
+        )
+        return
     yield from parser.found

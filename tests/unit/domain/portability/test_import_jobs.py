@@ -18,6 +18,7 @@ from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.formats import Broken, Entry, Item
 
 SECRET = "s" * 48
+LEASE = "run-1"  # the lease of the run that claimed the job
 
 
 def _job(database: Database, account_id: str, on_duplicate: str = "skip") -> str:
@@ -32,14 +33,16 @@ def _job(database: Database, account_id: str, on_duplicate: str = "skip") -> str
             file_size=1,
             object_key=f"accounts/{account_id}/imports/x/bookmarks.html",
         )
-        job.status, job.attempts = "running", 1
+        job.status, job.attempts, job.lease = "running", 1, LEASE
         session.add(job)
         return job.id
 
 
 def _take(database: Database, job_id: str, items: list[Item], *, start: int = 0, last: bool = False) -> bool:
     with database.transaction() as session:
-        return import_jobs.take(session, import_id=job_id, start=start, items=items, last=last).going_on
+        return import_jobs.take(
+            session, import_id=job_id, lease=LEASE, start=start, items=items, last=last
+        ).going_on
 
 
 def _job_row(database: Database, job_id: str) -> ImportJob:
@@ -155,7 +158,40 @@ def test_invalid_tags_and_tags_past_a_hundred_are_dropped_and_counted(
     _take(database, job_id, [Entry(place="1", url="https://example.com/a", tags=tags)])
     (card,) = _cards(database, account_id)
     assert len(card.tags) == 100 and card.tags[0] == "ok"
-    assert _job_row(database, job_id).unmapped == {"tags (invalid)": 2, "tags (over 100)": 21}
+    assert _job_row(database, job_id).unmapped == {"tags (invalid)": 1, "tags (over 100)": 1}  # entries
+
+
+def test_control_characters_are_dropped_and_a_url_with_spaces_fails(
+    database: Database, account_id: str
+) -> None:
+    job_id = _job(database, account_id)
+    items: list[Item] = [
+        Entry(
+            place="1",
+            url="https://example.com/a",
+            title="A\x00 title\nsplit",
+            notes=["a\x00note\x07"],
+            folder=["\u200bWork\x01 "],
+        ),
+        Entry(place="2", url="https://example.com/a b"),
+        Entry(place="3", text="\x00\x01"),
+    ]
+    _take(database, job_id, items)
+    (card,) = _cards(database, account_id)
+    assert (card.metadata_title, card.notes) == ("A title split", "anote")
+    with database.transaction(write=False) as session:
+        assert list(session.scalars(select(Folder.name).where(Folder.account_id == account_id))) == ["Work"]
+    job = _job_row(database, job_id)
+    assert [f["entry"] for f in job.failures] == ["2", "3"] and "spaces" in job.failures[0]["reason"]
+
+
+def test_skipped_entries_make_no_folder(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        editing.add_card(session, account_id=account_id, content="https://example.com/a")
+    job_id = _job(database, account_id)
+    _take(database, job_id, [Entry(place="1", url="https://example.com/a", folder=["New"])])
+    with database.transaction(write=False) as session:
+        assert list(session.scalars(select(Folder.name).where(Folder.account_id == account_id))) == []
 
 
 @pytest.mark.parametrize("mode", import_jobs.ON_DUPLICATE)
@@ -211,6 +247,39 @@ def test_a_batch_is_taken_once_only_from_the_position_it_was_read_at(
     assert not _take(database, job_id, batch)  # another worker read position 0 too: nothing taken
     assert not _take(database, job_id, batch, start=5)
     assert len(_cards(database, account_id)) == 3 and _job_row(database, job_id).position == 3
+
+
+def test_a_run_without_the_lease_takes_nothing(database: Database, account_id: str) -> None:
+    job_id = _job(database, account_id)
+    with database.transaction() as session:
+        taken = import_jobs.take(
+            session,
+            import_id=job_id,
+            lease="run-2",
+            start=0,
+            items=[Entry(place="1", url="https://example.com/a")],
+            last=False,
+        )
+    assert not taken.going_on and _cards(database, account_id) == []
+
+
+def test_a_claim_waits_for_a_live_run_and_takes_over_a_stale_or_handed_one(
+    database: Database, account_id: str
+) -> None:
+    job_id = _job(database, account_id)
+    with database.transaction() as session:  # the run holding it beat just now
+        assert (
+            import_jobs.claim(session, import_id=job_id, lease="run-2", handed=None, stale_ms=60_000) is None
+        )
+    with database.transaction() as session:  # handed on at the end of its slice
+        job = import_jobs.claim(session, import_id=job_id, lease="run-2", handed=LEASE, stale_ms=60_000)
+        assert job is not None and (job.lease, job.attempts) == ("run-2", 1)
+    with database.transaction() as session:
+        assert import_jobs.beat(session, import_id=job_id, lease="run-2")
+        assert not import_jobs.beat(session, import_id=job_id, lease=LEASE)
+    with database.transaction() as session:  # silent for longer than stale_ms: taken over
+        job = import_jobs.claim(session, import_id=job_id, lease="run-3", handed=None, stale_ms=0)
+        assert job is not None and (job.lease, job.attempts) == ("run-3", 2)
 
 
 def test_the_last_batch_completes_the_job_and_dooms_its_file(database: Database, account_id: str) -> None:

@@ -27,16 +27,12 @@ def test_a_record_with_more_fields_than_the_header_fails_alone() -> None:
     assert [e.url for e in entries(found[1:])] == ["https://example.com/b"]
 
 
-def test_a_field_over_the_limit_fails_alone_and_the_next_record_is_read() -> None:
-    data = (
-        HEADER
-        + b'A,"'
-        + b"x" * (delimited.FIELD_LIMIT + 1)
-        + b'",1,,unread\nB,https://example.com/b,1,,unread\n'
-    )
+def test_a_field_over_the_record_limit_ends_the_file_as_one_broken_entry() -> None:
+    data = HEADER + b"A,https://example.com/a,1,,unread\n"
+    data += b'B,"' + b"x" * (delimited.RECORD_LIMIT + 1) + b'",1,,unread\nC,https://example.com/c,1,,unread\n'
     found = read(delimited.pocket, data)
-    assert isinstance(found[0], Broken) and "field larger than field limit" in found[0].reason
-    assert [e.url for e in entries(found[1:])] == ["https://example.com/b"]
+    assert [type(item).__name__ for item in found] == ["Entry", "Broken"]
+    assert found[1].place == "line 3" and "over 1024 KiB" in found[1].reason  # type: ignore[union-attr]
 
 
 def test_a_line_over_the_limit_ends_the_file_as_a_broken_entry() -> None:
@@ -56,3 +52,19 @@ def test_windows_1252_utf16_and_a_utf8_byte_order_mark() -> None:
 def test_empty_lines_and_an_empty_file_are_nothing() -> None:
     assert read(delimited.pocket, b"") == []
     assert read(delimited.pocket, HEADER + b"\n\n,,,,\n") == []
+
+
+def test_only_cr_and_lf_break_lines() -> None:
+    data = (
+        HEADER
+        + "A\u2028B\x0cC\x85D,https://example.com/a,1,,unread\r".encode()
+        + b"B,https://example.com/b,1,,unread"
+    )
+    first, second = entries(read(delimited.pocket, data, 5))
+    assert first.title == "A\u2028B\x0cC\x85D" and second.url == "https://example.com/b"
+
+
+def test_an_unclosed_quote_that_runs_on_ends_the_file_once_its_record_passes_the_limit() -> None:
+    data = HEADER + b'A,"' + b"a\n" * (delimited.RECORD_LIMIT // 2 + 10)
+    found = read(delimited.pocket, data)
+    assert len(found) == 1 and isinstance(found[0], Broken) and "record" in found[0].reason

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain.portability.formats import known, netscape
+from cardvault.domain.portability.formats import known
 from tests.unit.domain.portability.formats.conftest import fixture
 
 
@@ -23,18 +23,28 @@ from tests.unit.domain.portability.formats.conftest import fixture
         ("raindrop.csv", "raindrop"),
         ("instapaper.csv", "instapaper"),
         ("readwise.csv", "readwise"),
+        ("karakeep.json", "karakeep"),
+        ("linkwarden.json", "linkwarden"),
+        ("wallabag.json", "wallabag"),
     ],
 )
 def test_each_fixture_is_told_by_its_first_bytes(name: str, expected: str) -> None:
     assert known.detect(fixture(name)[:4096]) == expected
 
 
-@pytest.mark.parametrize("head", [b"", b"\x00\x01", b"{}", b"a,b,c\n1,2,3\n", b"<html></html>", b'"unclosed'])
+@pytest.mark.parametrize(
+    "head", [b"", b"\x00\x01", b"{}", b"[1, 2]", b"a,b,c\n1,2,3\n", b"<html></html>", b'"unclosed']
+)
 def test_bytes_of_no_format_tell_none(head: bytes) -> None:
     assert known.detect(head) is None
 
 
 def test_pockets_old_html_export_is_read_as_bookmarks() -> None:
     head = fixture("pocket_legacy_ril_export.html")[:4096]
-    assert known.reader("pocket", head) is netscape.read
+    assert known.reader("pocket", head) is known.FORMATS["netscape"]
     assert known.reader("pocket", fixture("pocket.csv")[:4096]) is known.FORMATS["pocket"]
+
+
+def test_a_utf16_file_is_told_too() -> None:
+    text = fixture("pocket.csv").decode()
+    assert known.detect(text.encode("utf-16")[:4096]) == "pocket"

@@ -109,7 +109,7 @@ def test_folders_nested_ten_thousand_deep_are_read_in_one_pass() -> None:
     data = b"<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p>" + b"<DT><H3>f</H3><DL><p>" * depth
     data += b'<DT><A HREF="https://example.com/deep">deep</A>' + b"</DL><p>" * depth + b"</DL>"
     (deep,) = entries(read(netscape.read, data))
-    assert deep.url == "https://example.com/deep" and len(deep.folder) == depth
+    assert deep.url == "https://example.com/deep" and deep.folder == ["f"] * netscape.FOLDER_DEPTH
 
 
 def test_an_unclosed_comment_ends_the_file_as_one_broken_entry_after_a_bounded_wait() -> None:
@@ -120,7 +120,27 @@ def test_an_unclosed_comment_ends_the_file_as_one_broken_entry_after_a_bounded_w
     assert isinstance(found[-1], Broken) and "unfinished" in found[-1].reason and len(found) == 2
 
 
-def test_bytes_that_are_not_utf8_are_read_as_replacement_characters() -> None:
+def test_a_file_that_is_not_utf8_is_read_as_windows_1252() -> None:
     data = b'<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><A HREF="https://example.com/a">caf\xe9</A></DL>'
     (entry,) = entries(read(netscape.read, data))
-    assert entry.title == "caf\ufffd"
+    assert entry.title == "caf\u00e9"
+
+
+def test_markup_the_parser_gives_up_on_ends_the_file_as_one_broken_entry() -> None:
+    data = b'<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><A HREF="https://example.com/a">a</A><![foo[ x'
+    found = read(netscape.read, data + b"\n" * 10)
+    assert isinstance(found[-1], Broken)
+
+
+def test_a_file_ending_in_a_long_unfinished_comment_is_not_left_to_the_slow_close() -> None:
+    data = b'<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><A HREF="https://example.com/a">a</A><!--'
+    found = read(netscape.read, data + b"x" * (netscape.CLOSE_LIMIT + 10))
+    assert [type(item).__name__ for item in found] == ["Entry", "Broken"]
+    assert "ends inside" in found[1].reason  # type: ignore[union-attr]
+
+
+def test_a_title_keeps_its_first_characters_only() -> None:
+    data = b'<!DOCTYPE NETSCAPE-Bookmark-file-1><DL><p><DT><A HREF="https://example.com/a">'
+    data += b"t" * (netscape.TEXT_LIMIT * 3) + b"</A></DL>"
+    (entry,) = entries(read(netscape.read, data, 4096))
+    assert entry.title == "t" * netscape.TEXT_LIMIT

@@ -1,0 +1,184 @@
+"""JSON exports: Karakeep's, Linkwarden's backup and wallabag's.
+
+A file is parsed as a stream by ijson (yajl, in C): only the objects asked for are built, one
+at a time. Karakeep and Linkwarden name their lists or collections apart from the bookmarks
+that point at them, before or after them, so their files are read twice: once for the
+folders (small), once for the bookmarks. Each reader's mapping:
+
+- Karakeep (``{"bookmarks": [...], "lists": [...]}``): ``content`` a link (its URL) or a
+  text note (a text card); ``createdAt`` in seconds; its manual lists as folders (a nested
+  list's path from its ``parentId``); ``note``, ``tags``, ``archived``. Asset bookmarks are
+  not in Karakeep's export.
+- Linkwarden (the user's record with ``collections`` and ``pinnedLinks``): each collection's
+  links; the collection's path (``parentId``) as the folder (its own "Unorganized": none); ``name`` the title,
+  ``description`` a note, ``metaDescription`` the excerpt, ``tags`` by name, a pinned link a
+  favorite, ``createdAt`` ISO 8601.
+- wallabag (an array of entries): ``is_starred`` a favorite, ``is_archived`` archived,
+  ``tags``, ``created_at`` ISO 8601, each annotation's ``quote`` a highlight (with its
+  ``text`` after it); the stored article (``content``) and ``preview_picture`` are not kept.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ijson
+
+from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, Opener, seconds
+
+MAX_DEPTH = 32  # folder ancestors followed (a cycle of parentIds ends there)
+
+
+def _objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
+    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time;
+    a file that is no JSON raises ijson.JSONError after the values before the fault."""
+    found: list[Any] = ijson.sendable_list()
+    parser = ijson.items_coro(found, prefix, use_float=True)
+    for chunk in chunks:
+        parser.send(chunk)
+        yield from found
+        del found[:]
+    parser.close()
+    yield from found
+
+
+def _stream(
+    chunks: Chunks, prefix: str, place: str, make: Callable[[str, Any], Entry | None]
+) -> Iterator[Item]:
+    number = 0
+    try:
+        for value in _objects(chunks, prefix):
+            number += 1
+            where = f"{place} {number}"
+            if not isinstance(value, dict):
+                yield Broken(where, f"the {place} is no JSON object")
+                continue
+            entry = make(where, value)
+            if entry is not None:
+                yield entry
+    except ijson.JSONError as exc:
+        yield Broken(
+            f"after {place} {number}", f"the file is no valid JSON past here ({exc}); the rest was not read"
+        )
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _strings(value: Any) -> list[str]:
+    return (
+        [item.strip() for item in value if isinstance(item, str) and item.strip()]
+        if isinstance(value, list)
+        else []
+    )
+
+
+def _iso(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _paths(nodes: dict[Any, tuple[str, Any]]) -> dict[Any, list[str]]:
+    """Each node's path of names from its outermost ancestor (``nodes``: id to name and parent)."""
+    paths = {}
+    for node_id in nodes:
+        path: list[str] = []
+        current, seen = node_id, set()
+        while current in nodes and current not in seen and len(path) < MAX_DEPTH:
+            seen.add(current)
+            name, current = nodes[current]
+            path.insert(0, name)
+        paths[node_id] = path
+    return paths
+
+
+def _folders(chunks: Chunks, prefix: str, kept: Callable[[dict[str, Any]], bool]) -> dict[Any, list[str]]:
+    nodes: dict[Any, tuple[str, Any]] = {}
+    try:
+        for value in _objects(chunks, prefix):
+            if isinstance(value, dict) and kept(value) and isinstance(value.get("name"), str):
+                nodes[value.get("id")] = (value["name"].strip(), value.get("parentId"))
+    except ijson.JSONError:
+        pass  # the second pass reports where the file breaks
+    return _paths(nodes)
+
+
+def karakeep(open_file: Opener) -> Iterator[Item]:
+    """Karakeep's JSON export."""
+    lists = _folders(open_file(), "lists.item", lambda value: value.get("type", "manual") == "manual")
+
+    def make(place: str, value: dict[str, Any]) -> Entry | None:
+        found = value.get("content")
+        content: dict[str, Any] = found if isinstance(found, dict) else {}
+        entry = Entry(place=place, title=_text(value.get("title")))
+        if content.get("type") == "text":
+            entry.text = content.get("text") if isinstance(content.get("text"), str) else None
+        else:
+            entry.url = _text(content.get("url"))
+        note = _text(value.get("note"))
+        entry.notes = [note] if note else []
+        entry.tags = _strings(value.get("tags"))
+        entry.created_at = seconds(value.get("createdAt"))
+        entry.archived = value.get("archived") is True
+        paths = [lists[list_id] for list_id in value.get("lists") or [] if lists.get(list_id)]
+        entry.folder = paths[0] if paths else []
+        if len(paths) > 1:
+            entry.unmapped = ["lists (beyond the first)"]
+        return entry
+
+    return _stream(open_file(), "bookmarks.item", "bookmark", make)
+
+
+def linkwarden(open_file: Opener) -> Iterator[Item]:
+    """Linkwarden's JSON backup."""
+    collections = _folders(open_file(), "collections.item", lambda value: True)
+    pinned = {
+        value.get("url") for value in _objects(open_file(), "pinnedLinks.item") if isinstance(value, dict)
+    }
+
+    def make(place: str, value: dict[str, Any]) -> Entry | None:
+        entry = Entry(place=place, url=_text(value.get("url")), title=_text(value.get("name")))
+        note = _text(value.get("description"))
+        entry.notes = [note] if note else []
+        entry.excerpt = _text(value.get("metaDescription"))
+        entry.tags = [
+            tag["name"].strip()
+            for tag in value.get("tags") or []
+            if isinstance(tag, dict) and isinstance(tag.get("name"), str) and tag["name"].strip()
+        ]
+        entry.created_at = _iso(value.get("createdAt"))
+        folder = collections.get(value.get("collectionId"), [])
+        entry.folder = [] if folder == ["Unorganized"] else folder  # Linkwarden's own first collection
+        entry.favorite = entry.url is not None and entry.url in pinned
+        return entry
+
+    return _stream(open_file(), "collections.item.links.item", "link", make)
+
+
+def wallabag(open_file: Opener) -> Iterator[Item]:
+    """wallabag's JSON export."""
+
+    def make(place: str, value: dict[str, Any]) -> Entry | None:
+        entry = Entry(place=place, url=_text(value.get("url")), title=_text(value.get("title")))
+        entry.tags = _strings(value.get("tags"))
+        entry.created_at = _iso(value.get("created_at"))
+        entry.favorite = value.get("is_starred") in (1, True)
+        entry.archived = value.get("is_archived") in (1, True)
+        for annotation in value.get("annotations") or []:
+            if isinstance(annotation, dict) and _text(annotation.get("quote")):
+                text = _text(annotation.get("text"))
+                entry.highlights.append(f"{_text(annotation['quote'])}" + (f"\n\n{text}" if text else ""))
+        entry.unmapped = [name for name in ("content", "preview_picture") if _text(value.get(name))]
+        return entry
+
+    return _stream(open_file(), "item", "entry", make)
