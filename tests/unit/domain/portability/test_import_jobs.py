@@ -321,3 +321,24 @@ def test_cards_are_counted_in_the_accounts_listing(database: Database, account_i
     with database.transaction(write=False) as session:
         count = session.scalar(select(func.count()).select_from(Card).where(Card.account_id == account_id))
     assert count == 5
+
+
+def test_an_entry_failing_while_written_is_taken_alone_and_the_rest_kept(
+    database: Database, account_id: str
+) -> None:
+    job_id = _job(database, account_id)
+    items: list[Item] = [
+        Entry(place="1", url="https://example.com/1", folder=["F"]),
+        Entry(place="2", text="x" * (512 * 1024 + 1)),  # over the card limit, found by add_card
+        Entry(place="3", url="https://example.com/3", folder=["F"]),
+    ]
+    _take(database, job_id, items)
+    job = _job_row(database, job_id)
+    assert (job.found, job.created, job.failed, job.position) == (3, 2, 1, 3)
+    assert job.failures[0]["entry"] == "2" and "bytes" in job.failures[0]["reason"]
+    assert [card.url for card in _cards(database, account_id)] == [
+        "https://example.com/1",
+        "https://example.com/3",
+    ]
+    with database.transaction(write=False) as session:
+        assert list(session.scalars(select(Folder.name).where(Folder.account_id == account_id))) == ["F"]
