@@ -7,6 +7,7 @@ import argparse
 import getpass
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 from cardvault.adapters import speech
@@ -15,6 +16,7 @@ from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.portability.formats.known import FORMATS
 from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError
 
@@ -132,9 +134,17 @@ def main(argv: list[str] | None = None) -> int:
     key_cmd = commands.add_parser("keys", help="manage API keys")
     key_cmd.add_argument("action", choices=["create"])
     key_cmd.add_argument("account", help="the account's name or id")
-    import_cmd = commands.add_parser("import", help="restore a ZIP export into an account")
-    import_cmd.add_argument("archive", type=Path, help="the export's ZIP file")
+    import_cmd = commands.add_parser(
+        "import", help="restore a ZIP export, or import another service's export, into an account"
+    )
+    import_cmd.add_argument("archive", type=Path, help="our export's ZIP file, or another service's export")
     import_cmd.add_argument("--account", required=True, help="the account's name or id")
+    import_cmd.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        help="another service's format (told from the file's bytes when omitted)",
+    )
+    import_cmd.add_argument("--on-duplicate", choices=["skip", "merge", "create"], default="skip")
     args = parser.parse_args(argv)
 
     try:
@@ -231,7 +241,19 @@ def main(argv: list[str] | None = None) -> int:
             from cardvault import importer
             from cardvault.adapters.blobs import store_from_settings
 
-            return importer.run(db, store_from_settings(settings), account_id=account_id, path=args.archive)
+            store = store_from_settings(settings)
+            ours = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
+            if args.format is None and ours:
+                return importer.run(db, store, account_id=account_id, path=args.archive)
+            return importer.run_export_of(
+                db,
+                store,
+                settings,
+                account_id=account_id,
+                path=args.archive,
+                file_format=args.format,
+                on_duplicate=args.on_duplicate,
+            )
     except CardVaultError as exc:
         print(f"cardvault: {exc.message}", file=sys.stderr)
         return 1

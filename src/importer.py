@@ -3,7 +3,12 @@
 on a terminal and one plain line per step otherwise (logs, CI). A card that cannot be restored
 is reported and skipped; the others are kept. The restored cards' processing (renditions,
 posters, the link stages) is sent to the workers (with Redis, at once; on the embedded
-default, the server's sweeper sends it when ``cardvault serve`` runs)."""
+default, the server's sweeper sends it when ``cardvault serve`` runs).
+
+``cardvault import FILE --account NAME [--format F]`` with another service's export runs an
+import job (cardvault.domain.portability.import_jobs) in this process: the file is stored, and
+the import actor takes it a batch at a time, as a worker would; the job is listed by
+listImports like one started over the API."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import dataclasses
 import functools
 import posixpath
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,8 +35,11 @@ from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
-from cardvault.domain.portability import import_checks, imports
-from cardvault.settings import spec_document
+from cardvault.domain.portability import import_checks, import_jobs, imports
+from cardvault.domain.portability.formats.known import detect
+from cardvault.settings import Settings, spec_document
+from cardvault.workers import broker as worker_broker
+from cardvault.workers.imports import run_import
 from cardvault.workers.pipeline import send_stage
 
 PLAIN_EVERY = 100  # cards between plain progress lines
@@ -263,3 +271,69 @@ def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: Tex
     for card_id, why in outcome.failed:
         print(f"cardvault: card {card_id} was not imported: {why}", file=sys.stderr)
     return 1 if outcome.failed else 0
+
+
+def run_export_of(
+    db: Database,
+    store: BlobStore,
+    settings: Settings,
+    *,
+    account_id: str,
+    path: Path,
+    file_format: str | None,
+    on_duplicate: str,
+    out: TextIO = sys.stdout,
+) -> int:
+    """The command for another service's export (cardvault.domain.portability.formats): the
+    file is stored and taken by the import actor in this process, a batch at a time, as a
+    worker would (an import job, listed by listImports); the exit status."""
+    with path.open("rb") as file:
+        head = file.read(4096)
+    file_format = file_format or detect(head)
+    if file_format is None:
+        print(
+            f"cardvault: the format of {path.name} cannot be told from its bytes: name it with --format",
+            file=sys.stderr,
+        )
+        return 1
+    import_id = import_jobs.new_import_id()
+    key = f"accounts/{account_id}/imports/{import_id}/export"
+    stored = store.write(key, _chunks(path), content_type="application/octet-stream")
+    with db.transaction() as session:
+        import_jobs.ensure_none_running(session, account_id=account_id)
+        session.add(
+            import_jobs.new_job(
+                import_id=import_id,
+                account_id=account_id,
+                file_format=file_format,
+                on_duplicate=on_duplicate,
+                file_name=path.name[:255],
+                file_size=stored.size,
+                object_key=key,
+            )
+        )
+    worker_broker.bind(settings, db, store)
+    handed: str | None = None
+    while True:
+        run_import.fn(import_id, handed)
+        with db.transaction(write=False) as session:
+            job = import_jobs.get_import(session, account_id=account_id, import_id=import_id)
+            if job.status != "running":
+                break
+            handed = job.lease
+            print(f"read {job.found} entries", file=out, flush=True)
+    print(
+        f"Imported {job.created} cards ({file_format}): {job.found} entries, {job.merged} merged, "
+        f"{job.skipped} skipped, {job.failed} failed; import {job.id} {job.status}.",
+        file=out,
+        flush=True,
+    )
+    for failure in job.failures:
+        print(f"cardvault: {failure['entry']} was not imported: {failure['reason']}", file=sys.stderr)
+    return 0 if job.status == "completed" and job.failed == 0 else 1
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as file:
+        while chunk := file.read(1024 * 1024):
+            yield chunk

@@ -394,3 +394,31 @@ class TestHostileArchives:
         with database.transaction(write=False) as session:
             (folder,) = session.scalars(select(Folder).where(Folder.account_id == account_id)).all()
             assert (folder.name, folder.color) == ("Odd", None)
+
+
+def test_another_services_export_is_imported_as_a_job_told_by_its_bytes(tmp_path: Path) -> None:
+    account_id = _account(tmp_path)
+    bookmarks = Path(__file__).parents[1] / "fixtures" / "imports" / "netscape_firefox.html"
+    result = run(tmp_path, "import", str(bookmarks), "--account", "Ada")
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith(
+        "Imported 5 cards (netscape): 5 entries, 0 merged, 0 skipped, 0 failed; import imp_"
+    )
+    assert last.endswith(" completed.")
+    assert (
+        sorted(c.url or "" for c in _cards(tmp_path, account_id))[0]
+        == "https://blog.example.net/2024/03/on-quoting"
+    )
+    again = run(tmp_path, "import", str(bookmarks), "--account", "Ada", "--on-duplicate", "skip")
+    assert again.returncode == 0 and "0 cards" in again.stdout and "5 skipped" in again.stdout
+
+
+def test_an_export_whose_format_cannot_be_told_is_named_and_a_failed_entry_reported(tmp_path: Path) -> None:
+    _account(tmp_path)
+    (tmp_path / "list.txt").write_text("just some text\n")
+    result = run(tmp_path, "import", str(tmp_path / "list.txt"), "--account", "Ada")
+    assert result.returncode == 1 and "cannot be told from its bytes" in result.stderr
+    (tmp_path / "pocket.csv").write_text("title,url,time_added,tags,status\nA,javascript:x,1,,unread\n")
+    result = run(tmp_path, "import", str(tmp_path / "pocket.csv"), "--account", "Ada", "--format", "pocket")
+    assert result.returncode == 1 and "line 2 was not imported" in result.stderr
