@@ -66,6 +66,7 @@ SPEC = "openapi/cardvault.yaml"
 DECLARATIONS = "declarations only; every test that saves or reads a row uses them"
 COVERED_ELSEWHERE = {
     "domain/feed.py": "tests/unit/handlers/test_changes.py",
+    "domain/portability/import_entries.py": "tests/unit/domain/portability/test_import_jobs.py",
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
     "workers/actors.py": "tests/unit/workers/test_embedded.py",
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",

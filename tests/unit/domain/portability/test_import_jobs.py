@@ -14,7 +14,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import ImportFinished
 from cardvault.domain.folders import create_folder
 from cardvault.domain.models import Card, DoomedObject, Folder, ImportJob
-from cardvault.domain.portability import import_jobs
+from cardvault.domain.portability import import_entries, import_jobs
 from cardvault.domain.portability.formats import Broken, Entry, Item
 
 SECRET = "s" * 48
@@ -110,7 +110,7 @@ def test_a_deep_folder_path_is_cut_and_an_existing_folder_is_used(
     _take(database, job_id, entries)
     with database.transaction(write=False) as session:
         names = set(session.scalars(select(Folder.name).where(Folder.account_id == account_id)))
-    assert names == {"READING", "a / b / c / d", "x" * import_jobs.MAX_FOLDER_NAME}
+    assert names == {"READING", "a / b / c / d", "x" * import_entries.MAX_FOLDER_NAME}
     assert _cards(database, account_id)[2].folder_ids == [existing]
 
 
