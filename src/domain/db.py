@@ -172,6 +172,8 @@ class Database:
         self._single_sessions = sessionmaker(single, expire_on_commit=False)
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
         changes.install(self._write_sessions)
+        self._disposed = False
+        event.listen(engine, "checkin", self._close_once_disposed)
 
     @classmethod
     def from_url(cls, database_url: str, *, lock_timeout_ms: int | None = None) -> Database:
@@ -285,8 +287,16 @@ class Database:
                     connection.commit()
 
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection, and from now on each connection given back (one in use
+        now, or one opened by a late user): none is left open for the garbage collector."""
+        self._disposed = True
         self.engine.dispose()
+
+    def _close_once_disposed(self, dbapi_connection: Any, record: Any) -> None:
+        # SQLAlchemy leaves a connection checked in after dispose() to its old pool, closed
+        # only when that pool is collected (psycopg then warns that it was never closed).
+        if self._disposed and dbapi_connection is not None and record is not None:
+            record.invalidate()
 
 
 def is_busy(exc: DBAPIError) -> bool:

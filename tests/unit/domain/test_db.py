@@ -90,3 +90,17 @@ def test_postgresql_disk_full_is_told_from_its_other_errors() -> None:
     full = OperationalError("INSERT", {}, psycopg.errors.DiskFull("could not extend file"))
     busy = OperationalError("INSERT", {}, psycopg.errors.LockNotAvailable("lock timeout"))
     assert is_full(full) and not is_full(busy)
+
+
+def test_a_disposed_database_closes_the_connections_given_back_later(database: Database) -> None:
+    # SQLAlchemy's dispose() closes only the idle connections; one in use then, or one a late
+    # user opens, went back to a pool nobody holds, left open for the garbage collector.
+    reopened = Database.from_url(database.engine.url.render_as_string(hide_password=False))
+    with reopened.transaction() as session:
+        in_use = session.connection().connection.dbapi_connection
+        reopened.dispose()
+    with reopened.transaction() as session:
+        late = session.connection().connection.dbapi_connection
+    for connection in (in_use, late):
+        with pytest.raises(Exception, match="closed"):
+            connection.execute("SELECT 1")
