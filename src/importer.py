@@ -151,7 +151,7 @@ def _restore(
     with db.transaction() as session:
         card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         for stage in queued:
-            after_commit(session, functools.partial(send_stage, card_pk, stage))
+            after_commit(session, functools.partial(send_stage, card_pk, stage, imported=True))
     return restored
 
 

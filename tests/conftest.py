@@ -3,6 +3,7 @@ and an HTTP client over the real app."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,9 @@ POSTGRES_URL = os.environ.get(
 )
 # pytest-xdist names its workers gw0, gw1, ...; a run without workers is worker 0.
 WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+# Each checkout has databases of its own on the shared server: a run in one checkout (a fresh
+# clone's CI beside a working copy) never drops the databases another is using.
+CHECKOUT = hashlib.sha256(str(Path(__file__).resolve().parent).encode()).hexdigest()[:8]
 
 
 def shared_redis_url() -> str:
@@ -35,9 +39,9 @@ def shared_redis_url() -> str:
 
 
 def fresh_postgres_database(name: str, purpose: str) -> str:
-    """Create (or recreate) a database of this worker's own on the test server and return its URL;
-    skip, or fail under CI=true, when the server cannot be reached."""
-    name = f"{name}_w{WORKER}"
+    """Create (or recreate) a database of this worker's and this checkout's own on the test
+    server and return its URL; skip, or fail under CI=true, when the server cannot be reached."""
+    name = f"{name}_{CHECKOUT}_w{WORKER}"
     try:
         engine = create_engine(
             POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}

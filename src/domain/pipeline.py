@@ -4,6 +4,8 @@ its queue, its time limit and its retries. The table's order is the order stages
 in ``processingStatus``). Everything else reads it: the bookkeeping (cardvault.domain.processing),
 the recorder and its actors (cardvault.workers.pipeline), the sweeper and the worker command.
 
+Stages of cards an import made run behind the others, and take turns per host (IMPORTED_QUEUE).
+
 Stages by card kind, as the table says:
 - ``text`` and ``quote``: ``ai`` (summary, tags and language of the text);
 - ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
@@ -51,6 +53,14 @@ CAPTURE_RETRY_MS = 10_000
 # worker died). The transcript stage, which may wait for speech recognition and run it, has a
 # queue and bounds of its own.
 STAGE_SECONDS = 240
+# Stages queued by an import (their rows say ``imported``) have actors of their own on one
+# queue, IMPORTED_QUEUE, of a lower priority: a worker runs a stage of a card saved by hand
+# before any imported one it holds, and 30,000 imported stages waiting never stand in front of
+# it. An imported stage that fetches from the card's host (``Stage.paced``) takes the host's
+# next turn, at most one every HOST_TURN_MS across the workers, and waits for it (HOST_PACED).
+IMPORTED_QUEUE = "imported"
+IMPORTED_PRIORITY = 100  # Dramatiq runs lower numbers first; the stages saved by hand have 0
+HOST_TURN_MS = 1_000
 TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
 MAX_ATTEMPTS = 5  # a stage failing for a passing reason fails for good on its fifth attempt
 # A stage whose file found the disk full waits for room, its attempt not counted and sent again
@@ -73,6 +83,7 @@ class Stage:
     queue: str = "files"
     seconds: int = STAGE_SECONDS  # Dramatiq's time limit of one attempt
     retries: int = MAX_ATTEMPTS  # Dramatiq's retries of an attempt that failed for a passing reason
+    paced: bool = False  # it fetches from the card's host: an imported card's takes the host's turn
 
     @property
     def module(self) -> str:
@@ -87,12 +98,13 @@ class Stage:
 
 _MEDIA = ("audio", "video")
 STAGES = (
-    Stage("linkMetadata", kinds=("link",)),
+    Stage("linkMetadata", kinds=("link",), paced=True),
     Stage(
         "linkPreview",
         kinds=("link",),
         after={"link": "linkMetadata"},
         skipped_after_failure="NO_PAGE",
+        paced=True,
     ),
     Stage(
         "capture",
@@ -100,6 +112,7 @@ STAGES = (
         after={"link": "linkMetadata"},
         skipped_after_failure="NO_PAGE",
         queue="captures",
+        paced=True,
     ),
     Stage("renditions", kinds=("image",)),
     Stage("media", kinds=(*_MEDIA, "document")),
@@ -139,5 +152,5 @@ def followers(card_type: str, stage: str) -> tuple[str, ...]:
 
 
 def queues() -> tuple[str, ...]:
-    """The queues the stages' actors use."""
-    return tuple(dict.fromkeys(stage.queue for stage in STAGES))
+    """The queues the stages' actors use (IMPORTED_QUEUE last)."""
+    return (*dict.fromkeys(stage.queue for stage in STAGES), IMPORTED_QUEUE)

@@ -74,6 +74,7 @@ class Settled:
     waits for did not complete): the stages that wait for it are to be sent."""
 
     card_type: str
+    imported: bool = False  # queued by an import: its followers go to the imported queue
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,16 @@ class Taken:
     card: Card
     lease: str
     attempts: int
+    imported: bool = False  # queued by an import (cardvault.domain.pipeline.IMPORTED_QUEUE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unsettled:
+    """A stage for the sweeper to send again."""
+
+    card_pk: int
+    stage: str
+    imported: bool
 
 
 def stages_for(card: Card) -> tuple[str, ...]:
@@ -95,10 +106,13 @@ def stages_for(card: Card) -> tuple[str, ...]:
     return stages_of_kind(card.type) if card.file_object is not None else ()
 
 
-def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> tuple[str, ...]:
+def queue(
+    session: Session, card: Card, names: Sequence[str] | None = None, *, imported: bool = False
+) -> tuple[str, ...]:
     """Make these stages of the card (default: all its stages) pending from the start, as if
     they never ran; return the names to send after the commit (a stage that waits for another
-    is sent by that one)."""
+    is sent by that one). ``imported``: queued by an import, to run behind stages queued by
+    hand (a stage queued again by hand is no longer imported)."""
     names = stages_for(card) if names is None else tuple(names)
     if not names:
         return ()
@@ -115,6 +129,7 @@ def queue(session: Session, card: Card, names: Sequence[str] | None = None) -> t
     for name in names:
         row = rows.get(name) or CardStage(card_pk=card.pk, stage=name)
         row.state, row.attempts, row.updated_at, row.lease = "pending", 0, now, None
+        row.imported = imported
         row.error_code = row.started_at = row.completed_at = None
         session.add(row)
     return tuple(name for name in names if waits_for(card.type, name) not in names)
@@ -139,7 +154,9 @@ def start(
         return None
     if lease is not None and row.state == "running" and row.lease == lease:
         taken = session.get(Card, card_pk)
-        return None if taken is None else Taken(card=taken, lease=lease, attempts=row.attempts)
+        if taken is None:
+            return None
+        return Taken(card=taken, lease=lease, attempts=row.attempts, imported=row.imported)
     if row.state == "running" and row.updated_at >= stale_before:
         return None
     card = session.get(Card, card_pk)
@@ -158,13 +175,13 @@ def start(
             skipped_code = None
         if first is not None and first.state in ("failed", "skipped") and skipped_code:
             _settle(row, "skipped", skipped_code, now)
-            return Settled(card.type)
+            return Settled(card.type, row.imported)
     if row.attempts >= MAX_ATTEMPTS:
         _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
-        return Settled(card.type)
+        return Settled(card.type, row.imported)
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
     row.lease = lease or secrets.token_hex(16)
-    return Taken(card=card, lease=row.lease, attempts=row.attempts)
+    return Taken(card=card, lease=row.lease, attempts=row.attempts, imported=row.imported)
 
 
 def _settle(row: CardStage, state: str, error_code: str | None, now: int) -> None:
@@ -223,17 +240,17 @@ def release(
     )
 
 
-def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[tuple[int, str]]:
+def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[Unsettled]:
     """Stages for the sweeper to send again: pending or running with no sign of life since
     ``older_than``. A pending one's message was lost (or waits behind a long queue); a running
     one's worker died, since a live worker beats for every attempt it runs (``beat``)."""
     rows = session.execute(
-        select(CardStage.card_pk, CardStage.stage)
+        select(CardStage.card_pk, CardStage.stage, CardStage.imported)
         .where(CardStage.state.in_(("pending", "running")), CardStage.updated_at < older_than)
         .order_by(CardStage.updated_at)
         .limit(limit)
     )
-    return [(pk, stage) for pk, stage in rows]
+    return [Unsettled(pk, stage, imported) for pk, stage, imported in rows]
 
 
 def beat(session: Session, attempts: Mapping[str, tuple[int, str]]) -> None:

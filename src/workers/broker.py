@@ -17,6 +17,7 @@ from cardvault.adapters import capture
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
+from cardvault.adapters.pacer import Pacer
 from cardvault.domain.db import Database
 from cardvault.domain.pipeline import DECODER_WAIT, SPEECH_WAIT
 from cardvault.settings import Settings
@@ -58,10 +59,16 @@ def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> No
     _context["webhook_fetcher"] = _webhook_fetcher_for(
         settings.fetch_ports, settings.fetch_allow_loopback, settings.webhook_timeout_seconds
     )
+    _context["pacer"] = _pacer_for(settings.redis_url)
     if "decoder" not in _context:
         _context["decoder"] = Decoder(wait=DECODER_WAIT)
         # Speech recognition has a child of its own: it keeps the model loaded.
         _context["speech"] = Decoder(wait=SPEECH_WAIT)
+
+
+@functools.cache
+def _pacer_for(redis_url: str | None) -> Pacer:
+    return Pacer(redis_url)
 
 
 @functools.cache
@@ -139,6 +146,11 @@ def decoder() -> Decoder:
 def speech_decoder() -> Decoder:
     """The decoder bound for this process's speech recognition (one file at a time)."""
     return _context["speech"]  # type: ignore[return-value]
+
+
+def pacer() -> Pacer:
+    """The turns per host that imported cards' fetching stages take (shared through Redis)."""
+    return _context["pacer"]  # type: ignore[return-value]
 
 
 def fetcher() -> Fetcher:

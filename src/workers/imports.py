@@ -70,7 +70,7 @@ def run_import(import_id: str, handed: str | None = None) -> None:
                 session, import_id=import_id, lease=lease, start=position, items=batch, last=last
             )
         for card_pk, stage in taken.stages:
-            send_stage(card_pk, stage)
+            send_stage(card_pk, stage, imported=True)
         if not taken.going_on:
             return
         position += len(batch)

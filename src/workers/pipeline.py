@@ -28,6 +28,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from types import ModuleType
+from urllib.parse import urlsplit
 
 import dramatiq
 from sqlalchemy.orm import Session
@@ -40,7 +41,7 @@ from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import uploads
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
-from cardvault.workers.broker import database, settings
+from cardvault.workers.broker import database, pacer, settings
 from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.stages import Deferred
 
@@ -60,14 +61,18 @@ def _module(stage: pipeline.Stage) -> ModuleType:
 MODULES = {stage.name: _module(stage) for stage in pipeline.STAGES}
 
 
-def _declare(stage: pipeline.Stage) -> dramatiq.Actor[[int], None]:
-    def run_one(card_pk: int) -> None:
-        run(card_pk, stage.name)
+def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[..., None]:
+    def run_one(card_pk: int, turn_ms: int | None = None) -> None:
+        run(card_pk, stage.name, turn_ms=turn_ms)
 
-    run_one.__doc__ = f"Run the {stage.name} stage of one card, if it is still to be run."
+    run_one.__doc__ = (
+        f"Run the {stage.name} stage of one card, if it is still to be run; ``turn_ms``: its "
+        "host's turn, taken by an earlier attempt of an imported card's stage that waited for it."
+    )
     return dramatiq.actor(
-        actor_name=stage.actor_name,
-        queue_name=stage.queue,
+        actor_name=f"{stage.actor_name}_imported" if imported else stage.actor_name,
+        queue_name=pipeline.IMPORTED_QUEUE if imported else stage.queue,
+        priority=pipeline.IMPORTED_PRIORITY if imported else 0,
         max_retries=stage.retries,
         min_backoff=MIN_BACKOFF_MS,
         time_limit=stage.seconds * 1000,
@@ -75,17 +80,20 @@ def _declare(stage: pipeline.Stage) -> dramatiq.Actor[[int], None]:
 
 
 ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
+IMPORTED_ACTORS = {stage.name: _declare(stage, imported=True) for stage in pipeline.STAGES}
+TURN_SLACK_MS = 100  # a message this early for its host's turn runs: queues are not clocks
 
 
-def send_stage(card_pk: int, stage: str) -> None:
-    """Send one stage of one card to the actor that runs it. A stage no row names (one a later
-    release dropped, or a downgrade left behind) is logged and left alone, so that one such row
-    never stops the sweeper from sending the rest."""
-    actor = ACTORS.get(stage)
+def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: int | None = None) -> None:
+    """Send one stage of one card to the actor that runs it (``imported``: the stage's actor on
+    the imported queue), now or ``delay_ms`` later. A stage no row names (one a later release
+    dropped, or a downgrade left behind) is logged and left alone, so that one such row never
+    stops the sweeper from sending the rest."""
+    actor = (IMPORTED_ACTORS if imported else ACTORS).get(stage)
     if actor is None:
         log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
         return
-    actor.send(card_pk)
+    actor.send_with_options(args=(card_pk,), delay=delay_ms)
 
 
 def _pass_on(card_pk: int, stage: str) -> None:
@@ -128,8 +136,10 @@ def beat() -> None:
             processing.beat(session, attempts)
 
 
-def run(card_pk: int, stage: str) -> None:
-    """Run one stage of one card, if it is still to be run, and record its result."""
+def run(card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
+    """Run one stage of one card, if it is still to be run, and record its result; an imported
+    card's stage that fetches from its host first waits for the host's turn (``turn_ms``, when
+    an attempt before took it)."""
     row = pipeline.BY_NAME.get(stage)
     if row is None:
         return
@@ -140,29 +150,39 @@ def run(card_pk: int, stage: str) -> None:
     if taken is None:
         return
     card, lease = taken.card, taken.lease
+    if taken.imported and row.paced and card.url and settings().fetch_links:
+        turn = turn_ms if turn_ms is not None else pacer().turn(_host(card.url), pipeline.HOST_TURN_MS)
+        wait = turn - now_ms()
+        if wait > TURN_SLACK_MS:
+            _defer(card_pk, stage, lease, "HOST_PACED", wait, imported=True, turn_ms=turn)
+            return
     with _running_lock:
         _running[lease] = (card_pk, stage)
     try:
-        _attempt(card, stage, lease, work, taken.attempts)
+        _attempt(card, stage, lease, work, taken.attempts, taken.imported)
     finally:
         with _running_lock:
             del _running[lease]
 
 
-def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int) -> None:
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or ""
+
+
+def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> None:
     """Run a taken stage's work and record its result, a retry or its end."""
     card_pk = card.pk
     try:
         fields = work.run(card, lease)
     except StageSkipped as skipped:
-        _settle(card, stage, lease, "skipped", skipped.code)
+        _settle(card, stage, lease, "skipped", skipped.code, imported)
         return
     except Deferred as deferred:
-        _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms)
+        _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
         return
     except StoreUnreachable as unreachable:
         log.warning("stage %s of card %s waits for the file store: %s", stage, card.id, unreachable)
-        _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS)
+        _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
         return
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
@@ -170,7 +190,7 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
             _release(card_pk, stage, lease, failed.code)
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
-        _settle(card, stage, lease, "failed", failed.code)
+        _settle(card, stage, lease, "failed", failed.code, imported)
         return
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
@@ -180,16 +200,28 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
         log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
-        ACTORS[stage].send_with_options(args=(card_pk,), delay=pipeline.FULL_DISK_DELAY_MS)
+        send_stage(card_pk, stage, imported=imported, delay_ms=pipeline.FULL_DISK_DELAY_MS)
         return
-    _record(card, stage, lease, work, fields)
+    _record(card, stage, lease, work, fields, imported)
 
 
-def _defer(card_pk: int, stage: str, lease: str, code: str, delay_ms: int) -> None:
+def _defer(
+    card_pk: int,
+    stage: str,
+    lease: str,
+    code: str,
+    delay_ms: int,
+    *,
+    imported: bool,
+    turn_ms: int | None = None,
+) -> None:
     """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
-    again ``delay_ms`` later."""
+    again ``delay_ms`` later (with the host's turn it took, if any)."""
     _release(card_pk, stage, lease, code, counted=False)
-    ACTORS[stage].send_with_options(args=(card_pk,), delay=delay_ms)
+    if turn_ms is not None:
+        IMPORTED_ACTORS[stage].send_with_options(args=(card_pk, turn_ms), delay=delay_ms)
+    else:
+        send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
 
 
 def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
@@ -200,7 +232,7 @@ def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | 
             session, card_pk=card_pk, stage=row.name, stale_before=stale_before, lease=lease
         )
         if isinstance(taken, processing.Settled):
-            _send_followers(session, card_pk, taken.card_type, row.name)
+            _send_followers(session, card_pk, taken.card_type, row.name, taken.imported)
         if not isinstance(taken, processing.Taken):
             return None
         session.expunge(taken.card)
@@ -236,7 +268,9 @@ def _release(card_pk: int, stage: str, lease: str, error_code: str | None, *, co
     )
 
 
-def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object]) -> None:
+def _record(
+    card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object], imported: bool
+) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored."""
 
@@ -257,7 +291,7 @@ def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[s
         if current and kept is not None:
             if not skipped:
                 work.apply(session, kept, fields)
-            _send_followers(session, card.pk, card.type, stage)
+            _send_followers(session, card.pk, card.type, stage, imported)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
             str(value)
@@ -272,19 +306,19 @@ def _record(card: Card, stage: str, lease: str, work: ModuleType, fields: dict[s
     _write(change)
 
 
-def _settle(card: Card, stage: str, lease: str, state: str, error_code: str) -> None:
+def _settle(card: Card, stage: str, lease: str, state: str, error_code: str, imported: bool) -> None:
     def change(session: Session) -> None:
         if processing.finish(
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
-            _send_followers(session, card.pk, card.type, stage)
+            _send_followers(session, card.pk, card.type, stage, imported)
 
     _write(change)
 
 
-def _send_followers(session: Session, card_pk: int, card_type: str, stage: str) -> None:
+def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, imported: bool) -> None:
     for follower in pipeline.followers(card_type, stage):
-        after_commit(session, functools.partial(send_stage, card_pk, follower))
+        after_commit(session, functools.partial(send_stage, card_pk, follower, imported=imported))
 
 
 def resend_unsettled(older_than_ms: int) -> int:
@@ -293,8 +327,8 @@ def resend_unsettled(older_than_ms: int) -> int:
     now = now_ms()
     with database().transaction(write=False) as session:
         found = processing.unsettled(session, older_than=now - older_than_ms)
-    for card_pk, stage in found:
-        send_stage(card_pk, stage)
+    for stage in found:
+        send_stage(stage.card_pk, stage.stage, imported=stage.imported)
     with database().transaction() as session:
-        processing.resent(session, found, older_than=now - older_than_ms)
+        processing.resent(session, [(s.card_pk, s.stage) for s in found], older_than=now - older_than_ms)
     return len(found)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -30,3 +30,5 @@ class CardStage(Base):
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     lease: Mapped[str | None] = mapped_column(String(32))  # the running attempt's; its result needs it
+    # Queued by an import: sent to the imported queue, and paced per host (cardvault.workers.pipeline).
+    imported: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -145,7 +145,7 @@ class _Taker:
             card.archived_at = card.created_at
         if folder_id is not None:
             self._file(card, folder_id, new=True)
-        self.stages += [(card.pk, stage) for stage in processing.queue(self.session, card)]
+        self.stages += [(card.pk, stage) for stage in processing.queue(self.session, card, imported=True)]
         if url is not None and card.url_key is not None:
             self.held.setdefault(card.url_key, card.id)  # a later entry of the same page finds it
         return "created"

@@ -145,7 +145,7 @@ def finish_card(
     restored = {stage for stage, fields in _RESTORED_BY.items() if any(record.get(f) for f in fields)}
     wanted = processing.stages_for(card)
     _completed(session, card, [s for s in wanted if s in restored])
-    queued = processing.queue(session, card, [s for s in wanted if s not in restored])
+    queued = processing.queue(session, card, [s for s in wanted if s not in restored], imported=True)
     card.archived_at = whole_of(record, "archivedAt")
     if whole_of(record, "deletedAt") is not None:
         trash.move_to_trash(session, account_id=account_id, card_id=card_id)

@@ -95,7 +95,7 @@ def test_an_attempt_may_wait_for_the_decoder_within_its_time_limit() -> None:
 
 
 def test_the_queues_are_named_once_each_in_the_tables_order() -> None:
-    assert pipeline.queues() == ("files", "captures", "transcripts")
+    assert pipeline.queues() == ("files", "captures", "transcripts", pipeline.IMPORTED_QUEUE)
 
 
 def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:

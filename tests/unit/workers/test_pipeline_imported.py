@@ -1,0 +1,119 @@
+"""Stages of cards an import made (cardvault.domain.pipeline.IMPORTED_QUEUE): their own actors
+on the imported queue, behind the stages of cards saved by hand; the stages that follow stay
+there; those that fetch from the card's host take the host's turns, one a second, waiting
+uncounted (HOST_PACED), while a card saved by hand never waits; a card queued again by hand
+leaves the imported queue."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from bench.servers import PageServer, page_server
+from cardvault.domain import pipeline as table
+from cardvault.domain import processing
+from cardvault.domain.cards import editing
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import Database
+from cardvault.domain.models import Card, CardStage
+from cardvault.workers import broker, pipeline
+from tests.unit.workers.stages.conftest import ARTICLE, bind, stages
+
+
+@pytest.fixture
+def pages() -> Iterator[PageServer]:
+    with page_server() as server:
+        yield server
+
+
+def _link(db: Database, account_id: str, url: str, *, imported: bool) -> int:
+    with db.transaction() as session:
+        card = editing.add_card(session, account_id=account_id, content=url)
+        assert processing.queue(session, card, imported=imported) == ("linkMetadata",)
+        return card.pk
+
+
+def _sent(queue: str) -> list[tuple[str, list[object]]]:
+    messages = [json.loads(m) for m in broker.broker.queues.get(queue, _Empty()).queue]  # type: ignore[attr-defined]
+    return [(m["actor_name"], m["args"]) for m in messages]
+
+
+class _Empty:
+    queue: tuple[bytes, ...] = ()
+
+
+@pytest.mark.parametrize("row", table.STAGES, ids=lambda row: row.name)
+def test_each_stage_has_an_imported_actor_on_the_imported_queue_of_a_lower_priority(row: table.Stage) -> None:
+    by_hand, imported = pipeline.ACTORS[row.name], pipeline.IMPORTED_ACTORS[row.name]
+    assert broker.broker.get_actor(f"{row.actor_name}_imported") is imported
+    assert imported.queue_name == table.IMPORTED_QUEUE != by_hand.queue_name
+    assert imported.priority > by_hand.priority  # a worker runs the lower number first
+    assert imported.options["time_limit"] == by_hand.options["time_limit"]
+    assert imported.options["max_retries"] == by_hand.options["max_retries"]
+
+
+def test_an_imported_cards_followers_stay_imported_and_a_refresh_by_hand_moves_it_back(
+    tmp_path: Path, database: Database, account_id: str, pages: PageServer
+) -> None:
+    bind(tmp_path, database, pages, CARDVAULT_FETCH_LINKS="false")
+    pk = _link(database, account_id, "https://news.example/a", imported=True)
+    pipeline.send_stage(pk, "linkMetadata", imported=True)
+    assert _sent(table.IMPORTED_QUEUE) == [("link_metadata_stage_imported", [pk])]
+    broker.broker.flush_all()
+    pipeline.IMPORTED_ACTORS["linkMetadata"](pk)  # skipped: fetching is off
+    assert stages(database, pk)["linkMetadata"] == ("skipped", 1, "FETCHING_OFF")
+    assert sorted(_sent(table.IMPORTED_QUEUE)) == [
+        ("capture_stage_imported", [pk]),
+        ("link_preview_stage_imported", [pk]),
+    ]
+    assert _sent("files") == [] and _sent("captures") == []
+    broker.broker.flush_all()
+    pipeline.resend_unsettled(-1)  # the sweeper sends an imported stage to the imported queue
+    assert {name for name, _ in _sent(table.IMPORTED_QUEUE)} == {
+        "capture_stage_imported",
+        "link_preview_stage_imported",
+        "ai_stage_imported",
+    }
+    broker.broker.flush_all()
+    with database.transaction() as session:
+        card = session.get(Card, pk)
+        assert card is not None
+        processing.queue(session, card)  # refreshed by hand
+    with database.transaction(write=False) as session:
+        rows = session.query(CardStage).filter(CardStage.card_pk == pk).all()
+        assert rows and not any(row.imported for row in rows)
+
+
+def test_an_imported_fetching_stage_waits_for_its_hosts_turn_uncounted_and_a_hand_saved_one_never_waits(
+    tmp_path: Path, database: Database, account_id: str, pages: PageServer
+) -> None:
+    bind(tmp_path, database, pages)
+    pages.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
+    url = pages.url("/tides")
+    host_turn = broker.pacer().turn(urlsplit(url).hostname or "", table.HOST_TURN_MS)  # another card's
+    imported = _link(database, account_id, url, imported=True)
+    pipeline.IMPORTED_ACTORS["linkMetadata"](imported)
+    assert stages(database, imported)["linkMetadata"] == ("pending", 0, "HOST_PACED")
+    ((actor, args, eta),) = [
+        (m["actor_name"], m["args"], m["options"]["eta"])
+        for m in (json.loads(raw) for raw in broker.broker.queues[f"{table.IMPORTED_QUEUE}.DQ"].queue)  # type: ignore[attr-defined]
+    ]
+    turn = host_turn + table.HOST_TURN_MS
+    assert (actor, args) == ("link_metadata_stage_imported", [imported, turn])
+    assert turn - 50 <= eta <= turn + 50  # sent again for its turn
+    assert pages.hits == {}
+    by_hand = _link(database, account_id, url, imported=False)
+    pipeline.ACTORS["linkMetadata"](by_hand)  # the host's turns are an import's matter
+    assert stages(database, by_hand)["linkMetadata"] == ("completed", 1, None)
+    pipeline.IMPORTED_ACTORS["linkMetadata"](imported, now_ms())  # its turn came
+    assert stages(database, imported)["linkMetadata"] == ("completed", 1, None)
+    assert pages.hits == {"/tides": 2}
+    other = _link(database, account_id, url.replace("localhost", "127.0.0.1"), imported=True)
+    pipeline.IMPORTED_ACTORS["linkMetadata"](other)  # another host's turns are its own
+    assert stages(database, other)["linkMetadata"] == ("completed", 1, None)
+    assert pages.hits == {"/tides": 3}
+    broker.broker.flush_all()
