@@ -5,7 +5,9 @@ every refusal's body."""
 
 from __future__ import annotations
 
+import io
 import time
+import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ from cardvault.domain.portability import import_jobs
 from cardvault.workers import broker
 from cardvault.workers.imports import run_import
 from tests.conftest import Api
-from tests.unit.domain.portability.formats.conftest import fixture
+from tests.unit.domain.portability.formats.conftest import FIXTURES, fixture
 from tests.unit.handlers.test_uploads import uploaded
 
 
@@ -181,3 +183,64 @@ def test_refusals(api: Api, make_api: Callable[[], Api]) -> None:
     assert other.get("/v1/imports").json()["items"] == []
     used = api.post("/v1/imports", json={"fileKey": key, "fileEtag": etag})
     assert used.status_code == 409 and used.json()["code"] == "UPLOAD_USED"
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def _fixture_zip(folder: str) -> bytes:
+    root = FIXTURES / folder
+    return _zip(
+        {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    )
+
+
+def test_pocket_and_omnivore_zips_are_told_and_their_highlights_kept(api: Api) -> None:
+    pocket = imported(api, _fixture_zip("pocket2025"))
+    assert (pocket["status"], pocket["format"], pocket["created"], pocket["failed"]) == (
+        "completed",
+        "pocket",
+        5,
+        0,
+    )
+    assert pocket["unmapped"] == {"collections": 1}
+    omnivore = imported(api, _fixture_zip("omnivore"))
+    assert (omnivore["status"], omnivore["format"], omnivore["created"], omnivore["failed"]) == (
+        "completed",
+        "omnivore",
+        4,
+        0,
+    )
+    assert omnivore["unmapped"]["content"] == 4 and omnivore["unmapped"]["highlight labels"] == 1
+    by_url = {card["content"]: card for card in cards(api)}
+    work = by_url["https://paulgraham.com/greatwork.html"]
+    assert "> The way to figure out what to work on is by working." in work["notes"]
+    breitling = next(url for url in by_url if "breitling" in url)
+    assert by_url[breitling]["tags"] == ["RSS"]
+    assert api.get(f"/v1/cards/{by_url[breitling]['id']}/extended").json()["isArchived"]
+    assert "Voir aussi" in by_url[breitling]["notes"]
+
+
+def test_a_hostile_zip_fails_its_bad_members_alone_and_takes_the_rest(api: Api) -> None:
+    row = b"title,url,time_added,tags,status\nKept,https://kept.example/,1700000000,,unread\n"
+    members = {
+        "../part_000001.csv": row,
+        "part_000000.csv": row,
+        "part_000002.csv": b"title,url,time_added,tags,status\n" + b"x" * (64 * 1024 * 1024),
+        "annotations/part_000000.json": b"[" + b" " * (64 * 1024 * 1024),
+    }
+    data = _zip(members)
+    assert len(data) < 512 * 1024  # 128 MiB decompressed from under 512 KiB
+    job = imported(api, data)
+    assert (job["status"], job["format"], job["created"]) == ("completed", "pocket", 1)
+    assert [(f["entry"], f["reason"][:30]) for f in job["failures"]] == [
+        ("member '../part_000001.csv'", "its name is not a plain path i"),
+        ("annotations/part_000000.json", "the highlights are over 32 MiB"),
+        ("part_000002.csv, line 2", "a line of the file is over 102"),
+    ]
+    assert [card["content"] for card in cards(api)] == ["https://kept.example/"]

@@ -31,27 +31,121 @@ from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, Op
 MAX_DEPTH = 32  # folder ancestors followed (a cycle of parentIds ends there)
 
 
-def _objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
-    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time;
-    a file that is no JSON raises ijson.JSONError after the values before the fault."""
+STRING_LIMIT = 4 * 1024 * 1024  # bytes of one JSON string built; a longer one is never held whole
+_CUT = b'"\\u0000"'  # what a string over the limit becomes in the text the parser reads
+
+
+class TooLong:
+    """A value that held a string over STRING_LIMIT bytes: it was not built."""
+
+
+class _Strings:
+    """A JSON text's bytes, each string over STRING_LIMIT bytes replaced by ``"\\u0000"`` (so
+    the parser never builds it: one 200 MB string would take 200 MB, then more). A string is
+    held back until it closes, up to the limit; past it, its bytes are dropped until its
+    closing quote. Every step is a C search (for a quote, then the backslashes before it), so
+    the cost is linear in the text whatever it holds."""
+
+    def __init__(self) -> None:
+        self.cuts = 0  # strings replaced so far
+        self._held: bytearray | None = None  # the open string's bytes (None: dropping them)
+        self._inside = False
+        self._backslashes = 0  # the run of backslashes that ended the open string's last chunk
+
+    def __call__(self, chunks: Chunks) -> Iterator[bytes]:
+        for chunk in chunks:
+            if scanned := self._scan(chunk):  # (an empty chunk would tell the parser the text ended)
+                yield scanned
+
+    def _scan(self, chunk: bytes) -> bytes:
+        out, pos, size = bytearray(), 0, len(chunk)
+        while pos < size:
+            if not self._inside:
+                quote = chunk.find(b'"', pos)
+                if quote == -1:
+                    out += chunk[pos:]
+                    break
+                out += chunk[pos:quote]
+                self._inside, self._held, self._backslashes, pos = True, bytearray(b'"'), 0, quote + 1
+                continue
+            end = self._closing(chunk, pos)
+            if end == -1:
+                self._hold(chunk[pos:])
+                break
+            self._hold(chunk[pos : end + 1])
+            if self._held is None:
+                out += _CUT
+                self.cuts += 1
+            else:
+                out += self._held
+            self._inside, self._held, pos = False, None, end + 1
+        return bytes(out)
+
+    def _closing(self, chunk: bytes, start: int) -> int:
+        """Where the open string's closing quote is in the chunk, or -1 (the run of backslashes
+        at the chunk's end carried over)."""
+        carried, at = self._backslashes, start
+        while (quote := chunk.find(b'"', at)) != -1:
+            before = chunk[at:quote]
+            run = len(before) - len(before.rstrip(b"\\"))
+            if run == len(before):
+                run += carried
+            if run % 2 == 0:
+                return quote
+            carried, at = 0, quote + 1
+        tail = chunk[at:]
+        run = len(tail) - len(tail.rstrip(b"\\"))
+        self._backslashes = run + carried if run == len(tail) else run
+        return -1
+
+    def _hold(self, part: bytes) -> None:
+        if self._held is not None:
+            self._held += part
+            if len(self._held) > STRING_LIMIT:
+                self._held = None
+
+
+def _holds_cut(value: Any) -> bool:
+    if isinstance(value, str):
+        return value == "\x00"
+    if isinstance(value, dict):
+        return any(_holds_cut(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_cut(item) for item in value)
+    return False
+
+
+def objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
+    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time,
+    a value holding a string over STRING_LIMIT bytes as a TooLong; a file that is no JSON
+    raises ijson.JSONError after the values before the fault."""
     found: list[Any] = ijson.sendable_list()
     parser = ijson.items_coro(found, prefix, use_float=True)
-    for chunk in chunks:
+    strings = _Strings()
+    for chunk in strings(chunks):
         parser.send(chunk)
-        yield from found
+        yield from _checked(found, strings.cuts)
         del found[:]
     parser.close()
-    yield from found
+    yield from _checked(found, strings.cuts)
 
 
-def _stream(
+def _checked(values: list[Any], cuts: int) -> Iterator[Any]:
+    for value in values:
+        yield TooLong() if cuts and _holds_cut(value) else value
+
+
+def stream(
     chunks: Chunks, prefix: str, place: str, make: Callable[[str, Any], Entry | None]
 ) -> Iterator[Item]:
     number = 0
     try:
-        for value in _objects(chunks, prefix):
+        for value in objects(chunks, prefix):
             number += 1
             where = f"{place} {number}"
+            if isinstance(value, TooLong):
+                yield Broken(where, f"a value of it is over {STRING_LIMIT // 1024 // 1024} MiB: not taken")
+                continue
             if not isinstance(value, dict):
                 yield Broken(where, f"the {place} is no JSON object")
                 continue
@@ -64,11 +158,11 @@ def _stream(
         )
 
 
-def _text(value: Any) -> str | None:
+def text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any) -> list[str]:
     return (
         [item.strip() for item in value if isinstance(item, str) and item.strip()]
         if isinstance(value, list)
@@ -76,7 +170,7 @@ def _strings(value: Any) -> list[str]:
     )
 
 
-def _iso(value: Any) -> int | None:
+def iso(value: Any) -> int | None:
     if not isinstance(value, str):
         return None
     try:
@@ -105,7 +199,7 @@ def _paths(nodes: dict[Any, tuple[str, Any]]) -> dict[Any, list[str]]:
 def _folders(chunks: Chunks, prefix: str, kept: Callable[[dict[str, Any]], bool]) -> dict[Any, list[str]]:
     nodes: dict[Any, tuple[str, Any]] = {}
     try:
-        for value in _objects(chunks, prefix):
+        for value in objects(chunks, prefix):
             if isinstance(value, dict) and kept(value) and isinstance(value.get("name"), str):
                 nodes[value.get("id")] = (value["name"].strip(), value.get("parentId"))
     except ijson.JSONError:
@@ -120,14 +214,14 @@ def karakeep(open_file: Opener) -> Iterator[Item]:
     def make(place: str, value: dict[str, Any]) -> Entry | None:
         found = value.get("content")
         content: dict[str, Any] = found if isinstance(found, dict) else {}
-        entry = Entry(place=place, title=_text(value.get("title")))
+        entry = Entry(place=place, title=text(value.get("title")))
         if content.get("type") == "text":
             entry.text = content.get("text") if isinstance(content.get("text"), str) else None
         else:
-            entry.url = _text(content.get("url"))
-        note = _text(value.get("note"))
+            entry.url = text(content.get("url"))
+        note = text(value.get("note"))
         entry.notes = [note] if note else []
-        entry.tags = _strings(value.get("tags"))
+        entry.tags = strings(value.get("tags"))
         entry.created_at = seconds(value.get("createdAt"))
         entry.archived = value.get("archived") is True
         paths = [lists[list_id] for list_id in value.get("lists") or [] if lists.get(list_id)]
@@ -136,49 +230,49 @@ def karakeep(open_file: Opener) -> Iterator[Item]:
             entry.unmapped = ["lists (beyond the first)"]
         return entry
 
-    return _stream(open_file(), "bookmarks.item", "bookmark", make)
+    return stream(open_file(), "bookmarks.item", "bookmark", make)
 
 
 def linkwarden(open_file: Opener) -> Iterator[Item]:
     """Linkwarden's JSON backup."""
     collections = _folders(open_file(), "collections.item", lambda value: True)
     pinned = {
-        value.get("url") for value in _objects(open_file(), "pinnedLinks.item") if isinstance(value, dict)
+        value.get("url") for value in objects(open_file(), "pinnedLinks.item") if isinstance(value, dict)
     }
 
     def make(place: str, value: dict[str, Any]) -> Entry | None:
-        entry = Entry(place=place, url=_text(value.get("url")), title=_text(value.get("name")))
-        note = _text(value.get("description"))
+        entry = Entry(place=place, url=text(value.get("url")), title=text(value.get("name")))
+        note = text(value.get("description"))
         entry.notes = [note] if note else []
-        entry.excerpt = _text(value.get("metaDescription"))
+        entry.excerpt = text(value.get("metaDescription"))
         entry.tags = [
             tag["name"].strip()
             for tag in value.get("tags") or []
             if isinstance(tag, dict) and isinstance(tag.get("name"), str) and tag["name"].strip()
         ]
-        entry.created_at = _iso(value.get("createdAt"))
+        entry.created_at = iso(value.get("createdAt"))
         folder = collections.get(value.get("collectionId"), [])
         entry.folder = [] if folder == ["Unorganized"] else folder  # Linkwarden's own first collection
         entry.favorite = entry.url is not None and entry.url in pinned
         return entry
 
-    return _stream(open_file(), "collections.item.links.item", "link", make)
+    return stream(open_file(), "collections.item.links.item", "link", make)
 
 
 def wallabag(open_file: Opener) -> Iterator[Item]:
     """wallabag's JSON export."""
 
     def make(place: str, value: dict[str, Any]) -> Entry | None:
-        entry = Entry(place=place, url=_text(value.get("url")), title=_text(value.get("title")))
-        entry.tags = _strings(value.get("tags"))
-        entry.created_at = _iso(value.get("created_at"))
+        entry = Entry(place=place, url=text(value.get("url")), title=text(value.get("title")))
+        entry.tags = strings(value.get("tags"))
+        entry.created_at = iso(value.get("created_at"))
         entry.favorite = value.get("is_starred") in (1, True)
         entry.archived = value.get("is_archived") in (1, True)
         for annotation in value.get("annotations") or []:
-            if isinstance(annotation, dict) and _text(annotation.get("quote")):
-                text = _text(annotation.get("text"))
-                entry.highlights.append(f"{_text(annotation['quote'])}" + (f"\n\n{text}" if text else ""))
-        entry.unmapped = [name for name in ("content", "preview_picture") if _text(value.get(name))]
+            if isinstance(annotation, dict) and text(annotation.get("quote")):
+                note = text(annotation.get("text"))
+                entry.highlights.append(f"{text(annotation['quote'])}" + (f"\n\n{note}" if note else ""))
+        entry.unmapped = [name for name in ("content", "preview_picture") if text(value.get(name))]
         return entry
 
-    return _stream(open_file(), "item", "entry", make)
+    return stream(open_file(), "item", "entry", make)

@@ -4,18 +4,34 @@ from its first bytes when the client names none."""
 from __future__ import annotations
 
 import csv
+import re
 
-from cardvault.domain.portability.formats import Reader, decoded, delimited, documents, netscape, single_pass
+from cardvault.domain.portability.formats import (
+    Reader,
+    decoded,
+    delimited,
+    documents,
+    netscape,
+    single_pass,
+    zipped,
+)
 
 FORMATS: dict[str, Reader] = {
     "netscape": single_pass(netscape.read),
-    "pocket": single_pass(delimited.pocket),  # its CSV; its HTML export before 2024 is Netscape-like
+    "pocket": single_pass(delimited.pocket),  # its CSV; also its ZIP, and its HTML export before 2024
     "raindrop": single_pass(delimited.raindrop),
     "instapaper": single_pass(delimited.instapaper),
     "readwise": single_pass(delimited.readwise),
     "karakeep": documents.karakeep,
     "linkwarden": documents.linkwarden,
     "wallabag": documents.wallabag,
+    "omnivore": zipped.omnivore,
+}
+ZIP = b"PK\x03\x04"  # a ZIP's first local file header
+# The member names that tell each ZIP format, as they show in its first local headers.
+_MEMBERS = {
+    "omnivore": re.compile(rb"metadata_\d+_to_\d+\.json"),
+    "pocket": re.compile(rb"(?:^|/)(?:part_\d+\.csv|annotations/part_\d+\.json|collections/[^/]+\.json)"),
 }
 # The header columns that tell each CSV format (a header holding all of them).
 _HEADERS = {
@@ -38,6 +54,9 @@ def _pocket_html(text: str) -> bool:
 
 def detect(head: bytes) -> str | None:
     """The format a file starting with these bytes is in, or None when they tell none."""
+    if head.startswith(ZIP):
+        names = _member_names(head)
+        return next((name for name, pattern in _MEMBERS.items() if any(map(pattern.search, names))), None)
     text = _start(head)
     if text.startswith("<!doctype netscape-bookmark-file-1>"):
         return "netscape"
@@ -56,9 +75,21 @@ def detect(head: bytes) -> str | None:
     return None
 
 
+def _member_names(head: bytes) -> list[bytes]:
+    """The names of the members whose local headers begin in these bytes."""
+    names, start = [], 0
+    while (start := head.find(ZIP, start)) != -1 and start + 30 <= len(head):
+        length = int.from_bytes(head[start + 26 : start + 28], "little")
+        names.append(head[start + 30 : start + 30 + length])
+        start += 30
+    return names
+
+
 def reader(name: str, head: bytes) -> Reader:
-    """The reader of a named format; Pocket's old HTML export, told by its bytes, is read as
-    a Netscape file."""
+    """The reader of a named format; Pocket's ZIP and its old HTML export, told by their
+    bytes, have readers of their own."""
+    if name == "pocket" and head.startswith(ZIP):
+        return zipped.pocket
     if name == "pocket" and _pocket_html(_start(head)):
         return FORMATS["netscape"]
     return FORMATS[name]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
-from cardvault.domain.portability.formats import known
+from cardvault.domain.portability.formats import known, zipped
 from tests.unit.domain.portability.formats.conftest import fixture
 
 
@@ -48,3 +51,33 @@ def test_pockets_old_html_export_is_read_as_bookmarks() -> None:
 def test_a_utf16_file_is_told_too() -> None:
     text = fixture("pocket.csv").decode()
     assert known.detect(text.encode("utf-16")[:4096]) == "pocket"
+
+
+def _zip(*names: str, size: int = 100) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for name in names:
+            archive.writestr(name, b"x" * size)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["annotations/part_000000.json", "collections/weekend.json", "part_000000.csv"], "pocket"),
+        (["collections/weekend.json", "part_000000.csv"], "pocket"),
+        (["part_000000.csv"], "pocket"),
+        (["pocket/", "pocket/part_000000.csv"], "pocket"),  # zipped again from its folder
+        (["metadata_0_to_20.json", "content/a-1.html"], "omnivore"),
+        (["export/metadata_0_to_20.json"], "omnivore"),
+        (["manifest.json", "cards.json"], None),
+        (["notes.txt"], None),
+    ],
+)
+def test_a_zip_is_told_by_the_names_of_its_first_members(names: list[str], expected: str | None) -> None:
+    assert known.detect(_zip(*names)[:4096]) == expected
+
+
+def test_a_pocket_zip_has_its_own_reader() -> None:
+    assert known.reader("pocket", _zip("part_000000.csv")[:4096]) is zipped.pocket
+    assert known.FORMATS["omnivore"] is zipped.omnivore
