@@ -16,7 +16,7 @@ from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
-from cardvault.domain.portability.formats.known import FORMATS
+from cardvault.domain.portability.formats.known import FORMATS, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError
 
@@ -87,6 +87,15 @@ def _new_password_hash(settings: Settings) -> str:
         password = sys.stdin.readline().rstrip("\r\n")
     accounts.check_password_rules(password)
     return passwords_from_settings(settings).hash(password)
+
+
+def _head(path: Path) -> bytes:
+    """A file's first bytes, as a format is told by (none when it cannot be read)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(4096)
+    except OSError:
+        return b""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,8 +251,9 @@ def main(argv: list[str] | None = None) -> int:
             from cardvault.adapters.blobs import store_from_settings
 
             store = store_from_settings(settings)
-            ours = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
-            if args.format is None and ours:
+            # A ZIP is our export unless its members tell another service's (Pocket, Omnivore).
+            zipped = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
+            if args.format is None and zipped and detect(_head(args.archive)) is None:
                 return importer.run(db, store, account_id=account_id, path=args.archive)
             return importer.run_export_of(
                 db,

@@ -61,6 +61,9 @@ STAGE_SECONDS = 240
 IMPORTED_QUEUE = "imported"
 IMPORTED_PRIORITY = 100  # Dramatiq runs lower numbers first; the stages saved by hand have 0
 HOST_TURN_MS = 1_000
+# A pending imported stage may wait behind its import's backlog for long: the sweeper sends it
+# again (its message lost) only after this long without a sign of life, not the stale time.
+IMPORTED_STALE_MS = 6 * 3600 * 1000
 TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
 MAX_ATTEMPTS = 5  # a stage failing for a passing reason fails for good on its fifth attempt
 # A stage whose file found the disk full waits for room, its attempt not counted and sent again

@@ -220,15 +220,24 @@ def finish(
 
 
 def release(
-    session: Session, *, card_pk: int, stage: str, lease: str, error_code: str | None, counted: bool = True
+    session: Session,
+    *,
+    card_pk: int,
+    stage: str,
+    lease: str,
+    error_code: str | None,
+    counted: bool = True,
+    due_at: int | None = None,
 ) -> None:
     """Put the attempt's stage back to pending (it failed for a reason that may pass; the retry
     that follows takes it again), keeping the reason; an attempt not ``counted`` (it waited
-    for a shared resource and did nothing) gives its attempt back."""
+    for a shared resource and did nothing) gives its attempt back. ``due_at``: when the stage
+    is sent again (a wait for its host's turn may be hours): it counts as a sign of life, so
+    the sweeper leaves the stage alone until a stale time past it."""
     values: dict[str, object] = {
         "state": "pending",
         "error_code": error_code,
-        "updated_at": now_ms(),
+        "updated_at": max(now_ms(), due_at or 0),
         "lease": None,
     }
     if not counted:
@@ -240,13 +249,25 @@ def release(
     )
 
 
-def unsettled(session: Session, *, older_than: int, limit: int = 500) -> list[Unsettled]:
+def unsettled(
+    session: Session, *, older_than: int, imported_older_than: int | None = None, limit: int = 500
+) -> list[Unsettled]:
     """Stages for the sweeper to send again: pending or running with no sign of life since
     ``older_than``. A pending one's message was lost (or waits behind a long queue); a running
-    one's worker died, since a live worker beats for every attempt it runs (``beat``)."""
+    one's worker died, since a live worker beats for every attempt it runs (``beat``). A
+    pending imported stage waits behind an import's whole backlog: it is sent again only with
+    no sign of life since ``imported_older_than`` (default: ``older_than``)."""
+    imported_older_than = older_than if imported_older_than is None else imported_older_than
+    waiting_behind_an_import = (
+        (CardStage.state == "pending") & CardStage.imported & (CardStage.updated_at >= imported_older_than)
+    )
     rows = session.execute(
         select(CardStage.card_pk, CardStage.stage, CardStage.imported)
-        .where(CardStage.state.in_(("pending", "running")), CardStage.updated_at < older_than)
+        .where(
+            CardStage.state.in_(("pending", "running")),
+            CardStage.updated_at < older_than,
+            ~waiting_behind_an_import,
+        )
         .order_by(CardStage.updated_at)
         .limit(limit)
     )

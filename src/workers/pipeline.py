@@ -195,7 +195,8 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
-        _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits)
+        due_at = now_ms() + pipeline.FULL_DISK_DELAY_MS if waits else None
+        _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits, due_at=due_at)
         if not waits:
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
@@ -217,7 +218,7 @@ def _defer(
 ) -> None:
     """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
     again ``delay_ms`` later (with the host's turn it took, if any)."""
-    _release(card_pk, stage, lease, code, counted=False)
+    _release(card_pk, stage, lease, code, counted=False, due_at=now_ms() + delay_ms)
     if turn_ms is not None:
         IMPORTED_ACTORS[stage].send_with_options(args=(card_pk, turn_ms), delay=delay_ms)
     else:
@@ -255,7 +256,15 @@ def _write(change: Callable[[Session], object]) -> None:
     database().run(unit, patience=settings().stale_seconds, idempotent=True)
 
 
-def _release(card_pk: int, stage: str, lease: str, error_code: str | None, *, counted: bool = True) -> None:
+def _release(
+    card_pk: int,
+    stage: str,
+    lease: str,
+    error_code: str | None,
+    *,
+    counted: bool = True,
+    due_at: int | None = None,
+) -> None:
     _write(
         functools.partial(
             processing.release,
@@ -264,6 +273,7 @@ def _release(card_pk: int, stage: str, lease: str, error_code: str | None, *, co
             lease=lease,
             error_code=error_code,
             counted=counted,
+            due_at=due_at,
         )
     )
 
@@ -326,7 +336,11 @@ def resend_unsettled(older_than_ms: int) -> int:
     (its message was lost, or its worker died); return how many."""
     now = now_ms()
     with database().transaction(write=False) as session:
-        found = processing.unsettled(session, older_than=now - older_than_ms)
+        found = processing.unsettled(
+            session,
+            older_than=now - older_than_ms,
+            imported_older_than=now - max(older_than_ms, pipeline.IMPORTED_STALE_MS),
+        )
     for stage in found:
         send_stage(stage.card_pk, stage.stage, imported=stage.imported)
     with database().transaction() as session:

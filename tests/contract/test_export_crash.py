@@ -6,13 +6,11 @@ size and sha256 its manifest gives."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import os
 import signal
-import subprocess
 import time
 import zipfile
 from collections.abc import Iterator
@@ -24,11 +22,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from bench.servers import BIN, prepared, redis_server, seaweedfs_server, server_env, serving
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability import export_runs
-from tests.conftest import fresh_postgres_database
+from tests.contract.production import kill, worker
+from tests.contract.production import production as shape
 
 # 96 MiB of files: an archive of six 16 MiB parts, so the worker is killed with parts uploaded
 # and more to come.
@@ -37,42 +35,8 @@ FILES, FILE_BYTES, NOTES = 24, 4 * 1024 * 1024, 100
 
 @pytest.fixture
 def production(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, str, Database]]:
-    """The environment, base URL and API key of an API process with no worker of its own."""
-    url = fresh_postgres_database("cardvault_export_crash", "the export crash test")
-    with seaweedfs_server(tmp_path) as s3, redis_server(tmp_path) as (redis_url, _):
-        env = {
-            **server_env(tmp_path, url),
-            **s3,
-            "CARDVAULT_REDIS_URL": redis_url,
-            "CARDVAULT_STALE_SECONDS": "3",  # a killed worker's job is taken over soon
-            "CARDVAULT_SWEEP_SECONDS": "0.5",
-        }
-        key = prepared(env)
-        db = Database.from_url(url)
-        try:
-            with serving(env, tmp_path / "server.log") as base:
-                yield env, base, key, db
-        finally:
-            db.dispose()
-
-
-def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        # A session of its own: Dramatiq's worker processes are children of the command's, and
-        # a machine that dies takes them all.
-        return subprocess.Popen(
-            [str(BIN / "cardvault"), "worker", "--threads", "2"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _kill(worker: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(worker.pid, signal.SIGKILL)
-    worker.wait()
+    with shape(tmp_path, "cardvault_export_crash") as started:
+        yield started
 
 
 def _uploaded_card(base: str, headers: dict[str, str], data: bytes, name: str) -> None:
@@ -146,7 +110,7 @@ def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
             == 200
         )
     log = tmp_path / "workers.log"
-    first = _worker(env, log)
+    first = worker(env, log)
     try:
         assert httpx.post(f"{base}/exports", headers=headers).status_code == 202
         deadline = time.monotonic() + 120
@@ -159,8 +123,8 @@ def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
         assert _stage(db) == "archiving", "the archive was written before the worker was killed"
         killed = _row(db)
     finally:
-        _kill(first)
-    second = _worker(env, log)
+        kill(first)
+    second = worker(env, log)
     try:
         deadline = time.monotonic() + 180
         while (job := _job(base, headers))["status"] != "ready":
@@ -168,7 +132,7 @@ def test_a_worker_killed_mid_archive_leaves_a_whole_archive_in_the_end(
             assert time.monotonic() < deadline, (job, log.read_text()[-3000:])
             time.sleep(0.2)
     finally:
-        _kill(second)
+        kill(second)
     assert (job["cardCount"], job["filesIncluded"], job["filesOmitted"]) == (FILES + NOTES, FILES, 0)
     # The killed attempt's upload was never completed: the one archive stored is the next's.
     listed = _s3(env).list_objects_v2(Bucket=env["CARDVAULT_S3_BUCKET"], Prefix="exports/")

@@ -17,7 +17,8 @@ from standardwebhooks import Webhook as Verifier
 
 from bench.servers import Answer, PageServer, page_server, prepared, redis_server, server_env, serving
 from tests.conftest import fresh_postgres_database
-from tests.contract.test_export_crash import _kill, _worker
+from tests.contract.production import kill
+from tests.contract.production import worker as start_worker
 
 CARDS = 20
 
@@ -64,13 +65,13 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
         answer = httpx.post(f"{base}/cards", headers=headers, json={"content": f"card {number}"})
         cards.add(answer.json()["cardId"])
     log = tmp_path / "workers.log"
-    worker = _worker(env, log)
+    worker = start_worker(env, log)
     try:
         deadline = time.monotonic() + 60
         while len(receiver.received) < 3:  # the hanging one on the wire, and others
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.01)
-        _kill(worker)
+        kill(worker)
         # What the killed worker had sent may still be reaching the receiver: counted once
         # arrivals have stopped (its sockets are closed; nothing else sends yet).
         arrived, steady_since = len(receiver.received), time.monotonic()
@@ -81,8 +82,8 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
         on_the_wire = {headers["webhook-id"] for _, headers, _ in list(receiver.received)}
     finally:
         release.set()
-        _kill(worker)
-    worker = _worker(env, log)
+        kill(worker)
+    worker = start_worker(env, log)
     try:
         deadline = time.monotonic() + 60
         # Every delivery settled: the one the killed worker held is sent again once its lease
@@ -92,7 +93,7 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
             time.sleep(0.1)
         told = _told(receiver, secret)
     finally:
-        _kill(worker)
+        kill(worker)
     assert set(told) == cards  # none lost
     ids_per_card = {card: {m for m, _ in arrivals} for card, arrivals in told.items()}
     assert all(len(ids) == 1 for ids in ids_per_card.values())  # one webhook-id per event

@@ -422,3 +422,16 @@ def test_an_export_whose_format_cannot_be_told_is_named_and_a_failed_entry_repor
     (tmp_path / "pocket.csv").write_text("title,url,time_added,tags,status\nA,javascript:x,1,,unread\n")
     result = run(tmp_path, "import", str(tmp_path / "pocket.csv"), "--account", "Ada", "--format", "pocket")
     assert result.returncode == 1 and "line 2 was not imported" in result.stderr
+
+
+def test_a_zip_of_another_service_is_imported_as_a_job_not_restored(tmp_path: Path) -> None:
+    _account(tmp_path)
+    root = Path(__file__).parents[1] / "fixtures" / "imports" / "omnivore"
+    archive = tmp_path / "0b8f3c5e.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                out.write(path, path.relative_to(root).as_posix())
+    result = run(tmp_path, "import", str(archive), "--account", "Ada")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("Imported 4 cards (omnivore): 4 entries")

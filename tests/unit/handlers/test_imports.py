@@ -15,7 +15,7 @@ import pytest
 
 from cardvault.domain.db import Database
 from cardvault.domain.portability import import_jobs
-from cardvault.workers import broker
+from cardvault.workers import broker, embedded
 from cardvault.workers.imports import run_import
 from tests.conftest import Api
 from tests.unit.domain.portability.formats.conftest import FIXTURES, fixture
@@ -140,6 +140,7 @@ def test_listing_cancel_and_one_import_at_a_time(api: Api) -> None:
 
 
 def test_a_canceled_import_takes_nothing_more(api: Api, database: Database) -> None:
+    embedded.wait_until_idle()  # the sweeper's first pass, which resumes every active import, is over
     with database.transaction() as session:  # a job no worker has picked up yet
         job = import_jobs.new_job(
             import_id=import_jobs.new_import_id(),

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from sqlalchemy import update
 
 from bench.servers import PageServer, page_server
 from cardvault.domain import pipeline as table
@@ -37,9 +38,31 @@ def _link(db: Database, account_id: str, url: str, *, imported: bool) -> int:
         return card.pk
 
 
-def _sent(queue: str) -> list[tuple[str, list[object]]]:
+def _sent(queue: str, card_pk: int | None = None) -> list[tuple[str, list[object]]]:
+    """The messages on a queue (for one card: the database holds other tests' cards too)."""
     messages = [json.loads(m) for m in broker.broker.queues.get(queue, _Empty()).queue]  # type: ignore[attr-defined]
-    return [(m["actor_name"], m["args"]) for m in messages]
+    return [(m["actor_name"], m["args"]) for m in messages if card_pk is None or m["args"][0] == card_pk]
+
+
+def _age(db: Database, pk: int, ms: int) -> None:
+    """Make the card's stages' last sign of life ``ms`` old."""
+    with db.transaction() as session:
+        session.execute(update(CardStage).where(CardStage.card_pk == pk).values(updated_at=now_ms() - ms))
+
+
+def _resent(db: Database, pk: int, stale_ms: int) -> set[str]:
+    """The card's stages the sweeper would send again with this stale time."""
+    with db.transaction(write=False) as session:
+        found = processing.unsettled(
+            session,
+            older_than=now_ms() - stale_ms,
+            imported_older_than=now_ms() - table.IMPORTED_STALE_MS,
+            limit=100_000,
+        )
+    return {row.stage for row in found if row.card_pk == pk}
+
+
+LINK_STAGES = set(table.stages_of_kind("link"))
 
 
 class _Empty:
@@ -72,8 +95,11 @@ def test_an_imported_cards_followers_stay_imported_and_a_refresh_by_hand_moves_i
     ]
     assert _sent("files") == [] and _sent("captures") == []
     broker.broker.flush_all()
-    pipeline.resend_unsettled(-1)  # the sweeper sends an imported stage to the imported queue
-    assert {name for name, _ in _sent(table.IMPORTED_QUEUE)} == {
+    pipeline.resend_unsettled(-1)  # waiting behind an import's backlog: not lost yet
+    assert _sent(table.IMPORTED_QUEUE, pk) == []
+    _age(database, pk, table.IMPORTED_STALE_MS + 1)
+    pipeline.resend_unsettled(60_000)  # silent past that: lost, sent again to the imported queue
+    assert {name for name, _ in _sent(table.IMPORTED_QUEUE, pk)} == {
         "capture_stage_imported",
         "link_preview_stage_imported",
         "ai_stage_imported",
@@ -106,6 +132,10 @@ def test_an_imported_fetching_stage_waits_for_its_hosts_turn_uncounted_and_a_han
     assert (actor, args) == ("link_metadata_stage_imported", [imported, turn])
     assert turn - 50 <= eta <= turn + 50  # sent again for its turn
     assert pages.hits == {}
+    with database.transaction(write=False) as session:
+        row = session.get(CardStage, (imported, "linkMetadata"))
+        assert row is not None and row.updated_at >= turn  # its turn is its next sign of life
+    assert _resent(database, imported, 500) == set()  # so the sweeper leaves it waiting
     by_hand = _link(database, account_id, url, imported=False)
     pipeline.ACTORS["linkMetadata"](by_hand)  # the host's turns are an import's matter
     assert stages(database, by_hand)["linkMetadata"] == ("completed", 1, None)
@@ -117,3 +147,25 @@ def test_an_imported_fetching_stage_waits_for_its_hosts_turn_uncounted_and_a_han
     assert stages(database, other)["linkMetadata"] == ("completed", 1, None)
     assert pages.hits == {"/tides": 3}
     broker.broker.flush_all()
+
+
+def test_the_sweeper_waits_longer_for_an_imported_pending_stage_than_for_one_saved_by_hand(
+    database: Database, account_id: str
+) -> None:
+    imported = _link(database, account_id, "https://news.example/imported", imported=True)
+    by_hand = _link(database, account_id, "https://news.example/by-hand", imported=False)
+    for pk in (imported, by_hand):
+        _age(database, pk, 120_000)
+    assert (_resent(database, imported, 60_000), _resent(database, by_hand, 60_000)) == (
+        set(),
+        LINK_STAGES,
+    )
+    _age(database, imported, table.IMPORTED_STALE_MS + 1)
+    assert _resent(database, imported, 60_000) == LINK_STAGES
+    with database.transaction() as session:  # a running one whose worker went quiet: the stale time
+        session.execute(
+            update(CardStage)
+            .where(CardStage.card_pk == imported)
+            .values(state="running", updated_at=now_ms() - 120_000)
+        )
+    assert _resent(database, imported, 60_000) == LINK_STAGES

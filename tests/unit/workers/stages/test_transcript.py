@@ -151,5 +151,5 @@ def test_the_sweeper_sends_again_only_stages_with_no_sign_of_life_for_the_stale_
             session.add(CardStage(card_pk=pk, stage=name, state=state, attempts=1, updated_at=updated))
     with database.transaction(write=False) as session:
         found = processing.unsettled(session, older_than=now - minute)
-    ours = sorted(row for row in found if row[0] in made)  # the database holds other tests' cards
+    ours = sorted((row.card_pk, row.stage) for row in found if row.card_pk in made)  # and other tests' cards
     assert ours == sorted([(made[1], "transcript"), (made[2], "linkMetadata"), (made[0], "ai")])
