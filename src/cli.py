@@ -16,7 +16,7 @@ from cardvault.domain.auth import accounts, keys, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
-from cardvault.domain.portability.formats.known import FORMATS, detect
+from cardvault.domain.portability.formats.known import NAMES, RESTORED, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     import_cmd.add_argument("--account", required=True, help="the account's name or id")
     import_cmd.add_argument(
         "--format",
-        choices=sorted(FORMATS),
+        choices=sorted(NAMES),
         help="another service's format (told from the file's bytes when omitted)",
     )
     import_cmd.add_argument("--on-duplicate", choices=["skip", "merge", "create"], default="skip")
@@ -251,9 +251,11 @@ def main(argv: list[str] | None = None) -> int:
             from cardvault.adapters.blobs import store_from_settings
 
             store = store_from_settings(settings)
-            # A ZIP is our export unless its members tell another service's (Pocket, Omnivore).
+            # A ZIP is our export unless its members tell another service's (Pocket, Omnivore):
+            # restored here, a card at a time with its progress shown.
             zipped = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
-            if args.format is None and zipped and detect(_head(args.archive)) is None:
+            told = args.format or detect(_head(args.archive))
+            if told == RESTORED or (told is None and zipped):
                 return importer.run(db, store, account_id=account_id, path=args.archive)
             return importer.run_export_of(
                 db,

@@ -13,34 +13,24 @@ listImports like one started over the API."""
 from __future__ import annotations
 
 import dataclasses
-import functools
-import posixpath
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from jsonschema import Draft7Validator
-from referencing import Registry
-from referencing.jsonschema import DRAFT7
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from cardvault import import_captures as captured
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
-from cardvault.domain.cards import editing
-from cardvault.domain.db import Database, after_commit
-from cardvault.domain.errors import CardVaultError, InvalidInput
-from cardvault.domain.files import captions, uploads
-from cardvault.domain.models import Card
-from cardvault.domain.portability import archive as archive_format
+from cardvault.domain.db import Database
+from cardvault.domain.errors import CardVaultError
 from cardvault.domain.portability import import_checks, import_jobs, imports
 from cardvault.domain.portability.formats.known import detect
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
 from cardvault.workers import broker as worker_broker
+from cardvault.workers import restores
 from cardvault.workers.imports import run_import
-from cardvault.workers.pipeline import send_stage
 
 PLAIN_EVERY = 100  # cards between plain progress lines
 
@@ -67,7 +57,7 @@ def import_archive(
     archive = import_checks.open_archive(path)
     outcome = Outcome()
     decoder = Decoder()
-    servable = _servable()
+    servable = restores.servable()
     try:
         with db.transaction() as session:
             folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
@@ -76,7 +66,9 @@ def import_archive(
             made: list[str] = []  # the card, once created: removed again if a later step fails
             try:
                 record = import_checks.check_record(raw, servable)
-                outcome.files += _restore(db, store, decoder, archive, account_id, record, folder_ids, made)
+                outcome.files += restores.restore_card(
+                    db, store, decoder, archive, account_id, record, folder_ids, made
+                )
                 outcome.cards += 1
             except Exception as exc:  # one card's failure, whatever it is, never stops the rest
                 why = exc.message if isinstance(exc, CardVaultError) else f"{type(exc).__name__}: {exc}"
@@ -89,160 +81,6 @@ def import_archive(
         decoder.close()
         archive.zip.close()
     return outcome
-
-
-def _restore(
-    db: Database,
-    store: BlobStore,
-    decoder: Decoder,
-    archive: import_checks.Archive,
-    account_id: str,
-    record: dict[str, Any],
-    folder_ids: dict[str, str],
-    made: list[str],
-) -> int:
-    """Restore one card (its id into ``made`` once created); return how many of its files
-    were restored."""
-    file, content = None, record.get("content")
-    restored = 0
-    if isinstance(record.get("file"), dict):
-        checked = _stored(db, store, archive, account_id, record["file"], record, purpose="card")
-        card_type = record.get("type")
-        with db.transaction(write=False) as session:
-            found = editing.check_file(
-                session,
-                store,
-                account_id=account_id,
-                file_key=checked[0],
-                file_etag=checked[1],
-                card_type=card_type if isinstance(card_type, str) else None,
-                content=None,
-            )
-        file, restored = uploads.copy_for_card(store, found.checked), 1
-        content = found.content if found.card_type == "text" else content
-    with db.transaction() as session:
-        card = imports.add_card(
-            session,
-            account_id=account_id,
-            record=record,
-            file=file,
-            content=content if isinstance(content, str) else None,
-            folder_ids=folder_ids,
-        )
-        card_id = card.id
-    made.append(card_id)
-    if isinstance(record.get("captions"), dict):
-        upload_id, _ = _stored(
-            db, store, archive, account_id, record["captions"], record, purpose="captions", card_id=card_id
-        )
-        with db.transaction(write=False) as session:
-            checked_captions = captions.check(
-                session, store, account_id=account_id, card_id=card_id, file_key=upload_id
-            )
-        if not isinstance(checked_captions, Card):  # Card: the file is the card's already
-            attached = captions.read(store, decoder, *checked_captions, card_id=card_id)
-            with db.transaction() as session:
-                captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
-            restored += 1
-    if any(isinstance(record.get(role), dict) for role in archive_format.CAPTURE_ROLES):
-        restored += captured.restore(
-            db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record
-        )
-    with db.transaction() as session:
-        card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
-        for stage in queued:
-            after_commit(session, functools.partial(send_stage, card_pk, stage, imported=True))
-    return restored
-
-
-def _stored(
-    db: Database,
-    store: BlobStore,
-    archive: import_checks.Archive,
-    account_id: str,
-    file: dict[str, Any],
-    record: dict[str, Any],
-    *,
-    purpose: str,
-    card_id: str | None = None,
-) -> tuple[str, str]:
-    """Copy a file out of the archive into a new upload of the account; its fileKey and ETag."""
-    path = file.get("path")
-    entry = archive.files.get(path) if isinstance(path, str) else None
-    if entry is None or not isinstance(entry.get("size"), int):
-        raise InvalidInput(f"The card's {purpose} file {path!r} is not in the manifest.")
-    if purpose == "card":
-        name, mime = record.get("fileName"), record.get("mimeType")
-    else:
-        facts = record.get("captionsFile")
-        facts = facts if isinstance(facts, dict) else {}
-        name = facts.get("fileName")
-        mime = captions.CONTENT_TYPES.get(facts.get("format", ""), "text/plain")
-    name = name if isinstance(name, str) and name else posixpath.basename(str(path))
-    mime = mime if isinstance(mime, str) and mime else "application/octet-stream"
-    with db.transaction() as session:
-        if purpose == "card":
-            issued = uploads.issue(
-                session, store, account_id=account_id, file_name=name, file_size=entry["size"], mime_type=mime
-            )
-        else:
-            issued = captions.issue_upload(
-                session,
-                store,
-                account_id=account_id,
-                card_id=str(card_id),
-                file_name=name,
-                file_size=entry["size"],
-                mime_type=mime,
-            )
-        upload_id, key = issued.upload.id, issued.upload.object_key
-    stored = store.write(key, archive.read(str(path)), content_type=mime)
-    return upload_id, stored.etag
-
-
-def _servable() -> import_checks.Servable:
-    """Whether a value is what the API shows, by the spec's schema of it (``link``: the
-    extended card's link fields, by theirs)."""
-    spec = _json_schema(spec_document()[1])
-    registry: Registry[Any] = Registry().with_resource(_SPEC, DRAFT7.create_resource(spec))
-    fields: dict[str, Any] = {}
-    for part in spec["components"]["schemas"]["DoneCard"]["allOf"]:
-        target = spec["components"]["schemas"][part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
-        fields.update(target.get("properties", {}))
-
-    def valid(schema: Any, value: Any) -> bool:
-        return bool(Draft7Validator(schema, registry=registry).is_valid(value))
-
-    def servable(name: str, value: Any) -> bool:
-        if name == "link":
-            return all(valid(fields[key], item) for key, item in value.items() if key in fields)
-        schema = spec["components"]["schemas"][name]
-        if name == "FilePreview":  # stored with the fields its kind has; shown with all, null
-            value = {**dict.fromkeys(schema["properties"]), **value}
-        return valid(schema, value)
-
-    return servable
-
-
-_SPEC = "urn:cardvault:spec"
-
-
-def _json_schema(node: Any) -> Any:
-    """The spec's schemas as JSON Schema: OpenAPI 3.0's ``nullable`` as a null type, and its
-    references made absolute."""
-    if isinstance(node, list):
-        return [_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    node = {key: _json_schema(value) for key, value in node.items()}
-    if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-        node["$ref"] = _SPEC + node["$ref"]
-    if node.pop("nullable", False) is True:
-        if "type" in node:
-            node["type"] = [node["type"], "null"]
-        if "enum" in node and None not in node["enum"]:
-            node["enum"] = [*node["enum"], None]
-    return node
 
 
 def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: TextIO = sys.stdout) -> int:

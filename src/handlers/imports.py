@@ -10,7 +10,7 @@ from cardvault.domain.errors import UnsupportedType
 from cardvault.domain.files import uploads
 from cardvault.domain.models import ImportJob
 from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats.known import FORMATS, detect
+from cardvault.domain.portability.formats.known import NAMES, detect
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.workers.files import delete_doomed_objects
@@ -52,10 +52,10 @@ def start_import(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, 
             max_file_size=import_jobs.MAX_FILE_BYTES,
         )
     file_format = body.get("format") or detect(checked.head)
-    if file_format is None or file_format not in FORMATS:
+    if file_format is None or file_format not in NAMES:
         raise UnsupportedType(
             "The file's format cannot be told from its bytes: name it in format "
-            f"({', '.join(sorted(FORMATS))}).",
+            f"({', '.join(sorted(NAMES))}).",
         )
     import_id = import_jobs.new_import_id()
     object_key = uploads.copy_for_import(rt.store, checked, import_id=import_id)  # outside a transaction

@@ -9,6 +9,7 @@ the sweeper sends a job again once its heartbeat is stale."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import secrets
 import time
@@ -17,8 +18,9 @@ from typing import Any
 import dramatiq
 
 from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats.known import reader
-from cardvault.workers.broker import blob_store, database, settings
+from cardvault.domain.portability.formats.known import RESTORED, reader
+from cardvault.workers import restores
+from cardvault.workers.broker import blob_store, database, decoder, settings
 from cardvault.workers.pipeline import send_stage
 
 SLICE_SECONDS = 20.0  # of batches taken; then hand over to a fresh message, well inside the time limit
@@ -51,6 +53,11 @@ def run_import(import_id: str, handed: str | None = None) -> None:
     if store.stat(key) is None:  # deleted behind the job's back: nothing can be taken
         with db.transaction() as session:
             import_jobs.fail(session, import_id=import_id, error="The import's file is gone from storage.")
+        return
+    if file_format == RESTORED:  # our own archive: a card at a time, files and all
+        restore = functools.partial(restores.restore_slice, db, store, decoder())
+        if restore(import_id=import_id, lease=lease, position=position, key=key):
+            run_import.send(import_id, lease)
         return
     head = store.read(key, HEAD_BYTES)
     items = reader(file_format, head)(lambda: store.stream(key))

@@ -93,6 +93,9 @@ class ImportJob(Base):
     error: Mapped[str | None] = mapped_column(Text)  # why a failed job failed
     attempts: Mapped[int] = mapped_column(Integer)
     lease: Mapped[str | None] = mapped_column(String(32))  # the working run's (handed on at a slice's end)
+    # Restoring our own archive: the card its entry at ``position`` made, until it is whole
+    # (a run that finds one, its worker killed mid-card, removes it and restores the entry anew).
+    restoring_card_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     heartbeat_at: Mapped[int] = mapped_column(BigInteger)

@@ -27,11 +27,17 @@ FORMATS: dict[str, Reader] = {
     "wallabag": documents.wallabag,
     "omnivore": zipped.omnivore,
 }
+RESTORED = "cardvault"  # our own export archive: restored whole (cardvault.workers.restores)
+NAMES = (*FORMATS, RESTORED)  # every format an import takes
 ZIP = b"PK\x03\x04"  # a ZIP's first local file header
 # The member names that tell each ZIP format, as they show in its first local headers.
 _MEMBERS = {
     "omnivore": re.compile(rb"metadata_\d+_to_\d+\.json"),
     "pocket": re.compile(rb"(?:^|/)(?:part_\d+\.csv|annotations/part_\d+\.json|collections/[^/]+\.json)"),
+    # Ours (cardvault.domain.portability.archive): a card's file first, or cards.json.
+    RESTORED: re.compile(
+        rb"^(?:(?:files|captions|screenshots|archives|readers)/crd_[a-z0-9]+/|cards\.json$)"
+    ),
 }
 # The header columns that tell each CSV format (a header holding all of them).
 _HEADERS = {

@@ -70,7 +70,9 @@ def _zip(*names: str, size: int = 100) -> bytes:
         (["pocket/", "pocket/part_000000.csv"], "pocket"),  # zipped again from its folder
         (["metadata_0_to_20.json", "content/a-1.html"], "omnivore"),
         (["export/metadata_0_to_20.json"], "omnivore"),
-        (["manifest.json", "cards.json"], None),
+        (["files/crd_7q2m4x8c3n5v9b1z6h0w2j4ra/beach.png", "cards.json"], "cardvault"),  # ours
+        (["cards.json", "folders.json", "manifest.json"], "cardvault"),
+        (["manifest.json"], None),
         (["notes.txt"], None),
     ],
 )

@@ -1,0 +1,175 @@
+"""Our own export archive imported over the API (``format: cardvault``), restored by the import
+actor a card at a time (cardvault.workers.restores): files, folders and cards whole; a card that
+fails is listed and removed; an archive that fails its checks fails the job; a run killed
+mid-card leaves a half-made card the next run removes before restoring the entry anew, so no
+card is made twice; a run whose job was taken over stops without a trace."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from cardvault.domain.clock import now_ms
+from cardvault.domain.db import Database
+from cardvault.domain.models import Card, ImportJob
+from cardvault.domain.portability import import_checks, import_jobs
+from cardvault.workers import broker, embedded, restores
+from cardvault.workers.imports import run_import
+from tests.conftest import Api
+from tests.unit.handlers.test_imports import imported, start
+from tests.unit.handlers.test_uploads import png
+from tests.unit.test_importer import _card, make_archive
+
+
+def _archive(tmp_path: Path, cards: list[dict[str, Any]], files: dict[str, bytes] | None = None) -> bytes:
+    return make_archive(tmp_path / "export.zip", cards, files).read_bytes()
+
+
+def _count(database: Database, account_id: str) -> int:
+    with database.transaction(write=False) as session:
+        return int(
+            session.scalar(select(func.count()).select_from(Card).where(Card.account_id == account_id))
+        )
+
+
+def test_an_archive_is_told_by_its_members_and_restored_whole(api: Api, tmp_path: Path) -> None:
+    picture = {
+        "type": "image",
+        "content": "",
+        "file": {"path": "files/crd_9/beach.png"},
+        "fileName": "beach.png",
+        "mimeType": "image/png",
+    }
+    data = _archive(tmp_path, [_card(1), _card(2), _card(9, **picture)], {"files/crd_9/beach.png": png()})
+    job = imported(api, data)
+    assert (job["status"], job["format"], job["found"], job["created"], job["failed"]) == (
+        "completed",
+        "cardvault",
+        3,
+        3,
+        0,
+    )
+    items = api.get("/v1/cards", params={"sort": "oldest"}).json()["items"]
+    assert [item["type"] for item in items] == ["text", "text", "image"]
+    image = items[2]
+    assert api.client.get(image["fileUrl"]).content == png()  # its file, copied out of the archive
+    folders = api.get("/v1/folders").json()["items"]
+    assert [f["name"] for f in folders] == ["Imported"] and all(item["folderIds"] for item in items)
+
+
+def test_a_card_that_fails_is_listed_and_the_rest_restored(api: Api, tmp_path: Path) -> None:
+    data = _archive(tmp_path, [_card(1), _card(2, type="spaceship"), _card(3)])
+    job = imported(api, data, format="cardvault")
+    assert (job["status"], job["created"], job["failed"]) == ("completed", 2, 1)
+    assert job["failures"][0]["entry"] == "card crd_2"
+    listed = api.get("/v1/cards", params={"sort": "oldest", "include": "content"}).json()["items"]
+    assert [i["content"] for i in listed] == [
+        "note 1",
+        "note 3",
+    ]
+
+
+def test_an_archive_that_fails_its_checks_fails_the_job(api: Api, tmp_path: Path) -> None:
+    data = make_archive(tmp_path / "x.zip", [_card(1)], cards_json=b"[]").read_bytes()
+    job = imported(api, data, format="cardvault")
+    assert job["status"] == "failed" and "cards.json" in job["error"]
+    assert api.get("/v1/cards").json()["items"] == []
+
+
+class _Killed(Exception):
+    """The worker dies here."""
+
+
+def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database, tmp_path: Path) -> None:
+    embedded.wait_until_idle()
+    data = _archive(tmp_path, [_card(n) for n in range(1, 6)])
+    key = f"accounts/{api.account_id}/imports/killed/export.zip"
+    broker.blob_store().put(key, data, content_type="application/zip")
+    with database.transaction() as session:
+        job = import_jobs.new_job(
+            import_id=import_jobs.new_import_id(),
+            account_id=api.account_id,
+            file_format="cardvault",
+            on_duplicate="skip",
+            file_name="export.zip",
+            file_size=len(data),
+            object_key=key,
+        )
+        session.add(job)
+        import_id = job.id
+    with database.transaction() as session:
+        assert import_jobs.claim(session, import_id=import_id, lease="first", handed=None, stale_ms=60_000)
+    archive = import_checks.open_archive(_spooled(tmp_path, data))
+    with database.transaction() as session:
+        import_jobs.restoring(session, import_id=import_id, lease="first", start=0, found=5)
+    made: list[str] = []
+
+    def whole(_session: Any) -> None:
+        raise _Killed  # the worker dies before the card is whole
+
+    def made_card(session: Any, card_id: str) -> None:
+        assert import_jobs.card_made(session, import_id=import_id, lease="first", start=0, card_id=card_id)
+
+    with contextlib.suppress(_Killed):
+        restores.restore_card(
+            database,
+            broker.blob_store(),
+            broker.decoder(),
+            archive,
+            api.account_id,
+            import_checks.check_record(archive.cards[0], restores.servable()),
+            {},
+            made,
+            on_made=made_card,
+            on_whole=whole,
+        )
+    archive.zip.close()
+    assert _count(database, api.account_id) == 1  # made, not whole
+    with database.transaction() as session:  # its heartbeat went stale
+        session.execute(
+            update(ImportJob).where(ImportJob.id == import_id).values(heartbeat_at=now_ms() - 120_000)
+        )
+    run_import.fn(import_id)
+    final = api.get(f"/v1/imports/{import_id}").json()["job"]
+    assert (final["status"], final["created"], final["failed"]) == ("completed", 5, 0)
+    assert _count(database, api.account_id) == 5
+    assert api.get(f"/v1/cards/{made[0]}").status_code == 404  # the half-made card was removed
+
+
+def test_a_run_whose_job_was_taken_over_stops_and_counts_nothing(
+    api: Api, database: Database, tmp_path: Path
+) -> None:
+    started = start(api, _archive(tmp_path, [_card(1)]), format="cardvault")
+    import_id = started.json()["job"]["id"]
+    embedded.wait_until_idle()
+    assert api.get(f"/v1/imports/{import_id}").json()["job"]["status"] == "completed"
+    key = f"accounts/{api.account_id}/imports/again/export.zip"
+    broker.blob_store().put(key, _archive(tmp_path, [_card(2)]), content_type="application/zip")
+    with database.transaction() as session:
+        session.execute(
+            update(ImportJob)
+            .where(ImportJob.id == import_id)
+            .values(status="running", lease="theirs", position=0, object_key=key, active_account_id=None)
+        )
+    ran = restores.restore_slice(
+        database,
+        broker.blob_store(),
+        broker.decoder(),
+        import_id=import_id,
+        lease="mine",
+        position=0,
+        key=key,
+    )
+    assert ran is False and _count(database, api.account_id) == 1  # card 1 only, from the first run
+
+
+def _spooled(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "spooled.zip"
+    path.write_bytes(data)
+    assert zipfile.is_zipfile(io.BytesIO(data))
+    return path
