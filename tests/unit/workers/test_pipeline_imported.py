@@ -1,7 +1,8 @@
 """Stages of cards an import made (cardvault.domain.pipeline.IMPORTED_QUEUE): their own actors
-on the imported queue, behind the stages of cards saved by hand; the stages that follow stay
-there; those that fetch from the card's host take the host's turns, one a second, waiting
-uncounted (HOST_PACED), while a card saved by hand never waits; a card queued again by hand
+on the imported queue, behind the stages of cards saved by hand (a card saved while 1,200 of
+them wait runs first); the stages that follow stay there; those that fetch from the card's
+host take the host's turns, one a second, waiting uncounted (HOST_PACED), while a card saved
+by hand never waits; the sweeper leaves an import's backlog alone; a card queued again by hand
 leaves the imported queue."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from bench.servers import PageServer, page_server
 from cardvault.domain import pipeline as table
@@ -21,7 +22,9 @@ from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
-from cardvault.workers import broker, pipeline
+from cardvault.workers import broker, embedded, pipeline
+from tests.conftest import Api
+from tests.unit.handlers.test_imports import imported
 from tests.unit.workers.stages.conftest import ARTICLE, bind, stages
 
 
@@ -169,3 +172,26 @@ def test_the_sweeper_waits_longer_for_an_imported_pending_stage_than_for_one_sav
             .values(state="running", updated_at=now_ms() - 120_000)
         )
     assert _resent(database, imported, 60_000) == LINK_STAGES
+
+
+def test_a_card_saved_by_hand_overtakes_an_imports_backlog(api: Api, database: Database) -> None:
+    if database.dialect != "sqlite":
+        pytest.skip("the queues and priorities are the workers'; one database shows them")
+    links = "".join(f'<DT><A HREF="https://backlog.example/{i}">Page {i}</A>\n' for i in range(300))
+    data = f"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n{links}</DL><p>\n".encode()
+    job = imported(api, data)  # its 300 cards' 1,200 stages queued behind it
+    assert job["created"] == 300
+    sent_at = now_ms()
+    by_hand = api.create(url="https://by-hand.example/")["id"]
+    embedded.wait_until_idle(120)
+    with database.transaction(write=False) as session:
+        rows = session.execute(
+            select(Card.id, CardStage.completed_at)
+            .join(CardStage, CardStage.card_pk == Card.pk)
+            .where(Card.account_id == api.account_id, CardStage.stage == "linkMetadata")
+        ).all()
+    done = {card_id: completed for card_id, completed in rows}
+    imported_after = [at for card_id, at in done.items() if card_id != by_hand and at > done[by_hand]]
+    overtaken = [at for card_id, at in done.items() if card_id != by_hand and sent_at <= at <= done[by_hand]]
+    assert len(overtaken) <= 12  # those a worker held already (its prefetch), not the backlog
+    assert len(imported_after) >= 50, "the backlog was gone before the card was saved: nothing shown"
