@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from cardvault.domain.portability.formats import Chunks, Entry, Item, Reader
+from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, Reader
 
 FIXTURES = Path(__file__).parents[4] / "fixtures" / "imports"
 
@@ -31,4 +33,29 @@ def fixture(name: str) -> bytes:
 
 def entries(items: list[Item]) -> list[Entry]:
     assert all(isinstance(item, Entry) for item in items), items
+    return [item for item in items if isinstance(item, Entry)]
+
+
+def zipped_bytes(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def members_of(root: Path, folder: str = "") -> dict[str, bytes]:
+    """A fixture folder's files as ZIP members, in the exporter's order (its S3 listing: by name)."""
+    return {
+        folder + path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def broken(items: list[Item]) -> list[tuple[str, str]]:
+    return [(item.place, item.reason) for item in items if isinstance(item, Broken)]
+
+
+def taken(items: list[Item]) -> list[Entry]:
     return [item for item in items if isinstance(item, Entry)]

@@ -1,0 +1,71 @@
+"""Omnivore's export ZIP (cardvault.domain.portability.formats.zipped): its metadata files in the
+order of their numbers, labels, state and times, and each item's highlights file: quotes,
+their notes and notes on the article."""
+
+from __future__ import annotations
+
+from cardvault.domain.portability.formats import zipped
+from tests.unit.domain.portability.formats.conftest import (
+    FIXTURES,
+    broken,
+    members_of,
+    read_opened,
+    taken,
+    zipped_bytes,
+)
+
+OMNIVORE = FIXTURES / "omnivore"
+
+
+def test_omnivore_items_take_labels_state_times_and_their_highlights_and_notes() -> None:
+    items = read_opened(zipped.omnivore, zipped_bytes(members_of(OMNIVORE)), 777)
+    found = taken(items)
+    assert broken(items) == []
+    assert [(e.title, e.tags, e.archived, e.created_at) for e in found] == [
+        (
+            "Why Building in AI Is Nothing Like Making Conventional Software",
+            ["Newsletter", "ai"],
+            False,
+            1730217478808,
+        ),
+        (
+            "Malgré la crise du marché des montres, Breitling étend son réseau commercial",
+            ["RSS"],
+            True,
+            1730208769000,
+        ),
+        ("東京の古本屋めぐり：神保町ガイド", [], False, 1730016903114),
+        ("Do You Really Want to Live Forever? – Centauri Dreams", [], False, 1729850877000),
+    ]
+    first, second, third, fourth = found
+    assert first.excerpt == "Introducing Source Code, your backstage pass to Every Studio"
+    assert first.highlights == [
+        "In traditional software, you write the rules.\n\nIn AI products, you shape the behavior."
+        "\n\nGood framing for the team offsite.",  # a quote of two paragraphs, then its note
+        "Prototyping is cheap; evaluation is expensive.",
+    ]
+    assert second.highlights == [
+        "La marque suisse veut s’étendre ailleurs en Asie.\n\nVoir aussi l’article sur Swatch — à relire."
+    ]
+    assert (third.highlights, third.notes) == ([], [])
+    assert (fourth.highlights, fourth.notes) == (
+        [],
+        ["Article-level note: compare with Bostrom's fable of the dragon-tyrant."],
+    )
+    assert first.unmapped == ["author", "thumbnail", "readingProgress", "content", "highlight labels"]
+    assert third.unmapped == ["content"]
+
+
+def test_omnivore_metadata_files_are_read_in_the_order_of_their_numbers() -> None:
+    def batch(title: str) -> bytes:
+        return (
+            f'[{{"slug": "s", "title": "{title}", "url": "https://{title}.example/", "labels": []}}]'.encode()
+        )
+
+    members = {"metadata_100_to_101.json": batch("third"), "metadata_0_to_20.json": batch("first")}
+    members["metadata_20_to_40.json"] = batch("second")
+    assert [e.title for e in taken(read_opened(zipped.omnivore, zipped_bytes(members)))] == [
+        "first",
+        "second",
+        "third",
+    ]
