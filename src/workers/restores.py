@@ -34,7 +34,7 @@ from cardvault.domain.portability import import_checks, import_jobs, imports
 from cardvault.settings import spec_document
 from cardvault.workers.pipeline import send_stage
 
-SLICE_SECONDS = 20.0  # of cards restored; then the run hands over to a fresh message
+SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
 
 
 def restore_card(

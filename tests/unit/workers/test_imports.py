@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from sqlalchemy import func, select, update
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ImportJob
 from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.formats import delimited
-from cardvault.workers import broker
+from cardvault.workers import broker, embedded, imports
 from cardvault.workers.imports import run_import
 from tests.conftest import Api
 
@@ -95,3 +96,23 @@ def test_a_job_that_ended_is_not_run(api: Api, database: Database) -> None:
         import_jobs.cancel_import(session, account_id=api.account_id, import_id=import_id)
     run_import.fn(import_id)
     assert _count(database, api.account_id) == 0
+
+
+def test_a_slice_hands_the_job_over_with_its_lease_and_the_next_run_goes_on(
+    api: Api, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded.wait_until_idle()  # the sweeper's first pass is over: no other run is sent
+    import_id = _job(database, api.account_id)
+    monkeypatch.setattr(imports, "SLICE_SECONDS", 0.0)  # every batch ends its slice
+    monkeypatch.setattr(imports.run_import, "send", lambda *args: handed.append(args))
+    handed: list[tuple[object, ...]] = []
+    run_import.fn(import_id)
+    with database.transaction(write=False) as session:
+        job = session.get(ImportJob, import_id)
+        assert job is not None and (job.status, job.position) == ("running", import_jobs.BATCH_SIZE)
+        lease = job.lease
+    assert handed == [(import_id, lease)]  # the next message may take the job at once
+    run_import.fn(*handed[0])
+    with database.transaction(write=False) as session:
+        job = session.get(ImportJob, import_id)
+        assert job is not None and (job.status, job.created, job.attempts) == ("completed", ENTRIES, 1)
