@@ -181,8 +181,8 @@ def test_a_card_saved_by_hand_overtakes_an_imports_backlog(api: Api, database: D
     data = f"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n{links}</DL><p>\n".encode()
     job = imported(api, data)  # its 300 cards' 1,200 stages queued behind it
     assert job["created"] == 300
-    sent_at = now_ms()
-    by_hand = api.create(url="https://by-hand.example/")["id"]
+    made = api.create(url="https://by-hand.example/")
+    by_hand, saved_at = made["id"], made["createdAt"]  # its stage is sent as its card commits
     embedded.wait_until_idle(120)
     with database.transaction(write=False) as session:
         rows = session.execute(
@@ -192,6 +192,8 @@ def test_a_card_saved_by_hand_overtakes_an_imports_backlog(api: Api, database: D
         ).all()
     done = {card_id: completed for card_id, completed in rows}
     imported_after = [at for card_id, at in done.items() if card_id != by_hand and at > done[by_hand]]
-    overtaken = [at for card_id, at in done.items() if card_id != by_hand and sent_at <= at <= done[by_hand]]
-    assert len(overtaken) <= 12  # those a worker held already (its prefetch), not the backlog
-    assert len(imported_after) >= 50, "the backlog was gone before the card was saved: nothing shown"
+    overtaken = [at for card_id, at in done.items() if card_id != by_hand and saved_at <= at <= done[by_hand]]
+    # Those a worker held already (its prefetch and its threads), and those that ended while the
+    # card's transaction committed: a handful, where one queue would put the whole backlog first.
+    assert len(overtaken) <= 30, len(overtaken)
+    assert len(imported_after) >= 100, "the backlog was gone before the card was saved: nothing shown"
