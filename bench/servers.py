@@ -441,6 +441,9 @@ def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
         def do_POST(self) -> None:  # (the AI provider's stub, webhooks): the body is kept, then as GET
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
+            if len(body) < length:  # the sender was cut off mid-request: nothing was received
+                self.close_connection = True
+                return
             with pages._lock:
                 pages.posted.append(body)
                 pages.received.append((self.path, dict(self.headers), body))
