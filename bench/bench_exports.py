@@ -45,7 +45,7 @@ from sqlalchemy import delete, select
 from bench.servers import ROOT, fresh_database
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain import folders, search
+from cardvault.domain import folders
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
@@ -53,6 +53,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
 from cardvault.domain.portability import exports
+from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.settings import Settings
 
@@ -122,7 +123,7 @@ def _load(db: Database, store: BlobStore, *, count: int, megabytes: int) -> dict
             session.add_all(batch)
             session.flush()
             for card in batch:
-                search.index_card(session, card)
+                index_card(session, card)
             for c in batch[::10]:
                 session.add(FolderCard(folder_id=folder_ids[c.pk % 10], card_pk=c.pk, added_at=c.created_at,
                                        card_created_at=c.created_at))  # fmt: skip

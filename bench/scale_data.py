@@ -2,7 +2,7 @@
 
 Cards of eight types with Zipf-distributed words, user tags and AI tags, folders, favorites,
 archive and Trash flags in the proportions below, one search row per card made by
-``cardvault.domain.search`` itself. PostgreSQL is loaded with COPY, SQLite with batched
+``cardvault.domain.search.index`` itself. PostgreSQL is loaded with COPY, SQLite with batched
 inserts. Deterministic: the same seed gives the same data."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from cardvault.domain.search import index_words, tag_words
+from cardvault.domain.search.index import tag_words, word_runs
 from cardvault.domain.tags.names import tag_key
 
 TYPES = [
@@ -29,6 +29,7 @@ TYPES = [
     ("palette", 3),
 ]
 FAVORITE, ARCHIVED, TRASHED = 0.04, 0.03, 0.01
+NOTED = 0.1  # of cards carry a note (the headline relevance ranks first, with the tags)
 FOLDERS_PER_ACCOUNT = 60
 IN_FOLDER = 0.15  # of cards are in one folder (a tenth of those in a second one)
 START_MS = 1_600_000_000_000  # cards are spread over five years from here
@@ -108,6 +109,11 @@ class Generator:
             pk, self.next_pk = self.next_pk, self.next_pk + 1
             kind = rng.choice(self.types)
             text = " ".join(self.words.draw() for _ in range(rng.randint(6, 40)))
+            notes = (
+                " ".join(self.words.draw() for _ in range(rng.randint(3, 12)))
+                if rng.random() < NOTED
+                else None
+            )
             url = None
             if kind == "link":
                 url = f"https://{self.words.draw()}.example/{self.words.draw()}-{self.words.draw()}"
@@ -119,7 +125,7 @@ class Generator:
                 "account_id": account_id,
                 "type": kind,
                 "content": text,
-                "notes": None,
+                "notes": notes,
                 "url": url,
                 "source": None,
                 "file_name": None,
@@ -161,7 +167,7 @@ class Generator:
                 )
                 in_folders = [f for f in in_folders if folder_fill[f] < 10_000]
                 folder_fill.update(in_folders)
-            words = index_words([text, url])
+            words = list(dict.fromkeys(word for run in word_runs([text, url, notes]) for word in run))
             if stats is not None and card["deleted_at"] is None and card["archived_at"] is None:
                 stats.words.update(words)
                 stats.tags.update(row["name_key"] for row in tags)

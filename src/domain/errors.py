@@ -6,6 +6,7 @@ CardVaultError
 ├── InvalidInput             a value breaks a rule the spec cannot state
 │   ├── InvalidTag           a tag breaks the tag rules
 │   ├── InvalidCursor        a cursor was altered or made for another query
+│   ├── InvalidQuery         a qualifier in q names nothing it could
 │   ├── TypeMismatch         the operation does not apply to this card type
 │   ├── FileRequired         an image, video, audio or document card needs a file
 │   └── UnsupportedType      a file's bytes are no accepted type
@@ -78,6 +79,15 @@ class InvalidTag(InvalidInput):
 
     def __init__(self, tag: str, reason: str) -> None:
         super().__init__(f"Tag {tag!r} is invalid: {reason}.", details={"tag": tag})
+
+
+class InvalidQuery(InvalidInput):
+    """A qualifier in a search's q has a value that names nothing (``type:banana``), or q holds
+    too many: ``details.position`` says where (in characters, from 0)."""
+
+    def __init__(self, message: str, *, position: int) -> None:
+        problem = {"location": "query", "field": "q", "message": message}
+        super().__init__(message, details={"fields": [problem], "position": position})
 
 
 class InvalidCursor(InvalidInput):

@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.fetcher import Fetched, Fetcher, FetchRefused
 from cardvault.adapters.pages import Page, PageUnreadable, read_page
 from cardvault.adapters.pages.categories import VERBS
-from cardvault.domain import search
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed
+from cardvault.domain.search.index import index_card
 
 PAGE_BYTES = 5 * 1024 * 1024  # a page is read up to here (its head is at its start)
 IMAGE_BYTES = 20 * 1024 * 1024  # a page's image over this is not fetched
@@ -71,7 +71,7 @@ def apply_page(session: Session, card: Card, page: Page) -> None:
     card.link_meta = page.stored()
     card.source_text = page.text
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)
 
 
 def forget_page(card: Card) -> None:

@@ -9,13 +9,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.domain import processing
-from cardvault.domain.cards import editing, reading, trash
+from cardvault.domain.cards import editing, facets, listing, reading, trash
 from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.files import captions, file_cards, thumbnails
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
+from cardvault.domain.search import highlights
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
@@ -60,20 +61,20 @@ def list_cards(
     q: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
-    sort: str = "newest",
+    sort: str | None = None,
     type_: str | None = None,  # the spec's `type`, renamed by Connexion (it shadows a builtin)
     tag: str | None = None,
     favorited: bool | None = None,
     created_after: int | None = None,
     created_before: int | None = None,
     include: list[str] | None = None,
-    archived: str = "exclude",
+    archived: str | None = None,
     folder: str | None = None,
     processing_state: str | None = None,
     url: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
-    filters = reading.CardFilter(
+    filters = listing.CardFilter(
         sort=sort,
         card_type=type_,
         tag=tag,
@@ -87,8 +88,9 @@ def list_cards(
         url=url,
     )
     groups = set(include or [])
-    with rt.db.transaction(write=False, snapshot="total" in groups) as session:
-        page = reading.list_cards(
+    counted = bool(groups & {"total", "facets"})
+    with rt.db.transaction(write=False, snapshot=counted) as session:
+        page = listing.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
@@ -98,12 +100,19 @@ def list_cards(
             with_total="total" in groups,
         )
         stages = card_json.stages_for_list(session, page.cards, groups)
-    return page_json(
-        [card_json.list_item_json(card, groups, stages.get(card.pk)) for card in page.cards],
-        page.next_cursor,
-        page.total,
-        total_capped=page.total_capped,
-    )
+        found = facets.facets(session, account_id=user, filters=filters) if "facets" in groups else None
+    items = [card_json.list_item_json(card, groups, stages.get(card.pk)) for card in page.cards]
+    if "highlights" in groups:
+        for item, card in zip(items, page.cards, strict=True):
+            item["highlights"] = highlights.highlights(highlights.fields_of(card), page.query)
+    body = page_json(items, page.next_cursor, page.total, total_capped=page.total_capped)
+    if found is not None:
+        body["facets"] = {
+            "types": [{"type": card_type, "count": n} for card_type, n in found.types],
+            "tags": [{"name": name, "count": n} for name, n in found.tags],
+            "capped": found.capped,
+        }
+    return body
 
 
 def get_card(card_id: str, user: str) -> dict[str, Any]:

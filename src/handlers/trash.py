@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain.cards import reading, trash
+from cardvault.domain.cards import listing, trash
 from cardvault.domain.db import after_commit
 from cardvault.handlers.card_json import list_item_json, stages_for_list
 from cardvault.handlers.http import runtime
@@ -18,11 +18,11 @@ def list_trash(
     rt = runtime.current()
     groups = set(include or [])
     with rt.db.transaction(write=False, snapshot="total" in groups) as session:
-        page = reading.list_cards(
+        page = listing.list_cards(
             session,
             account_id=user,
             secret=rt.settings.secret_key,
-            filters=reading.CardFilter(in_trash=True, archived="include"),
+            filters=listing.CardFilter(in_trash=True, archived="include"),
             limit=limit,
             cursor=cursor,
             with_total="total" in groups,

@@ -796,6 +796,15 @@ def domain_cases(b: Builder) -> None:
             ("url-javascript", (400, "INVALID_INPUT"), {"query": "url=javascript:alert(1)"}),
             ("url-data", (400, "INVALID_INPUT"), {"query": "url=data:text/html,x"}),
             ("url-over-2048", (400, "INVALID_INPUT"), {"query": "url=https://example.com/" + "a" * 2030}),
+            ("q-type-unknown", (400, "INVALID_QUERY"), {"query": "q=type:banana"}),
+            ("q-is-unknown", (400, "INVALID_QUERY"), {"query": "q=alpha%20is:read"}),
+            ("q-has-unknown", (400, "INVALID_QUERY"), {"query": "q=-has:everything"}),
+            ("q-date-word", (400, "INVALID_QUERY"), {"query": "q=before:soon"}),
+            ("q-date-impossible", (400, "INVALID_QUERY"), {"query": "q=after:2025-02-30"}),
+            ("q-date-too-far", (400, "INVALID_QUERY"), {"query": "q=after:99999999999999999999"}),
+            ("q-site-no-host", (400, "INVALID_QUERY"), {"query": "q=site:%25"}),
+            ("q-site-javascript", (400, "INVALID_QUERY"), {"query": "q=site:javascript:alert(1)"}),
+            ("q-17-qualifiers", (400, "INVALID_QUERY"), {"query": "q=" + "%20".join(["is:done"] * 17)}),
         ],
         "listTags": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listImports": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
@@ -936,9 +945,9 @@ def snapshot(database: Database) -> dict[str, list[tuple[Any, ...]]]:
             for table in Base.metadata.sorted_tables
         }
         search = (
-            "SELECT rowid, words FROM card_search ORDER BY rowid"
+            "SELECT rowid, headline, body FROM card_search ORDER BY rowid"
             if database.dialect == "sqlite"
-            else "SELECT card_pk, CAST(words AS text) FROM card_search ORDER BY card_pk"
+            else "SELECT card_pk, part, tag_key, CAST(words AS text) FROM card_search ORDER BY 1, 2, 3"
         )
         tables["card_search"] = [tuple(row) for row in session.execute(text(search))]
     return tables
@@ -1195,21 +1204,21 @@ SEARCHES: list[tuple[str, str, set[str]]] = [
     ("q", "r_port", set()),
     ("q", "al_ha", set()),
     ("q", "' OR 1=1 --", set()),
-    ("q", "' OR ''='", set()),
+    ("q", "' OR ''='", EVERY_CARD),  # OR with no term beside it is left out: nothing to find
     ("q", "'; DROP TABLE cards; --", set()),
     ("q", "alpha' --", {"alpha"}),
     ("q", '"alpha', {"alpha"}),
     ("q", '"alpha report"', {"alpha"}),
-    ("q", '"report alpha"', {"alpha"}),
+    ("q", '"report alpha"', set()),  # a phrase: side by side, in order
     ("q", "alpha*", {"alpha"}),
-    ("q", "alpha OR beta", set()),
+    ("q", "alpha OR beta", {"alpha", "beta"}),
     ("q", "alpha | beta", set()),
     ("q", "alpha & beta", set()),
     ("q", "alpha AND beta", set()),
     ("q", "and", {"gamma"}),
     ("q", "NOT alpha", set()),
-    ("q", "-alpha", {"alpha"}),
-    ("q", "alpha -report", {"alpha"}),
+    ("q", "-alpha", {"beta", "gamma"}),
+    ("q", "alpha -report", set()),
     ("q", "!alpha", {"alpha"}),
     ("q", "alpha <-> report", {"alpha"}),
     ("q", "alpha <2> report", set()),
@@ -1217,7 +1226,7 @@ SEARCHES: list[tuple[str, str, set[str]]] = [
     ("q", "alpha NEAR report", set()),
     ("q", "content:alpha", set()),
     ("q", "alpha:*", {"alpha"}),
-    ("q", "alpha:A", {"alpha"}),  # "a" begins "alpha", so it adds nothing
+    ("q", "alpha:A", set()),  # no qualifier: "alpha" then a word beginning with "a", side by side
     ("q", "^alpha", {"alpha"}),
     ("q", "(alpha)", {"alpha"}),
     ("q", "{alpha}", {"alpha"}),
@@ -1227,6 +1236,34 @@ SEARCHES: list[tuple[str, str, set[str]]] = [
     ("q", "o'reilly", {"gamma"}),
     ("q", "home_office", {"beta"}),
     ("q", "\ufffd", EVERY_CARD),
+    ("q", "OR OR OR", EVERY_CARD),
+    ("q", "- -- ---", EVERY_CARD),
+    ("q", '""', EVERY_CARD),
+    ("q", '-""', EVERY_CARD),
+    ("q", '"', EVERY_CARD),
+    ("q", "final OR gamma", {"beta", "gamma"}),
+    ("q", "note:final", set()),  # no qualifier: the words "note" and "final", side by side
+    ("q", "tag:", set()),  # a qualifier without a value: the word "tag"
+    ("q", "-tag:", EVERY_CARD),
+    ("q", "tag:work", {"alpha"}),
+    ("q", "TAG:WORK", {"alpha"}),
+    ("q", "-tag:work", {"beta", "gamma"}),
+    ("q", "tag:100%", {"alpha"}),
+    ("q", "tag:%", set()),
+    ("q", "tag:wor", set()),  # a whole tag, not a beginning
+    ("q", 'tag:"x*y"', {"gamma"}),
+    ("q", "tag:" + "x" * 200, set()),  # no tag can be that long: nothing, not an error
+    ("q", "type:text", EVERY_CARD),
+    ("q", "-type:text", set()),
+    ("q", "type:text type:link", set()),  # a contradiction: an empty page
+    ("q", "has:notes", {"beta"}),
+    ("q", "-has:notes", {"alpha", "gamma"}),
+    ("q", "is:favorite", set()),
+    ("q", "folder:%", set()),
+    ("q", "folder:' OR 1=1 --", set()),
+    ("q", "site:example.com", set()),
+    ("q", "after:1970-01-01", EVERY_CARD),
+    ("q", "before:1970-01-01", set()),
     ("tag", "%", set()),
     ("tag", "_", set()),
     ("tag", "w%", set()),

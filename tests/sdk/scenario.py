@@ -80,9 +80,9 @@ from cardvault_client.models import (
     CardCreate,
     CardCreated,
     CardIdList,
-    CardInclude,
+    CardListInclude,
+    CardListSort,
     CardPage,
-    CardSort,
     CardType,
     CardUpdate,
     ChangeAction,
@@ -103,6 +103,7 @@ from cardvault_client.models import (
     FolderUpdate,
     Health,
     HealthStatus,
+    Highlights,
     ImportFormat,
     ImportStart,
     ImportStatus,
@@ -364,9 +365,20 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
         )
     )
     assert made["text"].id in around
-    oldest = walk(lambda cursor: list_cards.sync(client=client, sort=CardSort.OLDEST, cursor=cursor))
+    # Search with a qualifier, and why each card matched: offsets into a fragment, not markup.
+    searched = ok(
+        list_cards.sync(
+            client=client, q="simplicity type:quote -tag:work", include=[CardListInclude.HIGHLIGHTS]
+        )
+    )
+    assert [item.id for item in searched.items] == [made["quote"].id]
+    highlights = searched.items[0].highlights
+    assert isinstance(highlights, Highlights) and highlights.title == []
+    (match,) = highlights.content[0].matches
+    assert highlights.content[0].text[match.start : match.end] == "Simplicity"
+    oldest = walk(lambda cursor: list_cards.sync(client=client, sort=CardListSort.OLDEST, cursor=cursor))
     assert oldest == everything[::-1]
-    extras = [CardInclude.CONTENT, CardInclude.TOTAL]
+    extras = [CardListInclude.CONTENT, CardListInclude.TOTAL]
     with_content = ok(list_cards.sync(client=client, include=extras, limit=100))
     assert with_content.total == len(made) and with_content.total_capped is False
     assert all(isinstance(item.content, str) for item in with_content.items)

@@ -77,6 +77,17 @@ export async function firstDay(): Promise<string[]> {
     cursor = page.data.pageInfo.nextCursor ?? undefined;
   } while (cursor);
 
+  const searched = await client.GET("/cards", {
+    params: { query: { q: "tag:reading type:link example", include: ["highlights"] } },
+  });
+  if (searched.error) throw new Error(describe(searched.error));
+  for (const item of searched.data.items) {
+    for (const fragment of item.highlights?.content ?? []) {
+      const chars = Array.from(fragment.text);
+      out.push(...fragment.matches.map((m) => chars.slice(m.start, m.end).join("")));
+    }
+  }
+
   const updated = await client.PATCH("/cards/{cardId}", {
     params: { path: { cardId: id } },
     body: { notes: null, tags: ["later"] },

@@ -68,6 +68,8 @@ COVERED_ELSEWHERE = {
     "domain/feed.py": "tests/unit/handlers/test_changes.py",
     "domain/portability/import_entries.py": "tests/unit/domain/portability/test_import_jobs.py",
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
+    "domain/cards/facets.py": "tests/unit/handlers/test_cards_search.py",
+    "domain/search/matching.py": "tests/unit/handlers/test_cards_search.py",
     "workers/actors.py": "tests/unit/workers/test_embedded.py",
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",

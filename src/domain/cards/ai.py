@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import search
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
+from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tag, tag_key
 
@@ -147,5 +147,5 @@ def apply(
     card.ai_summary, card.ai_engine = summary, engine
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)
     counts.apply(session, account_id=card.account_id, before=before, after=counts.card_tally(card))

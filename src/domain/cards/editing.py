@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import links, processing, search
+from cardvault.domain import links, processing
 from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -16,6 +16,7 @@ from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, 
 from cardvault.domain.files import filetypes, quotas, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
+from cardvault.domain.search.index import index_card, tag_words
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags, tag_key
 
@@ -39,7 +40,7 @@ def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:
             continue
         if row.name_key in wanted:
             row.position, row.name = wanted.pop(row.name_key)
-            row.words = search.tag_words(row.name)
+            row.words = tag_words(row.name)
         else:
             card.tag_rows.remove(row)
     for key, (position, name) in wanted.items():
@@ -50,7 +51,7 @@ def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:
                 name=name,
                 position=position,
                 account_id=card.account_id,
-                words=search.tag_words(name),
+                words=tag_words(name),
                 card_created_at=card.created_at,
             )
         )
@@ -117,7 +118,7 @@ def add_card(
     replace_tags(card, "user", clean)
     session.add(card)
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)
     counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
     # After the tag counters (the lock order in cardvault.domain.db): the upload leaves the
     # account's pending bytes and the card's file joins its stored ones.
@@ -272,7 +273,7 @@ def edit_card(
         elif card.content != before[0] and card.type in ("text", "quote"):
             stages = processing.queue(session, card, ["ai"])  # its summary and tags, anew
         session.flush()
-        search.index_card(session, card)
+        index_card(session, card)
         counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))
     return Edited(card, stages)
 
@@ -299,7 +300,7 @@ def forget_ai(session: Session, card: Card) -> None:
     replace_tags(card, "ai", [])
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)
     counts.apply(session, account_id=card.account_id, before=tags_before, after=counts.card_tally(card))
 
 

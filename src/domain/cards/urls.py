@@ -44,6 +44,7 @@ TRACKING_PARAMETERS = frozenset(
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL = 2048  # the longest url a card holds (the spec's Url)
+MAX_HOST = 253  # the longest DNS name; cards.url_site holds its site key
 
 
 def normal_url(url: str) -> str | None:
@@ -72,6 +73,20 @@ def normal_url(url: str) -> str | None:
 def _tracking(pair: str) -> bool:
     name = pair.split("=", 1)[0].lower()
     return name.startswith("utm_") or name in TRACKING_PARAMETERS
+
+
+def site_key(host: str) -> str:
+    """A host's labels reversed, each followed by a dot (``blog.example.com`` is
+    ``com.example.blog.``): a site and its subdomains are the keys that begin with its own."""
+    return "".join(f"{label}." for label in reversed(host.split(".")))
+
+
+def url_site(url: str | None) -> str | None:
+    """The site key of the URL's host in its normal form (for ``site:`` in a search), or None:
+    no URL, none with a normal form, or a host longer than a DNS name can be."""
+    normal = None if url is None else normal_url(url)
+    host = None if normal is None else urlsplit(normal).hostname
+    return None if not host or len(host) > MAX_HOST else site_key(host)
 
 
 def url_key(url: str | None) -> str | None:

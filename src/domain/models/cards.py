@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from cardvault.domain.cards.urls import url_key
+from cardvault.domain.cards.urls import url_key, url_site
 from cardvault.domain.models.declarative import SERIAL, Base
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 _IN_TRASH = text("deleted_at IS NOT NULL")
 _URL_KEYED = text("url_key IS NOT NULL")
+_SITED = text("url_site IS NOT NULL")
 
 
 class Card(Base):
@@ -38,6 +39,9 @@ class Card(Base):
             postgresql_where=_URL_KEYED,
             sqlite_where=_URL_KEYED,
         ),
+        Index(
+            "ix_cards_account_site", "account_id", "url_site", postgresql_where=_SITED, sqlite_where=_SITED
+        ),
     )
 
     pk: Mapped[int] = mapped_column(SERIAL, primary_key=True, autoincrement=True)
@@ -49,6 +53,8 @@ class Card(Base):
     url: Mapped[str | None] = mapped_column(Text)
     # The key of the url's normal form (cardvault.domain.cards.urls), kept by _key_url.
     url_key: Mapped[str | None] = mapped_column(String(32))
+    # The url's host as a site key (cardvault.domain.cards.urls.site_key), kept by _key_url.
+    url_site: Mapped[str | None] = mapped_column(String(256))
     source: Mapped[str | None] = mapped_column(String(200))
     file_name: Mapped[str | None] = mapped_column(String(255))
     file_size: Mapped[int | None] = mapped_column(BigInteger)
@@ -117,7 +123,7 @@ class Card(Base):
 
     @validates("url")
     def _key_url(self, _name: str, url: str | None) -> str | None:
-        self.url_key = url_key(url)
+        self.url_key, self.url_site = url_key(url), url_site(url)
         return url
 
     @property

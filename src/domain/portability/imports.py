@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import changes, processing, search
+from cardvault.domain import changes, processing
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -23,6 +23,7 @@ from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.portability.import_checks import strings_of, text_of, whole_of
+from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags, tag_key
 
@@ -140,7 +141,7 @@ def finish_card(
     card.colors = colors if isinstance(colors, list) and all(isinstance(c, str) for c in colors) else None
     editing.replace_tags(card, "ai", clean_tags(strings_of(record, "aiTags")))
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)
     counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))
     restored = {stage for stage, fields in _RESTORED_BY.items() if any(record.get(f) for f in fields)}
     wanted = processing.stages_for(card)

@@ -20,7 +20,7 @@ from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
-from cardvault.domain.search import tag_words
+from cardvault.domain.search.index import tag_words
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.counts import TagRow
 from cardvault.domain.tags.names import clean_tag, tag_key
@@ -280,7 +280,7 @@ def list_tags(
             query = query.where(TagCounter.name_key > last_key)
     rows = session.execute(query.limit(limit + 1)).all()
     page, more = rows[:limit], len(rows) > limit
-    names = _display_names(session, account_id, [row[0] for row in page])
+    names = display_names(session, account_id, [row[0] for row in page])
     next_cursor = None
     if more:
         last_key, last_count = page[-1]
@@ -297,11 +297,11 @@ def tags_by_key(session: Session, *, account_id: str, keys: list[str]) -> dict[s
             TagCounter.account_id == account_id, TagCounter.name_key.in_(keys)
         )
     ).all()
-    names = _display_names(session, account_id, [key for key, _ in rows])
+    names = display_names(session, account_id, [key for key, _ in rows])
     return {key: TagCount(names[key], n) for key, n in rows}
 
 
-def _display_names(session: Session, account_id: str, keys: list[str]) -> dict[str, str]:
+def display_names(session: Session, account_id: str, keys: list[str]) -> dict[str, str]:
     """The spelling most tag rows use for each tag (ties: the first in code-point order)."""
     if not keys:
         return {}

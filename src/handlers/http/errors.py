@@ -33,6 +33,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.InvalidInput: (400, "INVALID_INPUT"),
     domain.InvalidTag: (400, "INVALID_TAG"),
     domain.InvalidCursor: (400, "INVALID_CURSOR"),
+    domain.InvalidQuery: (400, "INVALID_QUERY"),
     domain.CursorExpired: (410, "CURSOR_EXPIRED"),
     domain.TypeMismatch: (400, "TYPE_MISMATCH"),
     domain.FileRequired: (400, "FILE_REQUIRED"),

@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters import speech
 from cardvault.adapters.images import ImageRefused
-from cardvault.domain import search
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed, StageSkipped
+from cardvault.domain.search.index import index_card
 from cardvault.workers.broker import blob_store, database, decoder, settings, speech_decoder
 from cardvault.workers.stages import Deferred, set_fields
 
@@ -78,4 +78,4 @@ def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
     """Set the transcript and index it for search."""
     set_fields(card, fields)
     session.flush()
-    search.index_card(session, card)
+    index_card(session, card)

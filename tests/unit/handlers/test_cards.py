@@ -6,7 +6,7 @@ from typing import ClassVar
 import pytest
 from sqlalchemy import insert
 
-from cardvault.domain.cards import reading
+from cardvault.domain.cards import listing
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card
@@ -246,7 +246,7 @@ class TestListCards:
                 "created_at": 1,
                 "updated_at": 1,
             }
-            for _ in range(reading.TOTAL_CAP + 1)
+            for _ in range(listing.TOTAL_CAP + 1)
         ]
         with database.transaction() as session:
             session.execute(insert(Card), rows)

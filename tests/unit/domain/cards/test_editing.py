@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain.cards import editing, reading
-from cardvault.domain.cards.reading import CardFilter
+from cardvault.domain.cards import editing
+from cardvault.domain.cards import listing as listings
+from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import (
     ContentTooLarge,
@@ -29,11 +30,11 @@ def add(database: Database, account_id: str, **fields: object) -> editing.Card:
         return editing.add_card(session, account_id=account_id, **fields)  # type: ignore[arg-type]
 
 
-def listing(
+def page_of(
     database: Database, account_id: str, limit: int = 50, cursor: str | None = None, **filters: object
-) -> reading.CardPage:
+) -> listings.CardPage:
     with database.transaction(write=False) as session:
-        return reading.list_cards(
+        return listings.list_cards(
             session,
             account_id=account_id,
             secret=SECRET,
@@ -78,7 +79,7 @@ class TestAddCard:
     def test_a_bad_tag_fails_and_creates_nothing(self, database: Database, account_id: str) -> None:
         with pytest.raises(InvalidTag):
             add(database, account_id, content="x", tags=["ok", " "])
-        assert listing(database, account_id).total == 0
+        assert page_of(database, account_id).total == 0
 
     def test_an_unknown_file_key_is_refused(
         self, database: Database, account_id: str, tmp_path: Path
@@ -90,7 +91,7 @@ class TestAddCard:
                     session, store, account_id=account_id, file_key=file_key, file_etag='"x"',
                     card_type=None, content=None,
                 )  # fmt: skip
-        assert listing(database, account_id).total == 0
+        assert page_of(database, account_id).total == 0
 
 
 class TestGetCard:
@@ -166,7 +167,7 @@ class TestListCards:
         for sort, expected in (("newest", made[::-1]), ("oldest", made)):
             seen, cursor = [], None
             while True:
-                page = listing(database, account_id, limit=3, cursor=cursor, sort=sort)
+                page = page_of(database, account_id, limit=3, cursor=cursor, sort=sort)
                 seen += [c.id for c in page.cards]
                 assert page.total == 7
                 if page.next_cursor is None:
@@ -180,26 +181,26 @@ class TestListCards:
         owner, other = new_account(), new_account()
         for i in range(3):
             add(database, owner, content=f"c{i}")
-        cursor = listing(database, owner, limit=1).next_cursor
+        cursor = page_of(database, owner, limit=1).next_cursor
         assert cursor is not None
         for account, filters in ((owner, {"sort": "oldest"}), (owner, {"card_type": "text"}), (other, {})):
             with pytest.raises(InvalidCursor):
-                listing(database, account, limit=1, cursor=cursor, **filters)
+                page_of(database, account, limit=1, cursor=cursor, **filters)
         tampered = ("B" if cursor[0] != "B" else "C") + cursor[1:]
         with pytest.raises(InvalidCursor):
-            listing(database, owner, cursor=tampered)
+            page_of(database, owner, cursor=tampered)
 
     def test_filters_by_type_favorite_and_time(self, database: Database, account_id: str) -> None:
         link = add(database, account_id, url="https://example.com")
         text = add(database, account_id, content="hello")
         with database.transaction() as session:
             editing.set_favorite(session, account_id=account_id, card_id=text.id, is_favorited=True)
-        assert [c.id for c in listing(database, account_id, card_type="link").cards] == [link.id]
-        assert [c.id for c in listing(database, account_id, favorited=True).cards] == [text.id]
-        assert [c.id for c in listing(database, account_id, favorited=False).cards] == [link.id]
-        assert listing(database, account_id, created_after=text.created_at).total == 0
-        assert listing(database, account_id, created_before=link.created_at).total == 0
-        assert listing(database, account_id, created_after=link.created_at - 1).total == 2
+        assert [c.id for c in page_of(database, account_id, card_type="link").cards] == [link.id]
+        assert [c.id for c in page_of(database, account_id, favorited=True).cards] == [text.id]
+        assert [c.id for c in page_of(database, account_id, favorited=False).cards] == [link.id]
+        assert page_of(database, account_id, created_after=text.created_at).total == 0
+        assert page_of(database, account_id, created_before=link.created_at).total == 0
+        assert page_of(database, account_id, created_after=link.created_at - 1).total == 2
 
     def test_ai_tags_move_updated_at_only_when_they_change(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="x")
@@ -214,7 +215,7 @@ class TestListCards:
         ai = add(database, account_id)
         with database.transaction() as session:
             editing.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
-        assert {c.id for c in listing(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
+        assert {c.id for c in page_of(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
 
     def test_search_matches_every_word_as_a_prefix_ignoring_case(
         self, database: Database, account_id: str
@@ -222,11 +223,11 @@ class TestListCards:
         a = add(database, account_id, content="The Quick brown fox", notes="Jumps")
         b = add(database, account_id, content="quiet", tags=["Foxtrot"])
         add(database, account_id, content="nothing here")
-        assert {c.id for c in listing(database, account_id, q="QUI").cards} == {a.id, b.id}
-        assert {c.id for c in listing(database, account_id, q="qui fox").cards} == {a.id, b.id}
-        assert {c.id for c in listing(database, account_id, q="jump quick").cards} == {a.id}
-        assert listing(database, account_id, q="absent").total == 0
-        assert listing(database, account_id, q="!!!").total == 3
+        assert {c.id for c in page_of(database, account_id, q="QUI").cards} == {a.id, b.id}
+        assert {c.id for c in page_of(database, account_id, q="qui fox").cards} == {a.id, b.id}
+        assert {c.id for c in page_of(database, account_id, q="jump quick").cards} == {a.id}
+        assert page_of(database, account_id, q="absent").total == 0
+        assert page_of(database, account_id, q="!!!").total == 3
 
     def test_search_sees_edits_and_other_accounts_never_match(
         self, database: Database, new_account: Callable[[], str]
@@ -238,15 +239,15 @@ class TestListCards:
             editing.update_card(
                 session, account_id=owner, card_id=card.id, content="beta", url="https://zulu.example"
             )
-        assert listing(database, owner, q="alpha").total == 0
-        assert [c.id for c in listing(database, owner, q="beta zulu").cards] == [card.id]
+        assert page_of(database, owner, q="alpha").total == 0
+        assert [c.id for c in page_of(database, owner, q="beta zulu").cards] == [card.id]
 
     def test_search_treats_query_syntax_as_words(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content='C++ AND NOT "x" y* NEAR(a b) café')
         for q in ['"', "NOT", "y*", "NEAR(", "a:b & !c | d", "CAFÉ", "'); DROP TABLE cards; --"]:
-            page = listing(database, account_id, q=q)
+            page = page_of(database, account_id, q=q)
             assert page.total in (0, 1)
-        assert listing(database, account_id, q="near café").cards[0].id == card.id
+        assert page_of(database, account_id, q="near café").cards[0].id == card.id
 
     def test_search_ignores_accents_and_keeps_words_with_marks_whole(
         self, database: Database, account_id: str
@@ -254,11 +255,11 @@ class TestListCards:
         card = add(database, account_id, content="İstanbul nights at the Café; नमस्ते", tags=["Ωμέγα"])
         for q in ("istanbul", "CAFE", "café", "नमस्ते", "ωμεγα", "x" * 150):
             expected = [] if q.startswith("x") else [card.id]
-            assert [c.id for c in listing(database, account_id, q=q).cards] == expected, q
+            assert [c.id for c in page_of(database, account_id, q=q).cards] == expected, q
 
     def test_search_finds_long_words_by_prefix(self, database: Database, account_id: str) -> None:
         card = add(database, account_id, content="a" * 150)
-        assert [c.id for c in listing(database, account_id, q="a" * 120).cards] == [card.id]
+        assert [c.id for c in page_of(database, account_id, q="a" * 120).cards] == [card.id]
 
 
 # Defects found in review, each pinned by the behaviour that was wrong.

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key
+from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key, url_site
 
 
 @pytest.mark.parametrize(
@@ -86,3 +86,9 @@ def test_any_text_is_answered_and_a_normal_form_is_its_own(text: str) -> None:
         normal = normal_url(candidate)
         if normal is not None:
             assert normal_url(normal) == normal
+
+
+def test_a_site_key_reverses_the_hosts_labels_and_a_host_no_dns_name_could_be_has_none() -> None:
+    assert url_site("HTTPS://Blog.Example.com:443/x") == "com.example.blog."
+    assert url_site("https://" + "a" * 254 + "/") is None
+    assert url_site("mailto:someone@example.com") is None

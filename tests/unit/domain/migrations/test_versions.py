@@ -36,6 +36,18 @@ def saved_before(
     return db
 
 
+def at_revision(tmp_path: Path, backend: str, name: str, revision: str) -> Database:
+    """An empty database of ``backend`` (PostgreSQL: a fresh one called ``name``) at ``revision``."""
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if backend == "sqlite"
+        else fresh_postgres_database(name, "PostgreSQL tier")
+    )
+    db = Database.from_url(url)
+    db.migrate(revision)
+    return db
+
+
 def test_link_cards_saved_before_the_pipeline_get_their_stages(tmp_path: Path) -> None:
     db = saved_before(
         tmp_path,
@@ -176,13 +188,7 @@ def test_undoing_sign_in_keeps_every_account_key_and_card(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: Path, backend: str) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}"
-        if backend == "sqlite"
-        else fresh_postgres_database("cardvault_quota_counters", "PostgreSQL tier")
-    )
-    db = Database.from_url(url)
-    db.migrate("0014")
+    db = at_revision(tmp_path, backend, "cardvault_quota_counters", "0014")
     cards = [(1, "acc_1", 100, None), (2, "acc_1", 250, 5), (3, "acc_1", None, None), (4, "acc_2", 7, None)]
     uploads = [  # id, account, declared size, attached_at
         ("upl_1", "acc_1", 10, None),
@@ -246,7 +252,7 @@ def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: P
 
 
 def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> None:
-    from cardvault.domain.cards import reading
+    from cardvault.domain.cards import listing
     from cardvault.domain.cards.urls import url_key
 
     db = saved_before(
@@ -268,8 +274,8 @@ def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> 
             3: None,
             4: None,
         }
-        filters = reading.CardFilter(url="https://example.com/a#top")
-        page = reading.list_cards(session, account_id="acc_1", secret="s" * 48, filters=filters)
+        filters = listing.CardFilter(url="https://example.com/a#top")
+        page = listing.list_cards(session, account_id="acc_1", secret="s" * 48, filters=filters)
         assert [card.pk for card in page.cards] == [1]
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)
@@ -278,4 +284,87 @@ def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> 
         command.downgrade(config, "0020")
         connection.commit()
     assert "url_key" not in {column["name"] for column in inspect(db.engine).get_columns("cards")}
+    db.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cards_indexed_before_positions_are_found_by_phrase_site_and_tier(
+    tmp_path: Path, backend: str
+) -> None:
+    from cardvault.domain.cards import listing
+    from cardvault.domain.search.index import tag_words
+    from cardvault.domain.search.words import split_words
+
+    db = at_revision(tmp_path, backend, "cardvault_search_positions", "0024")
+    cards = [  # pk, content, notes, url, tags: as 0024 indexed them (distinct words, no positions)
+        (1, "Animals\nquick brown fox", None, None, ["Fox Den"]),
+        (2, "https://blog.example.com/x", None, "https://blog.example.com/x", []),
+        (3, "a brown dog", "quick fox notes", None, []),
+    ]
+    with db.transaction() as session:
+        session.execute(
+            text("INSERT INTO accounts (id, name, name_key, created_at) VALUES ('acc_1', 'a', 'a', 1)")
+        )
+        for pk, content, notes, link, tags in cards:
+            session.execute(
+                text(
+                    "INSERT INTO cards (pk, id, account_id, type, content, notes, url, is_favorited, "
+                    "created_at, updated_at) "
+                    "VALUES (:pk, :id, 'acc_1', 'text', :content, :notes, :url, false, :pk, :pk)"
+                ),
+                {"pk": pk, "id": f"crd_{pk}", "content": content, "notes": notes, "url": link},
+            )
+            words = list(dict.fromkeys(split_words(f"{content} {notes or ''} {link or ''}")))
+            session.execute(
+                text(
+                    "INSERT INTO card_search (rowid, words) VALUES (:pk, :words)"
+                    if backend == "sqlite"
+                    else "INSERT INTO card_search (card_pk, part, tag_key, words) "
+                    "VALUES (:pk, 0, '', array_to_tsvector(CAST(:words AS text[])))"
+                ),
+                {"pk": pk, "words": " ".join(words) if backend == "sqlite" else words},
+            )
+            for position, tag in enumerate(tags):
+                session.execute(
+                    text(
+                        "INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words, "
+                        "card_created_at) VALUES (:pk, 'user', :key, :name, :position, 'acc_1', :words, :pk)"
+                    ),
+                    {
+                        "pk": pk,
+                        "key": tag.casefold(),
+                        "name": tag,
+                        "position": position,
+                        "words": tag_words(tag),
+                    },
+                )
+    ids = {1: "body", 2: "link", 3: "noted"}
+    db.migrate()
+
+    def found(q: str) -> list[str]:
+        with db.transaction(write=False) as session:
+            page = listing.list_cards(
+                session, account_id="acc_1", secret="s" * 48, filters=listing.CardFilter(q=q)
+            )
+        return [ids[card.pk] for card in page.cards]
+
+    assert found('"quick brown"') == ["body"]
+    assert found('"fox den"') == ["body"]  # the tag rows have positions too
+    assert found("site:example.com") == ["link"]
+    assert found("quick fox") == ["noted", "body"]  # in the headline first
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:  # and back, still searchable by words
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0024")
+        connection.commit()
+    with db.transaction(write=False) as session:
+        old = (
+            "SELECT rowid FROM card_search WHERE card_search MATCH 'notes'"
+            if backend == "sqlite"
+            else "SELECT card_pk FROM card_search WHERE words @@ 'notes'::tsquery AND part = 0"
+        )
+        assert session.scalars(text(old)).all() == [3]
+    db.migrate()
+    assert found('"quick brown"') == ["body"]
     db.dispose()

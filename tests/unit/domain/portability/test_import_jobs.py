@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain.cards import editing, reading, trash
+from cardvault.domain.cards import editing, listing, reading, trash
 from cardvault.domain.cards.urls import normal_url
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ImportFinished
@@ -54,8 +54,8 @@ def _job_row(database: Database, job_id: str) -> ImportJob:
 
 def _cards(database: Database, account_id: str) -> list[reading.CardView]:
     with database.transaction(write=False) as session:
-        filters = reading.CardFilter(archived="include", sort="oldest")
-        return reading.list_cards(
+        filters = listing.CardFilter(archived="include", sort="oldest")
+        return listing.list_cards(
             session, account_id=account_id, secret=SECRET, filters=filters, limit=100
         ).cards
 

@@ -1,34 +1,12 @@
-"""How text becomes search words, and which query words take part in matching."""
+"""How text becomes search words, and where a text's words are as written."""
 
 import re
 import unicodedata
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
 
-from cardvault.domain.db import Database
-from cardvault.domain.search import query_words, split_words
-
-
-@pytest.mark.parametrize(
-    ("q", "words"),
-    [
-        ("c c c c c c c c c c c c c c c c", ["c"]),
-        ("Cat c CA cat", ["cat"]),
-        ("cafe Café CAFÉ", ["cafe"]),
-        ("dog cat do", ["dog", "cat"]),
-        ("%_ ' OR 1=1 --", ["or", "1"]),
-        ("", []),
-    ],
-)
-def test_repeated_and_redundant_query_words_are_dropped(q: str, words: list[str]) -> None:
-    assert query_words(q) == words
-
-
-def test_only_the_first_sixteen_words_count() -> None:
-    assert query_words(" ".join(f"w{i}x" for i in range(20))) == [f"w{i}x" for i in range(16)]
+from cardvault.domain.search.words import split_words, written_words
 
 
 def test_every_combining_mark_is_folded_away() -> None:
@@ -56,33 +34,13 @@ def test_a_long_run_of_marks_in_any_order_folds_to_nothing() -> None:
     assert split_words("a" + marks + "b") == ["ab"]
 
 
-def test_postgresql_sessions_run_without_jit_parallel_workers_or_generic_plans(database: Database) -> None:
-    # JIT compiling cost a 16-word search 1.4 s of its 1.45 s, a parallel plan a tag filter 41 ms
-    # of 3.2; our statements run in milliseconds.
-    if database.dialect != "postgresql":
-        pytest.skip("JIT and parallel plans are PostgreSQL's")
-    for write in (False, True):
-        with database.transaction(write=write) as session:
-            assert session.execute(text("SHOW jit")).scalar() == "off"
-            assert session.execute(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"
-            assert session.execute(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"
-
-
-def test_postgresql_tag_search_triggers_plan_with_ssd_page_costs(database: Database) -> None:
-    # With the default random_page_cost the triggers removed 2,000 changed tag rows by hashing
-    # a scan of every search row: 77 ms of a 105 ms rename batch (31 ms with 1.1).
-    if database.dialect != "postgresql":
-        pytest.skip("the tag search triggers are PostgreSQL's")
-    with database.transaction(write=False) as session:
-        settings = dict(
-            session.execute(
-                text(
-                    "SELECT proname, proconfig FROM pg_proc WHERE proname IN "
-                    "('card_search_tags_delete', 'card_search_tags_update')"
-                )
-            ).all()
-        )
-    assert settings == {
-        "card_search_tags_delete": ["random_page_cost=1.1"],
-        "card_search_tags_update": ["random_page_cost=1.1"],
-    }
+def test_written_words_are_found_where_they_stand_with_their_marks() -> None:
+    value = "Cafe\u0301s, naïve_x ǅemal 42"
+    assert list(written_words(value, len(value))) == [
+        (0, 6, ["cafes"]),
+        (8, 13, ["naive"]),
+        (14, 15, ["x"]),
+        (16, 21, ["ǆemal"]),
+        (22, 24, ["42"]),
+    ]
+    assert list(written_words(value, 7)) == [(0, 6, ["cafes"])]

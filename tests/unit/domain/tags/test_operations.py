@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import func, select
 
-from cardvault.domain.cards import editing, reading
-from cardvault.domain.cards.reading import CardFilter
+from cardvault.domain.cards import editing, listing
+from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidTag, NotFound, TagExists, TagOperationRunning
 from cardvault.domain.models import CardTag
@@ -100,13 +100,13 @@ class TestRename:
         run(database, start(database, account_id, "rename", "from-tag", "to-tag"))
         with database.transaction(write=False) as session:
             after = editing.get_card(session, account_id=account_id, card_id=card)
-            page = reading.list_cards(
+            page = listing.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(tag="TO-TAG")
             )
-            searched = reading.list_cards(
+            searched = listing.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(q="to tag")
             )
-            old = reading.list_cards(
+            old = listing.list_cards(
                 session,
                 account_id=account_id,
                 secret=SECRET,

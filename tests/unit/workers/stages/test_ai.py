@@ -14,8 +14,8 @@ import pytest
 
 from bench.servers import PageServer, page_server
 from cardvault.domain import processing
-from cardvault.domain.cards import editing, reading
-from cardvault.domain.cards.reading import CardFilter
+from cardvault.domain.cards import editing, listing
+from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
@@ -167,7 +167,7 @@ def test_a_refresh_clears_the_fields_and_the_rerun_brings_them_back(bound: Datab
 
 def search_for(db: Database, account_id: str, q: str) -> list[int]:
     with db.transaction(write=False) as session:
-        found = reading.list_cards(session, account_id=account_id, secret="s" * 48, filters=CardFilter(q=q))
+        found = listing.list_cards(session, account_id=account_id, secret="s" * 48, filters=CardFilter(q=q))
     return [view.pk for view in found.cards]
 
 

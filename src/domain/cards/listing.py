@@ -1,0 +1,362 @@
+"""Listing an account's cards: filters, q's search and qualifiers, the three sorts, cursors,
+and the total, each statement built once per shape and read through cardvault.domain.cards.reading."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from typing import Any, NamedTuple
+
+from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
+from sqlalchemy.orm import Session, aliased
+
+from cardvault.domain import processing
+from cardvault.domain.cards.reading import CardView, view_query, views
+from cardvault.domain.cards.urls import url_key
+from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.errors import InvalidCursor, InvalidInput, InvalidTag
+from cardvault.domain.models import Card, CardTag, FolderCard
+from cardvault.domain.search import matching
+from cardvault.domain.search.query import Qualifier, Query, parse
+from cardvault.domain.tags.names import clean_tag, tag_key
+
+TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
+
+
+@dataclasses.dataclass(frozen=True)
+class CardFilter:
+    """What a listing asks for, apart from paging. ``sort`` None: by relevance when ``q`` has
+    words to find, else newest first; ``archived`` None: ``exclude``, unless ``q`` holds
+    ``is:archived``."""
+
+    sort: str | None = None
+    card_type: str | None = None
+    tag: str | None = None
+    favorited: bool | None = None
+    created_after: int | None = None
+    created_before: int | None = None
+    q: str | None = None
+    archived: str | None = None  # exclude | include | only
+    folder: str | None = None
+    in_trash: bool = False
+    processing_state: str | None = None  # the pipeline's state (cardvault.domain.processing)
+    url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.cards.urls)
+
+
+@dataclasses.dataclass(frozen=True)
+class CardPage:
+    """One page of a listing; ``total`` only when asked for, counted up to TOTAL_CAP."""
+
+    cards: list[CardView]
+    next_cursor: str | None
+    total: int | None = None
+    total_capped: bool = False
+    query: Query = dataclasses.field(default_factory=Query)  # what q asked, parsed (for highlights)
+
+
+Position = tuple[Any, Any]  # the columns a listing is ordered by: a moment, then a card pk
+
+
+class _Shape(NamedTuple):
+    """What a listing statement's SQL depends on; the values go in as parameters, so each shape
+    is built and compiled once (building a statement per request, and SQLAlchemy's cache key
+    for it, cost a fifteenth of a list request's CPU)."""
+
+    dialect: str
+    view: bool  # the cards' columns (a page), or their position only (a count)
+    sort: str
+    in_trash: bool
+    archived: str
+    folder: bool
+    tag: bool
+    card_type: bool
+    favorited: bool | None
+    created_after: bool
+    created_before: bool
+    search: matching.Shape
+    after: bool
+    processing_state: str | None = None
+    url: bool = False
+    tier: int | None = None  # a relevance tier (cardvault.domain.search.matching.TIERS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _statement(shape: _Shape) -> Select[Any]:
+    """The listing statement of a shape, in list order.
+
+    A tag or folder filter joins the tag or folder rows, which carry their card's createdAt, and
+    the list is ordered by those columns: the planner then reads the tag's or folder's cards in
+    list order from its index and stops after a page. (Ordered by the card's own columns, it
+    misjudged the join and fetched and sorted every card of the tag.) A card can carry a tag
+    twice (as a tag and as an AI tag), so a tag filter can repeat it."""
+    query = view_query(shape.dialect) if shape.view else select(Card.pk)
+    query = query.where(
+        Card.account_id == bindparam("account_id"),
+        Card.deleted_at.is_not(None) if shape.in_trash else Card.deleted_at.is_(None),
+    )
+    # Trash is ordered by when cards went there; everything else by when they were created.
+    position: Position = (Card.deleted_at, Card.pk) if shape.in_trash else (Card.created_at, Card.pk)
+    if shape.archived != "include":
+        query = query.where(
+            Card.archived_at.is_(None) if shape.archived == "exclude" else Card.archived_at.is_not(None)
+        )
+    if shape.folder:
+        # The folder's cards are all of its account's, so another account's folder finds none.
+        rows = aliased(FolderCard)
+        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == bindparam("folder")))
+        position = position if shape.in_trash else (rows.card_created_at, rows.card_pk)
+    if shape.tag:
+        tags = aliased(CardTag)
+        query = query.join(
+            tags,
+            (tags.card_pk == Card.pk)
+            & (tags.account_id == bindparam("account_id"))
+            & (tags.name_key == bindparam("tag_key")),
+        )
+        position = position if shape.in_trash else (tags.card_created_at, tags.card_pk)
+    if shape.card_type:
+        query = query.where(Card.type == bindparam("card_type"))
+    if shape.url:
+        query = query.where(Card.url_key == bindparam("url_key"))
+    if shape.favorited is not None:
+        query = query.where(Card.is_favorited.is_(shape.favorited))
+    # On the ordering column (the same value where a tag or folder row carries it), so the
+    # bounds narrow the index range the page is read from.
+    created = Card.created_at if shape.in_trash else position[0]
+    if shape.created_after:
+        query = query.where(created > bindparam("created_after"))
+    if shape.created_before:
+        query = query.where(created < bindparam("created_before"))
+    if shape.search != _NO_SEARCH:
+        query = query.where(matching.condition(shape.dialect, shape.search, shape.tier))
+    if shape.processing_state is not None:
+        query = query.where(processing.in_state(shape.processing_state))
+    if not shape.view:
+        query = query.add_columns(*position)
+    moment, pk = position
+    newest = shape.sort != "oldest"  # relevance reads each tier newest first
+    if shape.after:
+        here, boundary = (
+            tuple_(moment, pk),
+            tuple_(bindparam("after_moment", type_=BigInteger), bindparam("after_pk", type_=BigInteger)),
+        )
+        query = query.where(here < boundary if newest else here > boundary)
+    if newest:
+        return query.order_by(moment.desc(), pk.desc())
+    return query.order_by(moment.asc(), pk.asc())
+
+
+@functools.lru_cache(maxsize=1024)
+def _page_statement(shape: _Shape) -> Select[Any]:
+    return _statement(shape).limit(bindparam("limit", type_=Integer))
+
+
+@functools.lru_cache(maxsize=1024)
+def _first_statement(shape: _Shape, cap: int) -> Select[Any]:
+    """The first ``cap`` matches in list order, each once (pk first)."""
+    return _statement(shape).distinct().limit(cap)
+
+
+@functools.lru_cache(maxsize=1024)
+def _count_statement(shape: _Shape) -> Select[Any]:
+    return select(func.count()).select_from(_first_statement(shape, TOTAL_CAP + 1).subquery())
+
+
+_NO_SEARCH = matching.shape(Query())
+
+
+@dataclasses.dataclass(frozen=True)
+class _Resolved:
+    """A listing's filters with q's qualifiers merged into them where the list has a
+    parameter of its own (the first tag: and type:, before: and after:), so that they take
+    the same fast paths; ``query`` keeps the rest."""
+
+    sort: str  # relevance | newest | oldest
+    archived: str
+    tag_key: str | None
+    card_type: str | None
+    created_after: int | None  # exclusive bounds
+    created_before: int | None
+    query: Query
+
+
+def resolve(filters: CardFilter) -> _Resolved:
+    """The filters and q as one listing (q's qualifiers and the list's parameters all hold)."""
+    query = parse(filters.q or "")
+    sort = filters.sort or "relevance"
+    if sort == "relevance" and not query.has_words:
+        sort = "newest"
+    tag = None if filters.tag is None else tag_key(clean_tag(filters.tag))
+    card_type, after, before = filters.card_type, filters.created_after, filters.created_before
+    archived = filters.archived or "exclude"
+    kept: list[Qualifier] = []
+    for qualifier in query.qualifiers:
+        name, value, negated = qualifier.name, qualifier.value, qualifier.negated
+        if name == "after":  # inclusive; the list's bound is exclusive
+            after = int(value) - 1 if after is None else max(after, int(value) - 1)
+        elif name == "before":
+            before = int(value) if before is None else min(before, int(value))
+        elif name == "tag" and not negated and tag is None and _is_tag(str(value)):
+            tag = tag_key(clean_tag(str(value)))
+        elif name == "type" and not negated and card_type is None:
+            card_type = str(value)
+        else:
+            if (name, value, negated) == ("is", "archived", False) and filters.archived is None:
+                archived = "include"  # is:archived lifts the default of leaving them out
+            kept.append(qualifier)
+    rest = dataclasses.replace(query, qualifiers=tuple(kept))
+    return _Resolved(sort, archived, tag, card_type, after, before, rest)
+
+
+def _is_tag(value: str) -> bool:
+    try:
+        clean_tag(value)
+    except InvalidTag:
+        return False
+    return True
+
+
+def _listing(
+    dialect: str,
+    account_id: str,
+    filters: CardFilter,
+    *,
+    view: bool,
+    after: list[int | str] | None = None,
+    tier: int | None = None,
+) -> tuple[_Shape, dict[str, Any]]:
+    """The statement of a listing (of one relevance tier, when given) and the values of its
+    parameters."""
+    key = None if filters.url is None else url_key(filters.url)
+    if filters.url is not None and key is None:
+        problem = {"location": "query", "field": "url", "message": "is not an http or https URL with a host"}
+        raise InvalidInput(
+            "The url filter is not an http or https URL with a host.", details={"fields": [problem]}
+        )
+    listing = resolve(filters)
+    shape = _Shape(
+        dialect=dialect,
+        view=view,
+        sort=listing.sort,
+        in_trash=filters.in_trash,
+        archived=listing.archived,
+        folder=filters.folder is not None,
+        tag=listing.tag_key is not None,
+        card_type=listing.card_type is not None,
+        favorited=filters.favorited,
+        created_after=listing.created_after is not None,
+        created_before=listing.created_before is not None,
+        search=matching.shape(listing.query),
+        after=after is not None,
+        processing_state=filters.processing_state,
+        url=key is not None,
+        tier=tier,
+    )
+    values: dict[str, Any] = {
+        "url_key": key,
+        "account_id": account_id,
+        "folder": filters.folder,
+        "tag_key": listing.tag_key,
+        "card_type": listing.card_type,
+        "created_after": listing.created_after,
+        "created_before": listing.created_before,
+        **matching.parameters(dialect, listing.query),
+    }
+    if after is not None:
+        values["after_moment"], values["after_pk"] = after
+    return shape, values
+
+
+def first_matches(dialect: str, account_id: str, filters: CardFilter) -> tuple[Select[Any], dict[str, Any]]:
+    """The first TOTAL_CAP matching cards in list order (``pk`` and their position), and the
+    values of the statement's parameters: what a total and facets count."""
+    shape, values = _listing(dialect, account_id, filters, view=False)
+    return _first_statement(shape, TOTAL_CAP), values
+
+
+def _scope(account_id: str, filters: CardFilter) -> str:
+    """The query a cursor belongs to: the account, the sort and every filter."""
+    described = json.dumps([account_id, dataclasses.asdict(filters)], sort_keys=True)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def count_cards(session: Session, *, account_id: str, filters: CardFilter) -> tuple[int, bool]:
+    """Count the matching cards up to TOTAL_CAP, in list order (so the cost follows the page's
+    plan, not a scan of the table); say whether there are more."""
+    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, view=False)
+    found = session.connection().execute(_count_statement(shape), values).scalar() or 0
+    return min(found, TOTAL_CAP), found > TOTAL_CAP
+
+
+def list_query(
+    session: Session, *, account_id: str, filters: CardFilter, tier: int | None = None
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The statement reading a listing's first page (of one relevance tier, when given) and its
+    parameters, all but ``limit``."""
+    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, view=True, tier=tier)
+    return _page_statement(shape), values
+
+
+def list_cards(
+    session: Session,
+    *,
+    account_id: str,
+    secret: str,
+    filters: CardFilter,
+    limit: int = 50,
+    cursor: str | None = None,
+    with_total: bool = False,
+) -> CardPage:
+    """Return one page of the account's cards matching the filters, in the chosen order, and
+    with ``with_total`` how many match (in the same snapshot, when the session has one).
+
+    By relevance, the tiers (cardvault.domain.search.matching.TIERS) are read one after the
+    other, each newest first, until the page is full; the cursor holds the tier it stopped in."""
+    scope = _scope(account_id, filters)
+    listing = resolve(filters)
+    relevance = listing.sort == "relevance"
+    position = (
+        None if cursor is None else decode_cursor(secret, cursor, scope=scope, size=3 if relevance else 2)
+    )
+    dialect = session.get_bind().dialect.name
+    # A tag filter can repeat a card (once per kind of tag): read enough rows for limit + 1 cards.
+    repeats = 2 if listing.tag_key is not None else 1
+    found: dict[int, tuple[int | None, CardView]] = {}
+    tiers: tuple[int | None, ...] = (None,)
+    after = position
+    if relevance:
+        possible = matching.tiers(matching.shape(listing.query))
+        start = 0 if position is None else _tier_index(possible, position[0])
+        tiers, after = possible[start:], None if position is None else position[1:]
+    for tier in tiers:
+        shape, values = _listing(dialect, account_id, filters, view=True, after=after, tier=tier)
+        statement = _page_statement(shape)
+        values["limit"] = (limit + 1 - len(found)) * repeats
+        for view in views(session, statement, values):
+            found.setdefault(view.pk, (tier, view))
+        after = None  # the next tier is read from its start
+        if len(found) > limit:
+            break
+    cards = [view for _, view in found.values()][: limit + 1]
+    next_cursor = None
+    if len(cards) > limit:
+        cards = cards[:limit]
+        tier, last = found[cards[-1].pk]
+        at = last.deleted_at if filters.in_trash else last.created_at
+        moment: list[int | str] = [at or 0, last.pk]
+        if relevance and tier is not None:
+            moment = [tier, *moment]
+        next_cursor = encode_cursor(secret, scope=scope, position=moment)
+    if not with_total:
+        return CardPage(cards, next_cursor, query=listing.query)
+    total, capped = count_cards(session, account_id=account_id, filters=filters)
+    return CardPage(cards, next_cursor, total, capped, query=listing.query)
+
+
+def _tier_index(possible: tuple[int, ...], tier: object) -> int:
+    """Where a cursor's tier stands among the query's (a cursor is signed: only ours come here)."""
+    if tier not in possible:
+        raise InvalidCursor("The cursor is not valid.")
+    return possible.index(tier)

@@ -1,0 +1,121 @@
+"""Writing a card's words into the full-text index, with their positions (for phrases) and in
+two classes: the headline (title and notes, beside the tags, which their own rows carry; a
+text or quote card's first line is its title) and the body (content, url, description, AI
+summary, transcript), which relevance tells apart.
+
+PostgreSQL: ``card_search`` rows of a card: part 0 its body, part 3 its headline, each a
+tsvector of positions made here; parts 1 and 2 are its tags' and AI tags' rows, kept by
+triggers on card_tags (migration 0004, with positions since 0025). SQLite: one FTS5 row per
+card with the columns ``headline`` and ``body``, and the tags' words in ``card_tag_search``.
+
+Texts of one class follow each other with a gap (PostgreSQL: a position left out; SQLite: a
+token no query can hold), so a phrase never runs from one text into the next."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from cardvault.domain.models import Card
+from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
+
+BODY, TAGS, AI_TAGS, HEADLINE = 0, 1, 2, 3  # card_search.part on PostgreSQL
+# A private-use character: a token to FTS5's unicode61 tokenizer, never in a folded word.
+GAP = "\ue000"
+_INDEX_BUDGET = 900_000  # bytes of a tsvector; PostgreSQL caps one at 1 MB
+MAX_POSITION = 16_383  # PostgreSQL's last position: later words all stand there
+_MAX_POSITIONS = 256  # positions PostgreSQL keeps per word
+
+
+FIRST_LINE = 200  # characters of a text or quote card's first line that stand as its title
+
+
+def title_of(card_type: str, title: str | None, content: str | None) -> str | None:
+    """The title search knows a card by: its page's title, or for a text or quote card without
+    one, its first line (up to FIRST_LINE characters, cut between words), as note apps do."""
+    if title or card_type not in ("text", "quote") or not content:
+        return title
+    end = content.find("\n", 0, FIRST_LINE + 1)
+    if end >= 0:
+        return content[:end]
+    if len(content) <= FIRST_LINE:
+        return content
+    cut = content.rfind(" ", 0, FIRST_LINE + 1)
+    return content[: cut if cut > 0 else FIRST_LINE]
+
+
+def headline_texts(card: Card) -> list[str | None]:
+    return [title_of(card.type, card.metadata_title, card.content), card.notes]
+
+
+def body_texts(card: Card) -> list[str | None]:
+    return [card.content, card.url, card.metadata_description, card.ai_summary, card.ai_transcript]
+
+
+def word_runs(texts: Iterable[str | None]) -> list[list[str]]:
+    """Each text's words in order, each cut to MAX_WORD_LENGTH."""
+    return [[word[:MAX_WORD_LENGTH] for word in split_words(value or "")] for value in texts]
+
+
+def tsvector(runs: list[list[str]]) -> str | None:
+    """A tsvector's text with each word's positions, the texts a position apart, within the
+    index's budget (PostgreSQL holds no more: words past it are left out); None for no word."""
+    positions: dict[str, list[int]] = {}
+    budget = _INDEX_BUDGET
+    at = 0
+    for run in runs:
+        for word in run:
+            at = min(at + 1, MAX_POSITION)
+            kept = positions.get(word)
+            if kept is None:
+                budget -= len(word.encode()) + 8  # its entry, its count and a position
+                if budget < 0:
+                    break
+                positions[word] = [at]
+            elif len(kept) < _MAX_POSITIONS and kept[-1] != at:
+                budget -= 2
+                kept.append(at)
+        at += 1  # the gap
+    if not positions:
+        return None
+    return " ".join(f"'{word}':{','.join(map(str, kept))}" for word, kept in positions.items())
+
+
+def fts_text(runs: list[list[str]]) -> str:
+    """An FTS5 column's text: the words in order, the texts apart by GAP."""
+    return f" {GAP} ".join(" ".join(run) for run in runs if run)
+
+
+def index_card(session: Session, card: Card) -> None:
+    """Write the card's words into the full-text index, replacing what was there."""
+    headline, body = word_runs(headline_texts(card)), word_runs(body_texts(card))
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(text("DELETE FROM card_search WHERE rowid = :pk"), {"pk": card.pk})
+        session.execute(
+            text("INSERT INTO card_search (rowid, headline, body) VALUES (:pk, :headline, :body)"),
+            {"pk": card.pk, "headline": fts_text(headline), "body": fts_text(body)},
+        )
+        return
+    for part, runs in ((BODY, body), (HEADLINE, headline)):
+        words = tsvector(runs)
+        if words is None:
+            session.execute(
+                text("DELETE FROM card_search WHERE card_pk = :pk AND part = :part AND tag_key = ''"),
+                {"pk": card.pk, "part": part},
+            )
+        else:
+            session.execute(
+                text(
+                    "INSERT INTO card_search (card_pk, part, tag_key, words) "
+                    "VALUES (:pk, :part, '', CAST(:words AS tsvector)) "
+                    "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
+                ),
+                {"pk": card.pk, "part": part, "words": words},
+            )
+
+
+def tag_words(name: str) -> str:
+    """Return a tag's words as stored on its row: folded, space-delimited at both ends."""
+    return " " + " ".join(split_words(name)) + " "

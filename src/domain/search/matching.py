@@ -1,0 +1,207 @@
+"""Conditions on Card for a parsed query (cardvault.domain.search.query): its texts through
+the full-text index, its qualifiers through the card's columns, and the relevance tiers.
+
+A statement depends on the query's shape only (how many groups, their texts' kinds, which
+qualifiers): the words and values go in as parameters, so each shape is built and compiled
+once. ``shape`` gives the shape, ``parameters`` the values."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    String,
+    and_,
+    bindparam,
+    column,
+    not_,
+    or_,
+    select,
+    text,
+    true,
+)
+
+from cardvault.domain import processing
+from cardvault.domain.cards.urls import site_key
+from cardvault.domain.models import Card, CardTag, Folder, FolderCard
+from cardvault.domain.search.query import Qualifier, Query, Text
+from cardvault.domain.tags.names import tag_key
+
+# Relevance tiers, best first. Where the groups are found: every one in the card's headline
+# (title, notes, tags, AI tags), some there, none there (in the body only); and within each,
+# cards holding every group as whole words before cards holding some only as a beginning of
+# a word ("git" finds "git" before "github"). A tier is 2 * where + whole.
+TIERS = (5, 4, 3, 2, 1, 0)
+
+
+class Shape(NamedTuple):
+    """What the SQL of a query depends on."""
+
+    groups: int  # required groups (each: one of its texts)
+    excluded: int
+    prefixed: bool  # some text to find ends in a beginning of a word (not a quoted phrase)
+    qualifiers: tuple[tuple[int, str, bool], ...]  # (position, key, negated) of each condition
+
+
+def shape(query: Query) -> Shape:
+    conditions = tuple(
+        (position, qualifier_key(qualifier), qualifier.negated)
+        for position, qualifier in enumerate(query.qualifiers)
+        if qualifier.name not in BOUNDS
+    )
+    prefixed = any(found.prefix for group in query.required for found in group)
+    return Shape(len(query.required), len(query.excluded), prefixed, conditions)
+
+
+def tiers(query: Shape) -> tuple[int, ...]:
+    """The relevance tiers a card of this query can be in, best first."""
+    return tuple(
+        tier
+        for tier in TIERS
+        if not (tier // 2 == 1 and query.groups == 1) and (tier % 2 == 1 or query.prefixed)
+    )
+
+
+def condition(dialect: str, query: Shape, tier: int | None) -> ColumnElement[bool]:
+    """The whole query's condition on Card (in ``tier``, when given)."""
+    qualifiers = [qualifier_condition(*entry) for entry in query.qualifiers]
+    return and_(texts_condition(dialect, query, tier), *qualifiers)
+
+
+def parameters(dialect: str, query: Query) -> dict[str, Any]:
+    return {**text_parameters(dialect, query), **qualifier_parameters(query.qualifiers)}
+
+
+def _fts_text(dialect: str, found: Text) -> str:
+    """One text as the index's query language: a word or a phrase, its last word a prefix."""
+    if dialect == "sqlite":
+        return f'"{" ".join(found.words)}"' + ("*" if found.prefix else "")
+    last = len(found.words) - 1
+    return " <-> ".join(
+        f"'{word}'" + (":*" if found.prefix and i == last else "") for i, word in enumerate(found.words)
+    )
+
+
+def _any_of(dialect: str, texts: tuple[Text, ...]) -> str:
+    joined = (" OR " if dialect == "sqlite" else " | ").join(_fts_text(dialect, found) for found in texts)
+    return f"({joined})"
+
+
+# Card pks holding a match of :fts anywhere (texts, tags, AI tags) or in the headline only.
+_ANYWHERE = {
+    "sqlite": (
+        "SELECT rowid AS card_pk FROM card_search WHERE card_search MATCH :fts "
+        "UNION ALL SELECT rowid AS card_pk FROM card_tag_search WHERE card_tag_search MATCH :fts"
+    ),
+    "postgresql": "SELECT card_pk FROM card_search WHERE words @@ CAST(:fts AS tsquery)",
+}
+_HEADLINE = {
+    "sqlite": (
+        "SELECT rowid AS card_pk FROM card_search WHERE card_search MATCH :fts_h "
+        "UNION ALL SELECT rowid AS card_pk FROM card_tag_search WHERE card_tag_search MATCH :fts"
+    ),
+    # Part 0 is the body; a partial index holds the other parts' words.
+    "postgresql": "SELECT card_pk FROM card_search WHERE part > 0 AND words @@ CAST(:fts AS tsquery)",
+}
+
+
+def _found(dialect: str, name: str, headline: bool) -> ColumnElement[bool]:
+    statement = (_HEADLINE if headline else _ANYWHERE)[dialect]
+    statement = statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
+    names = [name, f"{name}_h"] if headline and dialect == "sqlite" else [name]
+    found = text(statement).bindparams(*(bindparam(n, type_=String) for n in names))
+    return Card.pk.in_(found.columns(column("card_pk", BigInteger)))
+
+
+def texts_condition(dialect: str, query: Shape, tier: int | None) -> ColumnElement[bool]:
+    """Every group found and no excluded text, and with ``tier`` the card in that tier."""
+    conditions = [~_found(dialect, f"x{i}", headline=False) for i in range(query.excluded)]
+    anywhere = [_found(dialect, f"g{i}", headline=False) for i in range(query.groups)]
+    if tier is None or not query.groups:
+        return and_(true(), *anywhere, *conditions)
+    head = [_found(dialect, f"g{i}", headline=True) for i in range(query.groups)]
+    where, whole = divmod(tier, 2)
+    if where == 2:
+        placed = [*head]
+    elif where == 1:
+        placed = [*anywhere, or_(*head), not_(and_(*head))]
+    else:
+        placed = [*anywhere, *(~found for found in head)]
+    if query.prefixed:
+        wholly = and_(*(_found(dialect, f"g{i}_w", headline=False) for i in range(query.groups)))
+        placed.append(wholly if whole else not_(wholly))
+    return and_(*placed, *conditions)
+
+
+def text_parameters(dialect: str, query: Query) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for i, group in enumerate(query.required):
+        values[f"g{i}"] = _any_of(dialect, group)
+        values[f"g{i}_w"] = _any_of(dialect, tuple(Text(found.words, prefix=False) for found in group))
+        if dialect == "sqlite":
+            values[f"g{i}_h"] = "{headline} : " + _any_of(dialect, group)
+    for i, found in enumerate(query.excluded):
+        values[f"x{i}"] = _any_of(dialect, (found,))
+    return values
+
+
+# The conditions of ``is:`` and ``has:``, by value (each its own SQL, so part of the shape).
+_FLAGS: dict[str, Any] = {
+    "is:favorite": lambda: Card.is_favorited.is_(True),
+    "is:done": lambda: Card.completed_at.is_not(None),
+    "is:archived": lambda: Card.archived_at.is_not(None),
+    "is:failed": lambda: processing.in_state("failed"),
+    "has:file": lambda: Card.file_object.is_not(None),
+    "has:notes": lambda: Card.notes.is_not(None) & (Card.notes != ""),
+}
+BOUNDS = ("before", "after")  # merged into the list's createdBefore and createdAfter
+
+
+def qualifier_key(qualifier: Qualifier) -> str:
+    """What a qualifier's SQL depends on: its name, and for is: and has: its value."""
+    return f"{qualifier.name}:{qualifier.value}" if qualifier.name in ("is", "has") else qualifier.name
+
+
+def qualifier_condition(position: int, key: str, negated: bool) -> ColumnElement[bool]:
+    """The condition of the qualifier at ``position`` (its value bound as ``qN``)."""
+    value: Any = bindparam(f"q{position}")
+    condition: ColumnElement[bool]
+    if key in _FLAGS:
+        condition = _FLAGS[key]()
+    elif key == "tag":
+        tagged = select(CardTag.card_pk).where(
+            CardTag.account_id == bindparam("account_id"), CardTag.name_key == value
+        )
+        condition = Card.pk.in_(tagged)
+    elif key == "type":
+        condition = Card.type == value
+    elif key == "folder":
+        folders = select(Folder.id).where(
+            Folder.account_id == bindparam("account_id"),
+            (Folder.id == value) | (Folder.name_key == bindparam(f"q{position}_key")),
+        )
+        condition = Card.pk.in_(select(FolderCard.card_pk).where(FolderCard.folder_id.in_(folders)))
+    else:  # site: the host and its subdomains, a range of the reversed host names
+        inside: ColumnElement[bool] = (Card.url_site >= value) & (
+            Card.url_site < bindparam(f"q{position}_end")
+        )
+        return (Card.url_site.is_(None) | ~inside) if negated else inside
+    return ~condition if negated else condition
+
+
+def qualifier_parameters(qualifiers: tuple[Qualifier, ...]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for position, qualifier in enumerate(qualifiers):
+        name, value = qualifier.name, qualifier.value
+        if name == "tag":
+            values[f"q{position}"] = tag_key(str(value).strip())
+        elif name == "folder":
+            values[f"q{position}"], values[f"q{position}_key"] = value, tag_key(str(value).strip())
+        elif name == "site":
+            start = site_key(str(value))
+            values[f"q{position}"], values[f"q{position}_end"] = start, start[:-1] + "/"
+        elif name == "type":
+            values[f"q{position}"] = value
+    return values

@@ -1,0 +1,52 @@
+"""Fragments of a field around the words of a query, marked by offsets."""
+
+from __future__ import annotations
+
+from cardvault.domain.search.highlights import MAX_FRAGMENTS, SCANNED, WIDTH, fragments, highlights
+from cardvault.domain.search.query import Text, parse
+
+
+def marked(fragment: dict) -> list[str]:  # type: ignore[type-arg]
+    return [fragment["text"][m["start"] : m["end"]] for m in fragment["matches"]]
+
+
+def test_a_short_field_is_one_fragment_with_every_occurrence() -> None:
+    (whole,) = fragments("Café au lait, CAFÉ noir", [Text(("cafe",), True)])
+    assert whole["text"] == "Café au lait, CAFÉ noir" and whole["offset"] == 0
+    assert marked(whole) == ["Café", "CAFÉ"]
+
+
+def test_offsets_count_code_points_through_combining_marks_and_astral_characters() -> None:
+    value = "😀 cafe\u0301 then 😀 cafe"
+    (whole,) = fragments(value, [Text(("cafe",), True)])
+    assert marked(whole) == ["cafe\u0301", "cafe"]
+    assert whole["matches"][0] == {"start": 2, "end": 7}
+
+
+def test_a_phrase_is_marked_whole_and_only_side_by_side() -> None:
+    (whole,) = fragments("quick brown, brown quick, quick-brown", [Text(("quick", "brown"), False)])
+    assert marked(whole) == ["quick brown", "quick-brown"]
+
+
+def test_a_long_field_gives_at_most_three_fragments_cut_between_words() -> None:
+    filler = " ".join(["lorem"] * 200)
+    value = f"{filler} needle {filler} needle {filler} needle {filler} needle {filler}"
+    found = fragments(value, [Text(("needle",), True)])
+    assert len(found) == MAX_FRAGMENTS
+    for fragment in found:
+        assert marked(fragment) == ["needle"]
+        assert len(fragment["text"]) <= WIDTH
+        assert value[fragment["offset"] : fragment["offset"] + len(fragment["text"])] == fragment["text"]
+        assert fragment["text"].startswith("lorem") and fragment["text"].endswith("lorem")
+
+
+def test_occurrences_past_the_scanned_length_are_not_read() -> None:
+    value = "x " * (SCANNED // 2) + "needle"
+    assert fragments(value, [Text(("needle",), True)]) == []
+
+
+def test_every_field_is_listed_and_excluded_words_are_not_marked() -> None:
+    found = highlights({"title": "Tea and cake", "content": None}, parse("cake -tea"))
+    assert set(found) == {"title", "content", "notes", "transcript"}
+    assert marked(found["title"][0]) == ["cake"] and found["content"] == []
+    assert highlights({"title": "Tea"}, parse("tag:tea"))["title"] == []
