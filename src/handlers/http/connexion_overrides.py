@@ -25,11 +25,14 @@ changes it fails a test rather than silently dropping the override), and a check
   attribute (the next ASGI app). Why: Connexion sends every request through a router of its own
   to find the few it serves (the docs UI and the spec document): 3% of a list request's CPU.
   This sends it only requests under those paths.
-- ``validate_spec_once`` (replaces the classmethod ``OpenAPISpecification._validate_spec``, at
-  import of this module): relies on ``Specification.__init__`` calling
-  ``self._validate_spec(raw_spec)``. Why: Connexion validates the whole spec against the OpenAPI
-  schema for every app it builds, half a second of jsonschema paid again by every app a process
-  builds (tests build hundreds); this validates each distinct document once per process.
+- ``init_spec_once`` (replaces ``Specification.__init__``, at import of this module): relies on
+  it setting ``_raw_spec`` (a deep copy of the document), ``_spec`` (the document with its
+  references resolved, once validated against the OpenAPI schema) and ``_base_uri``, and on
+  Connexion changing them afterwards only at the top level (``base_path`` sets ``servers``).
+  Why: Connexion copies, validates and resolves the whole document for every app it builds,
+  twice (``from_dict``, then ``clone`` for the base path): half a second of jsonschema and a
+  tenth of deep copies paid again by every app a process builds (tests build hundreds). This
+  does it once per distinct document per process.
 - ``Bearer`` (subclasses ``connexion.security.BearerSecurityHandler``, replaces
   ``_resolve_func``): relies on ``get_fn`` taking the verifying function from
   ``self._resolve_func(security_scheme)``. Why: the verifier is wired here, not named in the
@@ -65,7 +68,7 @@ from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
-from connexion.spec import OpenAPISpecification
+from connexion.spec import Specification
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from starlette.types import Receive, Scope, Send
 
@@ -123,20 +126,24 @@ class DocsUI(SwaggerUIMiddleware):
             await self.app(scope, receive, send)
 
 
-_VALIDATED_SPECS: set[bytes] = set()
-_connexion_validate_spec = OpenAPISpecification._validate_spec.__func__
+_CONNEXION_SPEC_INIT = Specification.__init__
+# Per distinct document and base URI: the document as given (a deep copy), and resolved.
+_BUILT_SPECS: dict[tuple[bytes, str], tuple[dict[str, t.Any], dict[str, t.Any]]] = {}
 
 
-def validate_spec_once(spec_cls: type[OpenAPISpecification], spec: dict[str, t.Any]) -> None:
-    """Validate a spec document as Connexion does, once per distinct document per process (a
-    document with any difference is validated in full)."""
-    digest = hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).digest()
-    if digest not in _VALIDATED_SPECS:
-        _connexion_validate_spec(spec_cls, spec)
-        _VALIDATED_SPECS.add(digest)
+def init_spec_once(self: Specification, raw_spec: dict[str, t.Any], *, base_uri: str = "") -> None:
+    """Connexion's ``Specification.__init__`` (copy, set defaults, validate, resolve), run once
+    per distinct document per process (a document with any difference is built in full); each
+    instance gets top-level copies, so that setting its base path changes no other."""
+    key = (hashlib.sha256(orjson.dumps(raw_spec, option=orjson.OPT_SORT_KEYS)).digest(), base_uri)
+    if key not in _BUILT_SPECS:
+        _CONNEXION_SPEC_INIT(self, raw_spec, base_uri=base_uri)
+        _BUILT_SPECS[key] = (self._raw_spec, self._spec)
+    raw, resolved = _BUILT_SPECS[key]
+    self._raw_spec, self._spec, self._base_uri = dict(raw), dict(resolved), base_uri
 
 
-OpenAPISpecification._validate_spec = classmethod(validate_spec_once)
+Specification.__init__ = init_spec_once
 
 
 class Bearer(BearerSecurityHandler):

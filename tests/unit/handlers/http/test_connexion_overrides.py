@@ -132,17 +132,36 @@ class TestDocsUI:
         assert client.get("/v1/health").json() == {"status": "ok"}
 
 
-class TestValidateSpecOnce:
-    def test_connexion_still_validates_a_spec_through_the_classmethod_the_app_replaces(self) -> None:
-        # An upgrade that stops calling it (or renames it) would silently drop our
-        # once-per-process check and this must fail.
-        assert "self._validate_spec(raw_spec)" in inspect.getsource(Specification.__init__)
-        assert isinstance(inspect.getattr_static(OpenAPISpecification, "_validate_spec"), classmethod)
-        assert OpenAPISpecification._validate_spec.__func__ is connexion_overrides.validate_spec_once  # type: ignore[attr-defined]
+class TestInitSpecOnce:
+    def test_connexions_init_still_sets_what_the_app_keeps_and_only_base_path_changes_it(self) -> None:
+        # An upgrade that builds a spec otherwise would silently break the once-per-process
+        # build, and this must fail.
+        source = inspect.getsource(connexion_overrides._CONNEXION_SPEC_INIT)
+        for line in (
+            "self._raw_spec = copy.deepcopy(raw_spec)",
+            "self._validate_spec(raw_spec)",
+            "self._spec = resolve_refs(raw_spec, base_uri=base_uri)",
+            "self._base_uri = base_uri",
+        ):
+            assert line in source
+        setter = inspect.getsource(OpenAPISpecification.base_path.fset)  # type: ignore[attr-defined]
+        assert 'self._raw_spec["servers"] = user_servers' in setter
+        assert 'self._spec["servers"] = user_servers' in setter
+        assert Specification.__init__ is connexion_overrides.init_spec_once
 
-    def test_a_spec_that_differs_from_the_validated_one_is_still_validated_in_full(self) -> None:
+    def test_each_spec_is_connexions_own_and_setting_its_base_path_changes_no_other(self) -> None:
         _, spec = spec_document()
-        OpenAPISpecification.from_dict(copy.deepcopy(spec))  # ours, validated (once)
+        first = OpenAPISpecification.from_dict(copy.deepcopy(spec))
+        second = first.with_base_path("/elsewhere")
+        third = OpenAPISpecification.from_dict(copy.deepcopy(spec))
+        assert second.base_path == "/elsewhere" and first.base_path == third.base_path == "/v1"
+        assert third.raw == first.raw and third.raw == spec
+        assert third.get_operation("/cards", "get") == first.get_operation("/cards", "get")
+        assert "$ref" not in str(third.get_operation("/cards", "get")["responses"]["200"])
+
+    def test_a_spec_that_differs_from_the_built_one_is_still_validated_in_full(self) -> None:
+        _, spec = spec_document()
+        OpenAPISpecification.from_dict(copy.deepcopy(spec))  # ours, built (once)
         broken = copy.deepcopy(spec)
         broken["paths"]["/cards"]["get"]["responses"] = "none"
         with pytest.raises(InvalidSpecification):
