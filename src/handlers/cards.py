@@ -103,16 +103,21 @@ def list_cards(
         found = facets.facets(session, account_id=user, filters=filters) if "facets" in groups else None
     items = [card_json.list_item_json(card, groups, stages.get(card.pk)) for card in page.cards]
     if "highlights" in groups:
+        budget = highlights.Budget()  # one for the page
         for item, card in zip(items, page.cards, strict=True):
-            item["highlights"] = highlights.highlights(highlights.fields_of(card), page.query)
+            item["highlights"] = highlights.highlights(highlights.fields_of(card), page.query, budget)
     body = page_json(items, page.next_cursor, page.total, total_capped=page.total_capped)
     if found is not None:
-        body["facets"] = {
-            "types": [{"type": card_type, "count": n} for card_type, n in found.types],
-            "tags": [{"name": name, "count": n} for name, n in found.tags],
-            "capped": found.capped,
-        }
+        body["facets"] = _facets_json(found)
     return body
+
+
+def _facets_json(found: facets.Facets) -> dict[str, Any]:
+    return {
+        "types": [{"type": card_type, "count": n} for card_type, n in found.types],
+        "tags": [{"name": name, "count": n} for name, n in found.tags],
+        "capped": found.capped,
+    }
 
 
 def get_card(card_id: str, user: str) -> dict[str, Any]:

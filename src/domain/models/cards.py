@@ -53,7 +53,8 @@ class Card(Base):
     url: Mapped[str | None] = mapped_column(Text)
     # The key of the url's normal form (cardvault.domain.cards.urls), kept by _key_url.
     url_key: Mapped[str | None] = mapped_column(String(32))
-    # The url's host as a site key (cardvault.domain.cards.urls.site_key), kept by _key_url.
+    # The url's host as a site key (cardvault.domain.cards.urls.site_key), kept by _key_url;
+    # compared by bytes (PostgreSQL: COLLATE "C", migration 0025).
     url_site: Mapped[str | None] = mapped_column(String(256))
     source: Mapped[str | None] = mapped_column(String(200))
     file_name: Mapped[str | None] = mapped_column(String(255))

@@ -16,7 +16,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     column,
-    not_,
+    exists,
     or_,
     select,
     text,
@@ -107,6 +107,46 @@ _HEADLINE = {
 }
 
 
+# The same, of one card (the listing's): what a negation asks, as NOT EXISTS, so that the planner
+# probes the card's own rows (NOT IN hashed every match of a common word first).
+_OF_CARD = {
+    "sqlite": (
+        "EXISTS (SELECT 1 FROM card_search WHERE card_search MATCH :fts_h AND rowid = cards.pk) "
+        "OR EXISTS (SELECT 1 FROM card_tag_search WHERE card_tag_search MATCH :fts AND rowid = cards.pk)"
+    ),
+    "postgresql": (
+        "EXISTS (SELECT 1 FROM card_search s WHERE s.card_pk = cards.pk AND {part}"
+        "s.words @@ CAST(:fts AS tsquery))"
+    ),
+}
+
+
+def _absent(dialect: str, name: str, headline: bool) -> ColumnElement[bool]:
+    """Cards without a match of the text bound to ``name`` (in the headline only, or anywhere)."""
+    statement = _OF_CARD[dialect].replace("{part}", "s.part > 0 AND " if headline else "")
+    if dialect == "sqlite" and not headline:
+        statement = statement.replace(":fts_h", ":fts")
+    statement = statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
+    names = [name, f"{name}_h"] if headline and dialect == "sqlite" else [name]
+    absent = text(f"NOT ({statement})").bindparams(*(bindparam(n, type_=String) for n in names))
+    return absent  # type: ignore[return-value]  # a clause of SQL text, as and_ and or_ take it
+
+
+def found_among(dialect: str, name: str, headline: bool) -> str:
+    """SQL selecting, among the card pks bound as ``pks``, those with a match of the text bound to
+    ``name`` (in the headline only, or anywhere)."""
+    if dialect == "sqlite":
+        among = "rowid IN (SELECT value FROM json_each(:pks)) AND "
+        statement = _HEADLINE["sqlite"] if headline else _ANYWHERE["sqlite"]
+        statement = statement.replace("WHERE card_search MATCH", f"WHERE {among}card_search MATCH")
+        statement = statement.replace("WHERE card_tag_search MATCH", f"WHERE {among}card_tag_search MATCH")
+    else:
+        statement = (_HEADLINE if headline else _ANYWHERE)["postgresql"].replace(
+            "WHERE ", "WHERE card_pk = ANY(CAST(:pks AS bigint[])) AND "
+        )
+    return statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
+
+
 def _found(dialect: str, name: str, headline: bool) -> ColumnElement[bool]:
     statement = (_HEADLINE if headline else _ANYWHERE)[dialect]
     statement = statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
@@ -117,21 +157,23 @@ def _found(dialect: str, name: str, headline: bool) -> ColumnElement[bool]:
 
 def texts_condition(dialect: str, query: Shape, tier: int | None) -> ColumnElement[bool]:
     """Every group found and no excluded text, and with ``tier`` the card in that tier."""
-    conditions = [~_found(dialect, f"x{i}", headline=False) for i in range(query.excluded)]
+    conditions = [_absent(dialect, f"x{i}", headline=False) for i in range(query.excluded)]
     anywhere = [_found(dialect, f"g{i}", headline=False) for i in range(query.groups)]
     if tier is None or not query.groups:
         return and_(true(), *anywhere, *conditions)
     head = [_found(dialect, f"g{i}", headline=True) for i in range(query.groups)]
     where, whole = divmod(tier, 2)
+    not_head = [_absent(dialect, f"g{i}", headline=True) for i in range(query.groups)]
     if where == 2:
         placed = [*head]
     elif where == 1:
-        placed = [*anywhere, or_(*head), not_(and_(*head))]
+        placed = [*anywhere, or_(*head), or_(*not_head)]
     else:
-        placed = [*anywhere, *(~found for found in head)]
+        placed = [*anywhere, *not_head]
     if query.prefixed:
-        wholly = and_(*(_found(dialect, f"g{i}_w", headline=False) for i in range(query.groups)))
-        placed.append(wholly if whole else not_(wholly))
+        wholly = [_found(dialect, f"g{i}_w", headline=False) for i in range(query.groups)]
+        not_wholly = [_absent(dialect, f"g{i}_w", headline=False) for i in range(query.groups)]
+        placed += wholly if whole else [or_(*not_wholly)]
     return and_(*placed, *conditions)
 
 
@@ -174,6 +216,8 @@ def qualifier_condition(position: int, key: str, negated: bool) -> ColumnElement
         tagged = select(CardTag.card_pk).where(
             CardTag.account_id == bindparam("account_id"), CardTag.name_key == value
         )
+        if negated:  # probed per card, not a hash of every card carrying the tag
+            return ~exists().where(CardTag.card_pk == Card.pk, CardTag.name_key == value)
         condition = Card.pk.in_(tagged)
     elif key == "type":
         condition = Card.type == value
@@ -182,6 +226,8 @@ def qualifier_condition(position: int, key: str, negated: bool) -> ColumnElement
             Folder.account_id == bindparam("account_id"),
             (Folder.id == value) | (Folder.name_key == bindparam(f"q{position}_key")),
         )
+        if negated:
+            return ~exists().where(FolderCard.card_pk == Card.pk, FolderCard.folder_id.in_(folders))
         condition = Card.pk.in_(select(FolderCard.card_pk).where(FolderCard.folder_id.in_(folders)))
     else:  # site: the host and its subdomains, a range of the reversed host names
         inside: ColumnElement[bool] = (Card.url_site >= value) & (

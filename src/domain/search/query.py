@@ -28,7 +28,7 @@ from cardvault.domain.cards.urls import MAX_HOST, normal_url
 from cardvault.domain.errors import InvalidQuery
 from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
 
-MAX_WORDS = 16  # words beyond the 16th of the texts to find are ignored
+MAX_WORDS = 16  # words past the 16th to find, and past the 16th to leave out, are ignored
 MAX_QUALIFIERS = 16  # a 17th qualifier is refused (each one is a condition of the statement)
 CARD_TYPES = ("text", "link", "image", "video", "audio", "document", "palette", "quote")
 STATES = ("favorite", "done", "archived", "failed")  # is:
@@ -90,7 +90,7 @@ def parse(q: str) -> Query:
     required: list[list[Text]] = []
     excluded: list[Text] = []
     qualifiers: list[Qualifier] = []
-    words = 0
+    counted = {False: 0, True: 0}  # words to find, words to leave out
     after_text = False  # the last term was a text to find (an OR after it may join the next)
     joining = False
     for token in _tokens(q):
@@ -104,10 +104,10 @@ def parse(q: str) -> Query:
             qualifiers.append(token.qualifier)
             continue
         assert token.text is not None
-        found = token.text
-        if words + len(found.words) > MAX_WORDS:  # the first words of a phrase still count
-            found = Text(found.words[: MAX_WORDS - words], prefix=False)
-        words += len(found.words)
+        found, before = token.text, counted[token.negated]
+        if before + len(found.words) > MAX_WORDS:  # the first words of a phrase still count
+            found = Text(found.words[: MAX_WORDS - before], prefix=False)
+        counted[token.negated] = before + len(found.words)
         if not found.words:
             continue
         if token.negated:

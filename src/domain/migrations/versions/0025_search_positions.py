@@ -98,9 +98,12 @@ def _cards(connection: Any) -> Iterator[list[Any]]:
 
 def upgrade() -> None:
     connection = op.get_bind()
-    op.add_column("cards", sa.Column("url_site", sa.String(256), nullable=True))
-    cards = sa.table("cards", sa.column("pk", sa.Integer), sa.column("url_site"))
     sqlite = connection.dialect.name == "sqlite"
+    # Compared by bytes ("." before "/": a site's keys are one range), whatever the database's
+    # collation; SQLite compares bytes already.
+    site_type = sa.String(256) if sqlite else sa.String(256, collation="C")
+    op.add_column("cards", sa.Column("url_site", site_type, nullable=True))
+    cards = sa.table("cards", sa.column("pk", sa.Integer), sa.column("url_site"))
     if sqlite:
         op.execute("DROP TABLE card_search")
         op.execute(

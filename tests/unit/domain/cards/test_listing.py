@@ -234,3 +234,38 @@ def test_a_cursor_for_one_type_is_refused_for_another(api: Api) -> None:
         api.create(content="plain")
     cursor = api.get("/v1/cards", params={"type": "text", "limit": 1}).json()["pageInfo"]["nextCursor"]
     assert_error(api.get("/v1/cards", params={"type": "link", "cursor": cursor}), 400, "INVALID_CURSOR")
+
+
+def test_relevance_reads_the_tiers_in_turn_when_many_cards_match(database: Database, account_id: str) -> None:
+    """Past listing.FEW matches the tiers are read one after another from the indexes (fewer are
+    ranked in one read): the same order, page after page."""
+    made = []
+    with database.transaction() as session:
+        for i in range(listing.FEW + 60):
+            tags = ["kiwi"] if i % 7 == 0 else []
+            content = f"Fruit\n{'kiwifruit' if i % 5 == 0 else 'kiwi'} number {i}"
+            made.append((i, editing.add_card(session, account_id=account_id, content=content, tags=tags).pk))
+    newest = [pk for _, pk in reversed(made)]
+    index = dict((pk, i) for i, pk in made)
+    tiers = [  # tag and whole word; body, whole word; body, a beginning only
+        [pk for pk in newest if index[pk] % 7 == 0],
+        [pk for pk in newest if index[pk] % 7 and index[pk] % 5],
+        [pk for pk in newest if index[pk] % 7 and index[pk] % 5 == 0],
+    ]
+    seen: list[int] = []
+    cursor = None
+    while True:
+        with database.transaction(write=False) as session:
+            page = listing.list_cards(
+                session,
+                account_id=account_id,
+                secret=SECRET,
+                filters=CardFilter(q="kiwi"),
+                limit=50,
+                cursor=cursor,
+            )
+        seen += [card.pk for card in page.cards]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == [pk for tier in tiers for pk in tier]

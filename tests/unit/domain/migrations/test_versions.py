@@ -351,6 +351,15 @@ def test_cards_indexed_before_positions_are_found_by_phrase_site_and_tier(
     assert found('"quick brown"') == ["body"]
     assert found('"fox den"') == ["body"]  # the tag rows have positions too
     assert found("site:example.com") == ["link"]
+    if backend == "postgresql":  # site keys compare by bytes whatever the database's collation
+        with db.transaction(write=False) as session:
+            collation = session.scalar(
+                text(
+                    "SELECT collation_name FROM information_schema.columns "
+                    "WHERE table_name = 'cards' AND column_name = 'url_site'"
+                )
+            )
+        assert collation == "C"
     assert found("quick fox") == ["noted", "body"]  # in the headline first
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)

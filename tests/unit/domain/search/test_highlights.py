@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cardvault.domain.search.highlights import MAX_FRAGMENTS, SCANNED, WIDTH, fragments, highlights
+from cardvault.domain.search.highlights import MAX_FRAGMENTS, SCANNED, WIDTH, Budget, fragments, highlights
 from cardvault.domain.search.query import Text, parse
 
 
@@ -50,3 +50,16 @@ def test_every_field_is_listed_and_excluded_words_are_not_marked() -> None:
     assert set(found) == {"title", "content", "notes", "transcript"}
     assert marked(found["title"][0]) == ["cake"] and found["content"] == []
     assert highlights({"title": "Tea"}, parse("tag:tea"))["title"] == []
+
+
+def test_a_word_longer_than_the_index_keeps_is_marked_by_its_first_hundred_characters() -> None:
+    long = "x" * 150
+    (whole,) = fragments(f"the {long} word", parse(f'"{long}"').required[0])
+    assert marked(whole) == [long]
+
+
+def test_a_page_reads_no_more_than_its_budget() -> None:
+    budget = Budget(100)
+    first = highlights({"content": "cake " * 10, "notes": "cake " * 10}, parse("cake"), budget)
+    assert first["content"] and first["notes"]  # 50 + 50 characters: within the budget
+    assert highlights({"content": "cake"}, parse("cake"), budget)["content"] == []

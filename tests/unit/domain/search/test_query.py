@@ -117,6 +117,8 @@ def test_a_seventeenth_qualifier_is_refused_and_words_past_the_sixteenth_are_lef
         parse(" ".join(["is:done"] * (MAX_QUALIFIERS + 1)))
     found = parse(" ".join(f"w{i}" for i in range(20)))
     assert len(found.required) == 16
+    left_out = parse(" ".join(f"-x{i}" for i in range(20)) + " kept")
+    assert len(left_out.excluded) == 16 and left_out.required == ((Text(("kept",), True),),)
     phrase = parse("a b c " + '"' + " ".join(f"p{i}" for i in range(20)) + '" later')
     assert phrase.required[-1] == (Text(tuple(f"p{i}" for i in range(13)), False),)
 
