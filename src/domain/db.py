@@ -276,11 +276,25 @@ class Database:
                 connection.execute(text("SET lock_timeout = 0"))
                 connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
                 connection.commit()
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # SQLite's batch migrations copy a table and drop the old one. With foreign keys
+                # enforced, dropping `cards` deletes its tag rows first, whose triggers then
+                # write the FTS5 tag index within the DROP: "database table is locked". The
+                # pragma works only outside a transaction, so it goes to the driver directly.
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
             try:
                 config.attributes["connection"] = connection
                 command.upgrade(config, revision)
                 connection.commit()
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    connection.commit()
+                    if broken:
+                        raise RuntimeError(f"The migrations left rows without their parents: {broken[:5]}")
             finally:
+                if sqlite:
+                    connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
                 if is_postgres:
                     connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
                     connection.execute(text("RESET lock_timeout"))

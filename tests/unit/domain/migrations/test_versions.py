@@ -377,3 +377,22 @@ def test_cards_indexed_before_positions_are_found_by_phrase_site_and_tier(
     db.migrate()
     assert found('"quick brown"') == ["body"]
     db.dispose()
+
+
+def test_a_sqlite_database_with_tagged_cards_migrates_through_the_table_copies(tmp_path: Path) -> None:
+    # 0007 copies `cards` and drops the old table: with foreign keys enforced, the drop deleted
+    # the tag rows first, whose triggers wrote the FTS5 tag index within it ("database table is
+    # locked"). Found by bench_scale on SQLite.
+    db = saved_before(tmp_path, "0006", [(1, "text", None, None)])
+    with db.transaction() as session:
+        session.execute(
+            text(
+                "INSERT INTO card_tags (card_pk, kind, name_key, name, position, account_id, words, "
+                "card_created_at) VALUES (1, 'user', 'x', 'X', 0, 'acc_1', ' x ', 1)"
+            )
+        )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        assert session.execute(text("SELECT card_pk, name FROM card_tags")).all() == [(1, "X")]
+        assert session.scalar(text("PRAGMA foreign_keys")) == 1  # enforced again
+    db.dispose()
