@@ -50,12 +50,11 @@ def main() -> int:
     os.chdir(ROOT)
     if command == "serve":
         return subprocess.call([str(BIN / "cardvault"), "serve", *rest])
-    # Two test workers per core (each has its own databases, ports and directories): many tests
-    # wait on servers, workers and restarts, and a second worker per core fills that time (on
-    # two cores the suite took 719 s so, 834 s with one per core). `-n 0` on the command line
-    # runs them in this process instead.
-    workers = str(2 * (os.cpu_count() or 1))
-    parallel = [] if any(arg.startswith(("-n", "--numprocesses")) for arg in rest) else ["-n", workers]
+    # Every core runs tests (each xdist worker has its own databases, ports and directories);
+    # `-n 0` on the command line runs them in this process instead. Two workers per core ran
+    # the suite in 719 s instead of 834 on two cores, but two fresh-clone runs each failed a
+    # test whose load could not keep up (a heartbeat, a writers' throughput): one per core.
+    parallel = [] if any(arg.startswith(("-n", "--numprocesses")) for arg in rest) else ["-n", "auto"]
     return subprocess.call([str(BIN / "python"), "-m", "pytest", *parallel, "--dist", "loadgroup", *rest])
 
 
