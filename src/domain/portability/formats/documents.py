@@ -20,6 +20,8 @@ folders (small), once for the bookmarks. Each reader's mapping:
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import datetime
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -37,6 +39,72 @@ _CUT = b'"\\u0000"'  # what a string over the limit becomes in the text the pars
 
 class TooLong:
     """A value that held a string over STRING_LIMIT bytes: it was not built."""
+
+
+class NotText:
+    """A value that held bytes that are no text in the file's encoding (a stray Windows-1252
+    byte in a UTF-8 export, say): it was not taken."""
+
+
+_MARK = "\ufdd0"  # a noncharacter: what each run of undecodable bytes becomes in a string
+_MARKED = "cardvault-json-marked"
+
+
+def _marked(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return _MARK, error.end
+
+
+codecs.register_error(_MARKED, _marked)
+
+
+def _encoding(head: bytes) -> str:
+    """The encoding of a JSON text from its first four bytes: its byte order mark, else the
+    pattern of zero bytes RFC 4627 names (JSON begins with two ASCII characters), else UTF-8."""
+    for mark, name in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if head.startswith(mark):
+            return name
+    zeros = "".join("0" if byte == 0 else "x" for byte in head[:4])
+    return _BY_ZEROS.get(zeros) or _BY_ZEROS.get(zeros[:2], "utf-8")
+
+
+_BY_ZEROS = {"000x": "utf-32-be", "x000": "utf-32-le", "0x": "utf-16-be", "x0": "utf-16-le"}
+
+
+class _Decoded:
+    """A JSON text's bytes as UTF-8 whatever its encoding (told by `_encoding`), each run of
+    bytes that is no text in it replaced by U+FDD0, counted in ``marks``: a value holding one
+    fails alone, and the rest of the file is read (the parser would stop at the first)."""
+
+    def __init__(self) -> None:
+        self.marks = 0
+
+    def __call__(self, chunks: Chunks) -> Iterator[bytes]:
+        head, decoder = b"", None
+        for chunk in chunks:
+            if decoder is None:
+                head += chunk
+                if len(head) < 4:
+                    continue
+                decoder = codecs.getincrementaldecoder(_encoding(head))(_MARKED)
+                chunk, head = head, b""
+            if text := decoder.decode(chunk):
+                yield self._encoded(text)
+        if decoder is None:
+            decoder = codecs.getincrementaldecoder(_encoding(head))(_MARKED)
+        if text := decoder.decode(head, final=True):
+            yield self._encoded(text)
+
+    def _encoded(self, text: str) -> bytes:
+        self.marks += text.count(_MARK)
+        return text.encode()
 
 
 class _Strings:
@@ -105,34 +173,44 @@ class _Strings:
                 self._held = None
 
 
-def _holds_cut(value: Any) -> bool:
+def _holds(value: Any, found: Callable[[str], bool]) -> bool:
     if isinstance(value, str):
-        return value == "\x00"
+        return found(value)
     if isinstance(value, dict):
-        return any(_holds_cut(item) for item in value.values())
+        return any(found(key) or _holds(item, found) for key, item in value.items())
     if isinstance(value, list):
-        return any(_holds_cut(item) for item in value)
+        return any(_holds(item, found) for item in value)
     return False
 
 
 def objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
-    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time,
-    a value holding a string over STRING_LIMIT bytes as a TooLong; a file that is no JSON
-    raises ijson.JSONError after the values before the fault."""
+    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time:
+    a value holding a string over STRING_LIMIT bytes as a TooLong, one holding bytes that are
+    no text as a NotText. A file that is no JSON raises ijson.JSONError after every value
+    before the fault (those the parser built from the chunk it broke in too)."""
     found: list[Any] = ijson.sendable_list()
     parser = ijson.items_coro(found, prefix, use_float=True)
-    strings = _Strings()
-    for chunk in strings(chunks):
-        parser.send(chunk)
-        yield from _checked(found, strings.cuts)
-        del found[:]
-    parser.close()
-    yield from _checked(found, strings.cuts)
+    decoded, strings = _Decoded(), _Strings()
+    try:
+        for chunk in strings(decoded(chunks)):
+            parser.send(chunk)
+            yield from _checked(found, decoded.marks, strings.cuts)
+            del found[:]
+        parser.close()
+    except ijson.JSONError:
+        yield from _checked(found, decoded.marks, strings.cuts)
+        raise
+    yield from _checked(found, decoded.marks, strings.cuts)
 
 
-def _checked(values: list[Any], cuts: int) -> Iterator[Any]:
+def _checked(values: list[Any], marks: int, cuts: int) -> Iterator[Any]:
     for value in values:
-        yield TooLong() if cuts and _holds_cut(value) else value
+        if cuts and _holds(value, lambda text: text == "\x00"):
+            yield TooLong()
+        elif marks and _holds(value, lambda text: _MARK in text):
+            yield NotText()
+        else:
+            yield value
 
 
 def stream(
@@ -145,6 +223,11 @@ def stream(
             where = f"{place} {number}"
             if isinstance(value, TooLong):
                 yield Broken(where, f"a value of it is over {STRING_LIMIT // 1024 // 1024} MiB: not taken")
+                continue
+            if isinstance(value, NotText):
+                yield Broken(
+                    where, "a value of it holds bytes that are no text in the file's encoding: not taken"
+                )
                 continue
             if not isinstance(value, dict):
                 yield Broken(where, f"the {place} is no JSON object")
@@ -236,9 +319,11 @@ def karakeep(open_file: Opener) -> Iterator[Item]:
 def linkwarden(open_file: Opener) -> Iterator[Item]:
     """Linkwarden's JSON backup."""
     collections = _folders(open_file(), "collections.item", lambda value: True)
-    pinned = {
-        value.get("url") for value in objects(open_file(), "pinnedLinks.item") if isinstance(value, dict)
-    }
+    pinned: set[Any] = set()
+    with contextlib.suppress(ijson.JSONError):  # the links' pass reports where the file breaks
+        pinned.update(
+            value.get("url") for value in objects(open_file(), "pinnedLinks.item") if isinstance(value, dict)
+        )
 
     def make(place: str, value: dict[str, Any]) -> Entry | None:
         entry = Entry(place=place, url=text(value.get("url")), title=text(value.get("name")))
