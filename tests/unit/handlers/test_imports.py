@@ -186,6 +186,19 @@ def test_refusals(api: Api, make_api: Callable[[], Api]) -> None:
     assert used.status_code == 409 and used.json()["code"] == "UPLOAD_USED"
 
 
+def test_an_export_over_the_import_limit_is_refused_before_it_is_copied(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = fixture("pocket.csv")
+    monkeypatch.setattr(import_jobs, "MAX_FILE_BYTES", len(data) - 1)  # 256 MiB, in miniature
+    refused = start(api, data)
+    assert refused.status_code == 413 and refused.json()["code"] == "FILE_TOO_LARGE", refused.text
+    assert refused.json()["details"] == {"limitBytes": len(data) - 1, "actualBytes": len(data)}
+    assert api.get("/v1/imports").json()["items"] == []
+    monkeypatch.setattr(import_jobs, "MAX_FILE_BYTES", len(data))  # at the limit: taken
+    assert imported(api, data)["status"] == "completed"
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:

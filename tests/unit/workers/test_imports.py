@@ -90,6 +90,25 @@ def test_a_job_whose_file_is_gone_fails_and_says_so(api: Api, database: Database
         )
 
 
+def test_a_job_whose_retries_ran_out_fails_and_an_ended_one_is_left_as_it_is(
+    api: Api, database: Database
+) -> None:
+    canceled = _job(database, api.account_id)  # an account has one active import at a time
+    with database.transaction() as session:
+        import_jobs.cancel_import(session, account_id=api.account_id, import_id=canceled)
+    running = _job(database, api.account_id)
+    for import_id in (running, canceled):  # what Dramatiq sends when run_import's retries run out
+        imports.fail_import.fn({"args": [import_id]}, {"retries": 10})
+    with database.transaction(write=False) as session:
+        failed, ended = session.get(ImportJob, running), session.get(ImportJob, canceled)
+        assert failed is not None and (failed.status, failed.error) == (
+            "failed",
+            "The import failed 10 times and was stopped.",
+        )
+        assert failed.completed_at is not None
+        assert ended is not None and (ended.status, ended.error) == ("canceled", None)
+
+
 def test_a_job_that_ended_is_not_run(api: Api, database: Database) -> None:
     import_id = _job(database, api.account_id)
     with database.transaction() as session:

@@ -198,10 +198,14 @@ def test_skipped_entries_make_no_folder(database: Database, account_id: str) -> 
 def test_duplicates_of_a_held_card_and_of_an_earlier_entry(
     database: Database, new_account: Callable[[], str], mode: str
 ) -> None:
-    account_id = new_account()
+    account_id, other_account = new_account(), new_account()
     with database.transaction() as session:
         held = editing.add_card(
             session, account_id=account_id, content="https://example.com/a", tags=["mine"]
+        )
+        # Another account's card of the same page is no duplicate, and a merge never touches it.
+        theirs = editing.add_card(
+            session, account_id=other_account, content="https://example.com/b", tags=["other"]
         )
         gone = editing.add_card(session, account_id=account_id, content="https://example.com/gone")
         trash.move_to_trash(session, account_id=account_id, card_id=gone.id)
@@ -213,6 +217,8 @@ def test_duplicates_of_a_held_card_and_of_an_earlier_entry(
             tags=["theirs"],
             notes=["their note"],
             favorite=True,
+            archived=True,
+            folder=["Reading", "Later"],
         ),
         Entry(place="2", url="https://example.com/b", tags=["one"]),
         Entry(place="3", url="https://example.com/gone"),  # in Trash: no duplicate
@@ -231,11 +237,17 @@ def test_duplicates_of_a_held_card_and_of_an_earlier_entry(
         assert (job.created, job.skipped, job.merged) == (2, 0, 2)
         (a,) = by_url["https://example.com/a"]
         assert a.id == held.id and a.tags == ["mine", "theirs"] and a.notes == "their note" and a.is_favorited
+        assert a.archived_at is not None and len(a.folder_ids) == 1
+        with database.transaction(write=False) as session:
+            folder = session.get(Folder, a.folder_ids[0])
+            assert folder is not None and folder.name == "Reading / Later"
         assert [c.tags for c in by_url["https://example.com/b"]] == [["one", "two"]]
     else:
         assert (job.created, job.skipped, job.merged) == (4, 0, 0)
         assert len(by_url["https://example.com/a"]) == 2 and len(by_url["https://example.com/b"]) == 2
     assert len(by_url["https://example.com/gone"]) == 1  # the one taken; the one in Trash is not listed
+    (other,) = _cards(database, other_account)
+    assert (other.id, other.tags, other.notes, other.is_favorited) == (theirs.id, ["other"], None, False)
 
 
 def test_a_batch_is_taken_once_only_from_the_position_it_was_read_at(
