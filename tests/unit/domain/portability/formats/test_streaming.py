@@ -15,34 +15,27 @@ TITLE = b"t" * 2000
 BLOCKS, PER_BLOCK = 32, 256  # 8,192 entries of about 2 KiB: 16 MiB
 
 
-def _pocket() -> Iterator[bytes]:
-    yield b"title,url,time_added,tags,status\n"
+def _blocks(entry: bytes, between: bytes = b"") -> Iterator[bytes]:
+    """The entries, a block at a time: ``entry`` % (its number, TITLE)."""
     for block in range(BLOCKS):
-        yield b"".join(
-            b"%s,https://example.com/%d,1700000000,a|b,unread\n" % (TITLE, block * PER_BLOCK + n)
-            for n in range(PER_BLOCK)
-        )
+        numbers = range(block * PER_BLOCK, (block + 1) * PER_BLOCK)
+        yield (b"" if block == 0 else between) + between.join(entry % (n, TITLE) for n in numbers)
+
+
+def _pocket() -> Iterator[bytes]:
+    yield b"url,title,time_added,tags,status\n"
+    yield from _blocks(b"https://example.com/%d,%s,1700000000,a|b,unread\n")
 
 
 def _netscape() -> Iterator[bytes]:
     yield b"<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><H3>Folder</H3>\n<DL><p>\n"
-    for block in range(BLOCKS):
-        yield b"".join(
-            b'<DT><A HREF="https://example.com/%d" ADD_DATE="1700000000">%s</A>\n'
-            % (block * PER_BLOCK + n, TITLE)
-            for n in range(PER_BLOCK)
-        )
+    yield from _blocks(b'<DT><A HREF="https://example.com/%d" ADD_DATE="1700000000">%s</A>\n')
     yield b"</DL><p>\n</DL><p>\n"
 
 
 def _wallabag() -> Iterator[bytes]:
     yield b"["
-    for block in range(BLOCKS):
-        yield b",".join(
-            b'{"url": "https://example.com/%d", "title": "%s", "is_archived": 0}'
-            % (block * PER_BLOCK + n, TITLE)
-            for n in range(PER_BLOCK)
-        ) + (b"," if block < BLOCKS - 1 else b"")
+    yield from _blocks(b'{"url": "https://example.com/%d", "title": "%s", "is_archived": 0}', b",")
     yield b"]"
 
 
