@@ -69,6 +69,7 @@ COVERED_ELSEWHERE = {
     "domain/portability/import_entries.py": "tests/unit/domain/portability/test_import_jobs.py",
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
     "domain/cards/facets.py": "tests/unit/handlers/test_cards_search.py",
+    "domain/cards/ranking.py": "tests/unit/domain/cards/test_listing.py",
     "domain/search/matching.py": "tests/unit/handlers/test_cards_search.py",
     "workers/actors.py": "tests/unit/workers/test_embedded.py",
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",

@@ -9,11 +9,11 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Integer, Select, any_, bindparam, column, func, select, text, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import processing
+from cardvault.domain.cards import ranking
 from cardvault.domain.cards.filters import CardFilter as CardFilter  # (re-exported: callers list with it)
 from cardvault.domain.cards.filters import resolve
 from cardvault.domain.cards.reading import CardView, view_query, views
@@ -261,7 +261,9 @@ def list_cards(
         possible = matching.tiers(matching.shape(listing.query))
         start = 0 if position is None else _tier_index(possible, position[0])
         tiers, after = possible[start:], None if position is None else position[1:]
-        ranked = _ranked_few(session, account_id, filters, listing.query, limit, position)
+        shape, values = _listing(dialect, account_id, filters, view=False)
+        first = session.connection().execute(_first_statement(shape, ranking.FEW + 1), values).all()
+        ranked = ranking.ranked_few(session, first, values, listing.query, limit, position)
         if ranked is not None:
             found, tiers = {view.pk: (tier, view) for tier, view in ranked}, ()
     for tier in tiers:
@@ -287,73 +289,6 @@ def list_cards(
         return CardPage(cards, next_cursor, query=listing.query)
     total, capped = count_cards(session, account_id=account_id, filters=filters)
     return CardPage(cards, next_cursor, total, capped, query=listing.query)
-
-
-FEW = 200  # a relevance listing with at most this many matches is ranked in one read
-
-
-def _ranked_few(
-    session: Session,
-    account_id: str,
-    filters: CardFilter,
-    query: Query,
-    limit: int,
-    position: list[int | str] | None,
-) -> list[tuple[int, CardView]] | None:
-    """The page by relevance when at most FEW cards match (None when more do): their pks in list
-    order (the plan a newest-first search has, driven by the rarest word's index entries), each
-    one's tier from its own index rows, the order made here. The planner cannot be trusted to
-    read a sparse tier from the index: estimating a word's cards poorly, it read a rare word's
-    empty tiers by walking all of a million cards."""
-    dialect = session.get_bind().dialect.name
-    shape, values = _listing(dialect, account_id, filters, view=False)
-    rows = session.connection().execute(_first_statement(shape, FEW + 1), values).all()
-    if len(rows) > FEW:
-        return None
-    moments = {row[0]: row[1] for row in rows}
-    tiers = _tiers_of(session, dialect, matching.shape(query), values, list(moments))
-    order = sorted(moments, key=lambda pk: (tiers[pk], moments[pk], pk), reverse=True)
-    if position is not None:
-        bound = tuple(position)
-        order = [pk for pk in order if (tiers[pk], moments[pk], pk) < bound]
-    chosen = order[: limit + 1]
-    shown = {view.pk: view for view in views(session, _by_pks(dialect), {"pks": _pks_value(dialect, chosen)})}
-    return [(tiers[pk], shown[pk]) for pk in chosen]
-
-
-def _tiers_of(
-    session: Session, dialect: str, query: matching.Shape, values: dict[str, Any], pks: list[int]
-) -> dict[int, int]:
-    """Each card's relevance tier (matching.TIERS), from its index rows: in which the groups are
-    found (headline, or as whole words)."""
-    among = {**values, "pks": _pks_value(dialect, pks)}
-    connection = session.connection()
-
-    def holding(name: str, headline: bool) -> set[int]:
-        statement = text(matching.found_among(dialect, name, headline))
-        return {row[0] for row in connection.execute(statement, among)}
-
-    head = [holding(f"g{i}", headline=True) for i in range(query.groups)]
-    whole = [holding(f"g{i}_w", headline=False) for i in range(query.groups)] if query.prefixed else []
-    tiers = {}
-    for pk in pks:
-        in_head = sum(pk in found for found in head)
-        where = 2 if in_head == query.groups else 1 if in_head else 0
-        tiers[pk] = 2 * where + all(pk in found for found in whole)
-    return tiers
-
-
-@functools.cache
-def _by_pks(dialect: str) -> Select[Any]:
-    """The views of the cards whose pks are bound as ``pks`` (a list: _pks_value)."""
-    if dialect == "sqlite":
-        listed = text("SELECT value FROM json_each(:pks)").columns(column("value", BigInteger))
-        return view_query(dialect).where(Card.pk.in_(listed))
-    return view_query(dialect).where(Card.pk == any_(bindparam("pks", type_=ARRAY(BigInteger))))
-
-
-def _pks_value(dialect: str, pks: list[int]) -> Any:
-    return json.dumps(pks) if dialect == "sqlite" else pks
 
 
 def _tier_index(possible: tuple[int, ...], tier: object) -> int:

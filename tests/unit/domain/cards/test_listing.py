@@ -4,7 +4,7 @@ in the index, and plans that use the indexes (SQLite and PostgreSQL)."""
 from sqlalchemy import insert, text
 
 from cardvault.domain import folders
-from cardvault.domain.cards import editing, listing, trash
+from cardvault.domain.cards import editing, listing, ranking, trash
 from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
@@ -237,11 +237,11 @@ def test_a_cursor_for_one_type_is_refused_for_another(api: Api) -> None:
 
 
 def test_relevance_reads_the_tiers_in_turn_when_many_cards_match(database: Database, account_id: str) -> None:
-    """Past listing.FEW matches the tiers are read one after another from the indexes (fewer are
+    """Past ranking.FEW matches the tiers are read one after another from the indexes (fewer are
     ranked in one read): the same order, page after page."""
     made = []
     with database.transaction() as session:
-        for i in range(listing.FEW + 60):
+        for i in range(ranking.FEW + 60):
             tags = ["kiwi"] if i % 7 == 0 else []
             content = f"Fruit\n{'kiwifruit' if i % 5 == 0 else 'kiwi'} number {i}"
             made.append((i, editing.add_card(session, account_id=account_id, content=content, tags=tags).pk))
