@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -293,10 +294,28 @@ def _sparse(chunks: Iterator[bytes], path: Path) -> None:
         out.truncate()
 
 
+@pytest.fixture
+def memory_path(tmp_path: Path) -> Iterator[Path]:
+    """A folder in memory (tmpfs) where the machine has one, else on disk: a sparse file's
+    holes read at 30 GiB/s there, at 0.4 GiB/s from this machine's disk (8 GiB were read)."""
+    shm = Path("/dev/shm")  # noqa: S108 (a folder of its own is made in it, by mkdtemp)
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    made = Path(tempfile.mkdtemp(dir=shm, prefix="cardvault-"))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)  # the database plays no part
 def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
-    bound: Database, store: LocalDiskStore, account_id: str, tmp_path: Path
+    bound: Database, settings: Settings, account_id: str, memory_path: Path
 ) -> None:
+    store = LocalDiskStore(
+        memory_path / "blobs", secret_key=settings.secret_key, public_url=settings.public_url
+    )
     big = 4 * 1024**3 + 5 * 1024**2
     key = f"accounts/{account_id}/files/big/disk.img"
     store.write(key, iter([b"CV"]), content_type="application/octet-stream")
@@ -309,7 +328,7 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None and actors._snapshot(bound, job_id, lease)
     beat = export_archive.Beat(bound, job_id, lease)
-    out = tmp_path / "export.zip"
+    out = memory_path / "export.zip"
     _sparse(
         export_archive.write_zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out
     )
