@@ -272,6 +272,7 @@ class Settings:
     swagger_ui: bool = True
     stale_seconds: float = 60.0
     sweep_seconds: float = 15.0
+    full_disk_retry_seconds: float = 30.0  # a stage that found the disk full is sent again this late
     tag_batch_size: int = 2000
     trash_days: float = 30.0
     changes_days: float = 30.0  # how long the changes feed keeps a change (at least)
@@ -329,6 +330,7 @@ class Settings:
             swagger_ui=_bool(env, "CARDVAULT_SWAGGER_UI", True),
             stale_seconds=_number(env, "CARDVAULT_STALE_SECONDS", 60.0),
             sweep_seconds=_number(env, "CARDVAULT_SWEEP_SECONDS", 15.0),
+            full_disk_retry_seconds=_number(env, "CARDVAULT_FULL_DISK_RETRY_SECONDS", 30.0),
             tag_batch_size=int(_number(env, "CARDVAULT_TAG_BATCH_SIZE", 2000)),
             trash_days=_number(env, "CARDVAULT_TRASH_DAYS", 30.0),
             changes_days=_number(env, "CARDVAULT_CHANGES_DAYS", 30.0),

@@ -136,6 +136,9 @@ def disk_full(
         # An export or a stage given back on the full disk is sent again this soon.
         "CARDVAULT_STALE_SECONDS": str(stale_seconds),
         "CARDVAULT_SWEEP_SECONDS": "0.5",
+        # A stage that found the disk full is sent again this soon (30 s by default: the
+        # scenario would wait that long for its cards after the disk has room again).
+        "CARDVAULT_FULL_DISK_RETRY_SECONDS": "1",
     }
     with contextlib.ExitStack() as stack:
         if not embedded:

@@ -67,9 +67,8 @@ IMPORTED_STALE_MS = 6 * 3600 * 1000
 TRANSCRIPT_SECONDS = STAGE_SECONDS + int(SPEECH_WAIT + SPEECH_TIMEOUT_SECONDS)
 MAX_ATTEMPTS = 5  # a stage failing for a passing reason fails for good on its fifth attempt
 # A stage whose file found the disk full waits for room, its attempt not counted and sent again
-# FULL_DISK_DELAY_MS later, while its card is younger than FULL_DISK_WAIT_MS; past that its
-# attempts count (a file that never fits must not be decoded again forever).
-FULL_DISK_DELAY_MS = 30_000
+# later (CARDVAULT_FULL_DISK_RETRY_SECONDS), while its card is younger than FULL_DISK_WAIT_MS;
+# past that its attempts count (a file that never fits must not be decoded again forever).
 FULL_DISK_WAIT_MS = 24 * 3600 * 1000
 
 

@@ -195,13 +195,14 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
-        due_at = now_ms() + pipeline.FULL_DISK_DELAY_MS if waits else None
+        delay_ms = int(settings().full_disk_retry_seconds * 1000)
+        due_at = now_ms() + delay_ms if waits else None
         _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits, due_at=due_at)
         if not waits:
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
         log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
-        send_stage(card_pk, stage, imported=imported, delay_ms=pipeline.FULL_DISK_DELAY_MS)
+        send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
         return
     _record(card, stage, lease, work, fields, imported)
 

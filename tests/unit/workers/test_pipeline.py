@@ -6,13 +6,16 @@ finds the disk full waits for room without spending its attempts."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import io
 import json
 import pkgutil
+import time
 from pathlib import Path
 
 import pytest
+from dramatiq import Message
 from PIL import Image
 from sqlalchemy import update
 
@@ -150,15 +153,18 @@ def _renditions(db: Database, pk: int) -> tuple[str, int, str | None]:
 def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attempts(
     blobs_disk: Path, database: Database, settings: Settings, account_id: str
 ) -> None:
-    broker.bind(settings, database)
+    broker.bind(dataclasses.replace(settings, full_disk_retry_seconds=7.0), database)
     broker.broker.flush_all()
     pk = _image_card(database, account_id)
+    sent_at = time.time() * 1000
     with Filler(blobs_disk):
         for _ in range(table.MAX_ATTEMPTS + 1):
-            pipeline.ACTORS["renditions"](pk)  # (sent again 30 s later, or by the sweeper)
+            pipeline.ACTORS["renditions"](pk)  # (sent again 7 s later, or by the sweeper)
             assert _renditions(database, pk) == ("pending", 0, "STORAGE_FULL")
     delayed = broker.broker.queues["files.DQ"]  # type: ignore[attr-defined]
     assert delayed.qsize() == table.MAX_ATTEMPTS + 1
+    etas = [Message.decode(raw).options["eta"] for raw in list(delayed.queue)]
+    assert all(sent_at + 7000 <= eta <= time.time() * 1000 + 7000 for eta in etas), (sent_at, etas)
     assert list((blobs_disk / "tmp").iterdir()) == []
     pipeline.ACTORS["renditions"](pk)
     assert _renditions(database, pk) == ("completed", 1, None)
