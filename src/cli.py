@@ -4,10 +4,14 @@ keys and OAuth clients, and import an export."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import os
+import shutil
 import sys
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from cardvault.adapters import speech
@@ -63,17 +67,35 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     if db.dialect == "sqlite":
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
     db.dispose()
-    uvicorn.run(
-        "cardvault.handlers.http.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        http="h11",
-        h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
-        server_header=False,
-    )
+    with _metrics_folder(workers):
+        uvicorn.run(
+            "cardvault.handlers.http.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            http="h11",
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
+            server_header=False,
+        )
+
+
+@contextlib.contextmanager
+def _metrics_folder(workers: int) -> Iterator[None]:
+    """With several API processes, a folder of their own where each writes its metrics and the
+    one scraped sums them (cardvault.adapters.metrics), removed when the server stops; one
+    named in PROMETHEUS_MULTIPROC_DIR already is used as it is (its owner empties it)."""
+    if workers < 2 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="cardvault-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder  # before the processes import prometheus_client
+    try:
+        yield
+    finally:
+        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _new_password_hash(settings: Settings) -> str:

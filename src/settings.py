@@ -36,6 +36,17 @@ class SettingsError(ValueError):
     """An environment variable holds a value the service cannot use."""
 
 
+def _metrics_token(env: Mapping[str, str]) -> str | None:
+    token = env.get("CARDVAULT_METRICS_TOKEN") or None
+    if token is not None and (
+        len(token) < 16 or not token.isascii() or not token.isprintable() or " " in token
+    ):
+        raise SettingsError(
+            "CARDVAULT_METRICS_TOKEN must be at least 16 printable ASCII characters, no spaces"
+        )
+    return token
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -300,6 +311,10 @@ class Settings:
     # together, and that plus the files its cards hold (in Trash too).
     quota_pending_bytes: int | None = QUOTA_PENDING_BYTES
     quota_stored_bytes: int | None = QUOTA_STORED_BYTES
+    # GET /metrics (Prometheus): open in the embedded default, behind this bearer token when it
+    # is set, and not served in production (Redis configured) without one.
+    metrics: bool = True
+    metrics_token: str | None = dataclasses.field(repr=False, default=None)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -343,6 +358,8 @@ class Settings:
             webhook_schedule=_schedule(env, "CARDVAULT_WEBHOOK_SCHEDULE", WEBHOOK_SCHEDULE),
             webhook_timeout_seconds=_number(env, "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS", 15.0),
             ai=_bool(env, "CARDVAULT_AI", True),
+            metrics=_bool(env, "CARDVAULT_METRICS", True),
+            metrics_token=_metrics_token(env),
             ai_provider=AiProviderSettings.from_env(env),
             speech=_bool(env, "CARDVAULT_SPEECH", True),
             capture=CaptureSettings.from_env(env),

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import dramatiq
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import metrics
 from cardvault.adapters.blobs import StoreUnreachable
 from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
@@ -170,20 +171,30 @@ def _host(url: str) -> str:
 
 
 def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> None:
-    """Run a taken stage's work and record its result, a retry or its end."""
+    """Run a taken stage's work and record its result, a retry or its end (and count the
+    attempt by its outcome, cardvault.adapters.metrics)."""
+    outcome = "retried"  # an exception passed on to Dramatiq's retries
+    try:
+        with metrics.stage_timer(stage):
+            outcome = _outcome(card, stage, lease, work, attempts, imported)
+    finally:
+        metrics.STAGE_RUNS.labels(stage, outcome).inc()
+
+
+def _outcome(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> str:
     card_pk = card.pk
     try:
         fields = work.run(card, lease)
     except StageSkipped as skipped:
         _settle(card, stage, lease, "skipped", skipped.code, imported)
-        return
+        return "skipped"
     except Deferred as deferred:
         _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
-        return
+        return "deferred"
     except StoreUnreachable as unreachable:
         log.warning("stage %s of card %s waits for the file store: %s", stage, card.id, unreachable)
         _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
-        return
+        return "deferred"
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
             log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
@@ -191,7 +202,7 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
         _settle(card, stage, lease, "failed", failed.code, imported)
-        return
+        return "failed"
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
@@ -203,8 +214,9 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
         # The disk is the service's to free, not the card's fault: wait for room.
         log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
         send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
-        return
+        return "deferred"
     _record(card, stage, lease, work, fields, imported)
+    return "completed"
 
 
 def _defer(

@@ -11,8 +11,10 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from bench.servers import running_server, server_env
+from bench.servers import redis_server, running_server, server_env
+from tests.conftest import fresh_postgres_database
 
 ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}
 
@@ -125,3 +127,43 @@ def test_the_spec_is_served_as_written(server: tuple[str, str]) -> None:
     written = Path(__file__).resolve().parents[2] / "openapi" / "cardvault.yaml"
     assert json.dumps(served).count('"$ref"') == written.read_text().count("$ref") > 100
     assert httpx.get(f"{base}/openapi.yaml").text == written.read_text()
+
+
+def test_several_api_processes_answer_metrics_that_count_every_process(tmp_path: Path) -> None:
+    """`cardvault serve --workers 2`: each process counts its own requests in the folder serve
+    gives them, and a scrape answered by either shows the sum (cardvault.adapters.metrics)."""
+    token = "metrics-token-0123456789"
+    url = fresh_postgres_database("cardvault_metrics", "the several-processes metrics test")
+    with redis_server(tmp_path) as (redis_url, _):
+        env = {
+            **server_env(tmp_path, url),
+            "CARDVAULT_REDIS_URL": redis_url,
+            "CARDVAULT_METRICS_TOKEN": token,
+            "TMPDIR": str(tmp_path),  # where serve makes the processes' metrics folder
+        }
+        with running_server(env, tmp_path, workers=2) as (base, key):
+            (folder,) = tmp_path.glob("cardvault-metrics-*")
+            root = base.removesuffix("/v1")
+            sent = 40
+            for _ in range(sent):  # a connection each: the kernel spreads them over the processes
+                assert (
+                    httpx.get(f"{base}/cards", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+                )
+            assert httpx.get(f"{root}/metrics").status_code == 401
+            scraped = httpx.get(f"{root}/metrics", headers={"Authorization": f"Bearer {token}"})
+    assert scraped.status_code == 200
+    assert not folder.exists()  # removed when the server stopped
+    counted = {
+        sample.labels["status"]: sample.value
+        for family in text_string_to_metric_families(scraped.text)
+        for sample in family.samples
+        if sample.name == "cardvault_http_requests_total" and sample.labels["operation"] == "listCards"
+    }
+    assert counted == {"200": sent}, scraped.text[:3000]
+    pids = {
+        sample.labels.get("pid")
+        for family in text_string_to_metric_families(scraped.text)
+        for sample in family.samples
+        if sample.name == "cardvault_http_requests_total"
+    }
+    assert pids == {None}  # summed over the processes, not shown one by one

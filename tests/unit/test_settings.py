@@ -54,6 +54,11 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_CAPTURE_SECONDS", "200"),  # past the stage's time limit
         ("CARDVAULT_CAPTURE_CONCURRENCY", "1.5"),
         ("CARDVAULT_CAPTURE_MEMORY_MB", "lots"),
+        ("CARDVAULT_METRICS", "maybe"),
+        ("CARDVAULT_METRICS_TOKEN", "short"),
+        ("CARDVAULT_METRICS_TOKEN", "has a space in it somewhere"),
+        ("CARDVAULT_METRICS_TOKEN", "tøken-with-non-ascii"),
+        ("CARDVAULT_FULL_DISK_RETRY_SECONDS", "soon"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:

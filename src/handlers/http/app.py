@@ -42,8 +42,10 @@ from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
 from cardvault.handlers.http.middleware import (
     DocsHeaders,
+    MetricsRoute,
     RequestContext,
     RequestGuard,
+    RequestMetrics,
     ResponseRequestId,
     SpecDocument,
 )
@@ -73,8 +75,10 @@ class TagResolver(Resolver):
         }
 
     def resolve_operation_id(self, operation: Any) -> str:
-        name = operation.operation_id
-        return f"cardvault.handlers.{self.modules[name]}.{_snake(name)}"
+        return self.function_of(operation.operation_id)
+
+    def function_of(self, operation_id: str) -> str:
+        return f"cardvault.handlers.{self.modules[operation_id]}.{_snake(operation_id)}"
 
     def resolve(self, operation: Any) -> Resolution:
         resolution = super().resolve(operation)
@@ -113,6 +117,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     worker_broker.bind(settings, db, store)
     spec_text, spec = spec_document()
     allowed = _allowed_methods(spec)
+    resolver = TagResolver(spec, operations.rules_from_spec(spec, settings))
     rt = runtime.Runtime(
         settings=settings,
         db=db,
@@ -139,7 +144,12 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     # Connexion's stack, with ours placed in it and its Swagger UI middleware replaced.
     middlewares: list[Any] = [
         ServerErrorMiddleware,
+        # Counted under the spec's operationIds (Connexion's routing names the functions).
+        functools.partial(
+            RequestMetrics, names={resolver.function_of(name): name for name in resolver.modules}
+        ),
         functools.partial(RequestContext, runtime=rt),
+        functools.partial(MetricsRoute, settings=settings),
         ExceptionMiddleware,
         functools.partial(FileRoutes, runtime=rt),
         WebRoutes,
@@ -171,7 +181,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     app.add_api(
         spec,  # Connexion copies what it changes
         base_path=BASE_PATH,
-        resolver=TagResolver(spec, operations.rules_from_spec(spec, settings)),
+        resolver=resolver,
         pythonic_params=True,
         strict_validation=True,
         validate_responses=settings.validate_responses,

@@ -20,6 +20,7 @@ from connexion.exceptions import (
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 
+from cardvault.adapters import metrics
 from cardvault.adapters.blobs import StoreUnreachable
 from cardvault.domain import errors as domain
 
@@ -167,6 +168,8 @@ def render_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResp
         exc = domain.StorageFull()
     if isinstance(exc, domain.CardVaultError):
         status, code = _domain(exc)
+        if isinstance(exc, domain.RateLimited):
+            metrics.RATE_LIMITED.labels((exc.details or {}).get("policy", "")).inc()
         # Headers the operation sends on every response (RateLimit), then Retry-After.
         headers = dict((request.scope.get("state") or {}).get("response_headers") or {})
         if exc.retry_at is not None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import re
 import secrets
+import time
 import typing as t
 
+import anyio.to_thread
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cardvault.adapters import metrics
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.errors import (
     AmbiguousCredentials,
@@ -19,7 +24,9 @@ from cardvault.handlers.http.errors import (
     HeadersTooLarge,
     InvalidRequest,
     UnsupportedMediaType,
+    error_response,
 )
+from cardvault.settings import Settings
 
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -306,3 +313,108 @@ class DocsHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _operation(scope: Scope, names: dict[str, str]) -> str:
+    """The label a request is counted under: the spec's operationId of the function Connexion
+    routed it to, else the kind of path (a small closed set: a label never holds a request's
+    own values)."""
+    routed = (scope.get("extensions") or {}).get("connexion_routing") or {}
+    if routed.get("operation_id") in names:
+        return names[routed["operation_id"]]
+    path = scope["path"]
+    if path == METRICS_PATH:
+        return "metrics"
+    if path.startswith("/files/"):
+        return "files"
+    if path.startswith((_UI_PREFIX, "/v1/openapi")):
+        return "docs"
+    if path.startswith(("/sign-", "/oauth/", "/.well-known/", "/cards/", "/static/")):
+        return "web"
+    return "unrouted"
+
+
+class RequestMetrics:
+    """Count every request and time it, by operation and status (cardvault.adapters.metrics);
+    a request whose handling raised is counted as the 500 it is answered with."""
+
+    def __init__(self, app: ASGIApp, names: dict[str, str]) -> None:
+        self.app = app
+        self.names = names  # each operation's function (as Connexion names it) -> its operationId
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        # Connexion's routing names the operation in scope["extensions"] of a shallow copy of
+        # the scope: only a dict already there is shared with this one (uvicorn's scope has none).
+        scope.setdefault("extensions", {})
+
+        async def send_counted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_counted)
+        finally:
+            operation = _operation(scope, self.names)
+            metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
+            metrics.HTTP_DURATION.labels(operation).observe(time.perf_counter() - started)
+
+
+METRICS_PATH = "/metrics"
+
+
+class MetricsRoute:
+    """``GET /metrics``: the Prometheus text format. Open in the embedded default; with
+    CARDVAULT_METRICS_TOKEN set it asks for that bearer token; in production without one, and
+    with CARDVAULT_METRICS=false, there is no such path (404)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.token = settings.metrics_token
+        self.served = settings.metrics and (settings.metrics_token is not None or settings.redis_url is None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != METRICS_PATH or not self.served:
+            await self.app(scope, receive, send)
+            return
+        request_id = (scope.get("state") or {}).get("request_id")
+        refused = None
+        if scope["method"] not in ("GET", "HEAD"):
+            refused = error_response(
+                request_id,
+                405,
+                "METHOD_NOT_ALLOWED",
+                f"{scope['method']} is not allowed on this path.",
+                details={"allowed": ["GET", "HEAD"]},
+                headers={"Allow": "GET, HEAD"},
+            )
+        elif self.token is not None and not _bearer_is(scope, self.token):
+            refused = error_response(
+                request_id,
+                401,
+                "UNAUTHENTICATED",
+                "The metrics need the bearer token set in CARDVAULT_METRICS_TOKEN.",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
+        if refused is not None:
+            response = Response(
+                refused.body, refused.status_code, headers=refused.headers, media_type="application/json"
+            )
+        else:
+            body = await anyio.to_thread.run_sync(metrics.exposition)  # files to read with several processes
+            response = Response(
+                body, 200, headers={"Cache-Control": "no-store"}, media_type=metrics.CONTENT_TYPE
+            )
+        await response(scope, receive, send)
+
+
+def _bearer_is(scope: Scope, token: str) -> bool:
+    sent = dict(scope["headers"]).get(b"authorization", b"")
+    scheme, _, value = sent.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), token.encode())

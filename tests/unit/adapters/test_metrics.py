@@ -1,0 +1,51 @@
+"""The metric families' exposition: one process shows its own values; with
+PROMETHEUS_MULTIPROC_DIR set (as ``cardvault serve --workers N`` sets it) every process writes
+its values there and any of them shows the sum."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cardvault.adapters import metrics
+
+
+def _samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text.decode())
+        for sample in family.samples
+    }
+
+
+def test_one_process_shows_its_own_values() -> None:
+    assert not metrics.multiprocess()
+    key = ("cardvault_rate_limited_total", (("policy", "test-own"),))
+    before = _samples(metrics.exposition()).get(key, 0.0)
+    metrics.RATE_LIMITED.labels("test-own").inc()
+    assert _samples(metrics.exposition())[key] == before + 1
+
+
+def test_several_processes_writing_to_one_folder_are_summed(tmp_path: Path) -> None:
+    env = {**os.environ, metrics.MULTIPROCESS_DIR: str(tmp_path)}
+    count = "from cardvault.adapters import metrics; metrics.HTTP_REQUESTS.labels('listCards', '200').inc({})"
+    for n in (2, 3):
+        subprocess.run([sys.executable, "-c", count.format(n)], env=env, check=True)
+    show = "import sys; from cardvault.adapters import metrics; sys.stdout.buffer.write(metrics.exposition())"
+    shown = subprocess.run([sys.executable, "-c", show], env=env, check=True, capture_output=True).stdout
+    samples = _samples(shown)
+    assert samples[("cardvault_http_requests_total", (("operation", "listCards"), ("status", "200")))] == 5
+    assert len(list(tmp_path.iterdir())) == 2  # a file per process that counted
+
+
+def test_a_stage_is_timed_when_it_raises_too() -> None:
+    key = ("cardvault_pipeline_stage_duration_seconds_count", (("stage", "test-raises"),))
+    before = _samples(metrics.exposition()).get(key, 0.0)
+    with pytest.raises(RuntimeError), metrics.stage_timer("test-raises"):
+        raise RuntimeError("the stage broke")
+    assert _samples(metrics.exposition())[key] == before + 1

@@ -1,0 +1,116 @@
+"""GET /metrics and what it counts: after a scripted run, the families read with
+prometheus_client's own parser hold each request by operationId and status, its time, the
+429s by policy and the pipeline's stage attempts by outcome; who may read them (open in the
+embedded default, a bearer token when one is set, nothing in production without one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from cardvault.domain.auth import accounts, keys
+from cardvault.domain.db import Database
+from cardvault.handlers.http.app import create_app
+from cardvault.settings import Settings
+from cardvault.workers import embedded
+from tests.conftest import app_env
+
+TOKEN = "metrics-token-0123456789"
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _scrape(client: TestClient, **headers: str) -> Samples:
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def _value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def _client(tmp_path: Path, database: Database, **env: str) -> TestClient:
+    settings = Settings.from_env({**app_env(tmp_path, database), **env})
+    return TestClient(create_app(settings, database), raise_server_exceptions=False)
+
+
+@pytest.fixture
+def client(tmp_path: Path, database: Database) -> Iterator[tuple[TestClient, str]]:
+    """An app on the embedded default whose cards are limited to 2 a minute, and a key."""
+    with _client(tmp_path, database, CARDVAULT_RATE_LIMIT_CARDS="2/minute") as made:
+        with database.transaction() as session:
+            account = accounts.create_account(session, name="metrics")
+            key = keys.issue_api_key(session, account_id=account.id)
+        yield made, key
+
+
+def test_a_scripted_run_is_counted_by_operation_status_and_policy(client: tuple[TestClient, str]) -> None:
+    http, key = client
+    auth = {"Authorization": f"Bearer {key}"}
+    before = _scrape(http)
+    for _ in range(3):
+        assert http.get("/v1/cards", headers=auth).status_code == 200
+    assert http.get("/v1/cards/crd_missing", headers=auth).status_code == 404
+    assert http.get("/v1/cards").status_code == 401
+    assert http.get("/v1/no-such-path", headers=auth).status_code == 404
+    made = [http.post("/v1/cards", json={"content": "https://example.com/a"}, headers=auth) for _ in range(3)]
+    assert [r.status_code for r in made] == [200, 200, 429]
+    embedded.wait_until_idle()  # the two cards' stages have run
+    after = _scrape(http)
+
+    def grew(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    requests = "cardvault_http_requests_total"
+    assert grew(requests, operation="listCards", status="200") == 3
+    assert grew(requests, operation="getCard", status="404") == 1
+    assert grew(requests, operation="listCards", status="401") == 1
+    assert grew(requests, operation="unrouted", status="404") == 1
+    assert grew(requests, operation="createCard", status="200") == 2
+    assert grew(requests, operation="createCard", status="429") == 1
+    assert grew(requests, operation="metrics", status="200") == 1  # the first scrape
+    duration = "cardvault_http_request_duration_seconds"
+    assert grew(f"{duration}_count", operation="listCards") == 4
+    assert grew(f"{duration}_bucket", operation="listCards", le="+Inf") == 4
+    assert grew(f"{duration}_sum", operation="listCards") > 0
+    assert grew("cardvault_rate_limited_total", policy="cards") == 1
+    # Link fetching is off in tests: each card's link stage is skipped, and counted so.
+    stages = "cardvault_pipeline_stage_runs_total"
+    assert grew(stages, stage="linkMetadata", outcome="skipped") == 2
+    assert grew("cardvault_pipeline_stage_duration_seconds_count", stage="linkMetadata") == 2
+
+
+def test_with_a_token_the_metrics_need_it(tmp_path: Path, database: Database) -> None:
+    with _client(tmp_path, database, CARDVAULT_METRICS_TOKEN=TOKEN) as http:
+        for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
+            refused = http.get("/metrics", headers=headers)
+            assert refused.status_code == 401 and refused.json()["code"] == "UNAUTHENTICATED"
+            assert refused.headers["WWW-Authenticate"] == 'Bearer realm="metrics"'
+            assert refused.json()["requestId"] == refused.headers["X-Request-Id"]
+        assert _value(_scrape(http, Authorization=f"Bearer {TOKEN}"), "cardvault_http_requests_total",
+                      operation="metrics", status="401") >= 3  # fmt: skip
+        posted = http.post("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert posted.status_code == 405 and posted.headers["Allow"] == "GET, HEAD"
+        assert posted.json()["details"] == {"allowed": ["GET", "HEAD"]}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"CARDVAULT_METRICS": "false"}, {"CARDVAULT_REDIS_URL": "redis://127.0.0.1:6379/15"}],
+    ids=["turned-off", "production-without-a-token"],
+)
+def test_otherwise_there_is_no_such_path(tmp_path: Path, database: Database, env: dict[str, str]) -> None:
+    settings = Settings.from_env({**app_env(tmp_path, database), **env})
+    assert (settings.metrics, settings.redis_url) != (True, None)
+    with TestClient(create_app(settings, database), raise_server_exceptions=False) as http:
+        answer = http.get("/metrics")
+        assert answer.status_code == 404 and answer.json()["code"] == "NOT_FOUND"
