@@ -131,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     worker_cmd.add_argument("--processes", type=int, default=1)
     worker_cmd.add_argument("--threads", type=int, default=4)
     commands.add_parser("migrate", help="apply pending database migrations")
+    commands.add_parser(
+        "doctor",
+        help="print the settings in force (secrets hidden) and check the database, Redis and file store",
+    )
     account_cmd = commands.add_parser(
         "accounts",
         help="manage accounts",
@@ -236,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).
         env = {**os.environ, "dramatiq_worker_timeout": "25"}
         os.execve(sys.executable, [*command, *options], env)  # noqa: S606 - replace this process, no shell
+    if args.command == "doctor":
+        from cardvault import doctor
+
+        return doctor.run(settings, sys.stdout)
     db = Database.from_url(settings.database_url)
     try:
         db.migrate()

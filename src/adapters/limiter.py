@@ -85,6 +85,12 @@ class Limiter:
         """The limiter on Redis when the settings name one, else in memory."""
         return cls(settings.redis_url or "memory://")
 
+    def ping(self) -> None:
+        """Ask the storage whether it answers (Redis's PING; memory always does); raise
+        redis's own error when it does not."""
+        if isinstance(self._storage, RedisStorage):
+            cast("redis.Redis", self._storage.get_connection()).ping()
+
     def take(self, policy: Policy, key: str, *, fail_open: bool = True) -> Allowance | None:
         """Count one request of ``key`` against the policy if the window has room (else
         refuse it, counting nothing). When the storage cannot be reached: None (uncounted), or

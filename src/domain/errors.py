@@ -38,6 +38,7 @@ CardVaultError
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
 ├── ServiceUnavailable       the database cannot be reached, or its connection was lost
 │   └── StorageUnavailable   the file store cannot be reached (cardvault.adapters.blobs.StoreUnreachable)
+├── NotReady                 a component failed the readiness check (cardvault.health); never retried
 └── StorageFull              the disk that keeps files (or the database) is full; retry at retry_at
 
 An error that says when to try again carries ``retry_at`` (epoch milliseconds).
@@ -298,6 +299,19 @@ class ServiceUnavailable(CardVaultError):
         )
         super().__init__(message, retry_at=_in_ms(1.0))
         self.maybe_saved = maybe_saved
+
+
+class NotReady(CardVaultError):
+    """A component this process needs (the database, Redis, the file store) did not answer the
+    readiness check; ``checks`` is every component's answer. Not a ServiceUnavailable: the
+    check is the answer, never retried."""
+
+    def __init__(self, failed: list[str], checks: list[dict[str, Any]]) -> None:
+        super().__init__(
+            f"Not ready: {', '.join(failed)} did not answer. Retry in a moment.",
+            details={"checks": checks},
+            retry_at=_in_ms(1.0),
+        )
 
 
 class StorageUnavailable(ServiceUnavailable):

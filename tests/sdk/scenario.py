@@ -53,7 +53,7 @@ from cardvault_client.api.folders import (
 )
 from cardvault_client.api.imports import cancel_import, get_import, list_imports, start_import
 from cardvault_client.api.keys import create_api_key, list_api_keys, revoke_api_key
-from cardvault_client.api.system import get_health
+from cardvault_client.api.system import get_health, get_readiness
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
 from cardvault_client.api.uploads import create_upload
@@ -111,6 +111,9 @@ from cardvault_client.models import (
     ProcessingStageName,
     ProcessingState,
     ProcessingStatus,
+    Readiness,
+    ReadinessCheckStatus,
+    ReadinessStatus,
     RefreshQueued,
     RefreshQueuedStatus,
     Scope,
@@ -575,6 +578,10 @@ def api_keys(client: AuthenticatedClient, base_url: str) -> None:
 def main(base_url: str, key: str) -> None:
     health = ok(get_health.sync(client=Client(base_url=base_url)))
     assert isinstance(health, Health) and health.status == HealthStatus.OK
+    ready = ok(get_readiness.sync(client=Client(base_url=base_url)))
+    assert isinstance(ready, Readiness) and ready.status == ReadinessStatus.READY
+    assert {check.name.value for check in ready.checks} >= {"database", "storage"}
+    assert all(check.status == ReadinessCheckStatus.OK and check.latency_ms >= 0 for check in ready.checks)
     with AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True) as client:
         made = cards_and_lists(client)
         replaced_image(client, made["link"])

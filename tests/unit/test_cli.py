@@ -3,6 +3,7 @@
 import os
 import pty
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -270,3 +271,12 @@ def test_a_worker_whose_process_is_killed_as_it_boots_exits_for_its_supervisor(t
         finally:
             worker.kill()
             worker.wait()
+
+
+def test_doctor_prints_the_settings_and_checks_and_changes_nothing(tmp_path: Path) -> None:
+    checked = run(tmp_path, "doctor", CARDVAULT_SECRET_KEY="d" * 40)
+    assert checked.returncode == 0, checked.stderr
+    assert "Settings in force:" in checked.stdout and "d" * 40 not in checked.stdout
+    assert "  ok     database" in checked.stdout and "  ok     storage" in checked.stdout
+    with sqlite3.connect(tmp_path / "cardvault.db") as connection:  # asked, not migrated
+        assert connection.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)

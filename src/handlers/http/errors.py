@@ -65,6 +65,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
     domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
     domain.StorageUnavailable: (503, "SERVICE_UNAVAILABLE"),
+    domain.NotReady: (503, "SERVICE_UNAVAILABLE"),
     domain.StorageFull: (503, "SERVICE_UNAVAILABLE"),
 }
 
