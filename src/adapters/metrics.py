@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own variable
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -60,18 +63,72 @@ STAGE_DURATION = Histogram(
 )
 
 
+WORKER_MESSAGES = Counter(
+    "cardvault_worker_messages_total",
+    "Messages the workers' actors handled, by queue, actor and outcome (completed, retried, failed, "
+    "skipped).",
+    ["queue", "actor", "outcome"],
+)
+WORKER_DURATION = Histogram(
+    "cardvault_worker_message_duration_seconds",
+    "Time an actor took over a message, by queue and actor.",
+    ["queue", "actor"],
+    buckets=_STAGE_BUCKETS,
+)
+
+
+class QueueState(Protocol):
+    queue: str
+    ready: int
+    delayed: int
+    dead: int
+    oldest_ms: int | None
+
+
+class Queues(Collector):
+    """The broker's queues as they stand when scraped: messages by state (ready, delayed, dead)
+    and the age of the oldest ready one (0 when none waits). ``read`` asks the broker."""
+
+    def __init__(self, read: Callable[[], Sequence[QueueState]]) -> None:
+        self.read = read
+
+    def describe(self) -> list[Metric]:
+        return []  # (registered anew for each scrape: naming the families would read the broker twice)
+
+    def collect(self) -> Iterator[Metric]:
+        messages = GaugeMetricFamily(
+            "cardvault_queue_messages", "Messages in each queue, by state.", labels=["queue", "state"]
+        )
+        oldest = GaugeMetricFamily(
+            "cardvault_queue_oldest_message_age_seconds",
+            "How long the oldest message ready to run has waited in each queue.",
+            labels=["queue"],
+        )
+        now_ms = time.time() * 1000
+        for state in self.read():
+            for name in ("ready", "delayed", "dead"):
+                messages.add_metric([state.queue, name], getattr(state, name))
+            age = 0.0 if state.oldest_ms is None else max(0.0, (now_ms - state.oldest_ms) / 1000)
+            oldest.add_metric([state.queue], age)
+        yield messages
+        yield oldest
+
+
 def multiprocess() -> bool:
     """Whether this process writes its values for a scrape to sum (see the module's text)."""
     return bool(os.environ.get(MULTIPROCESS_DIR))
 
 
-def exposition() -> bytes:
-    """Every family in the text format: this process's, or with several processes all of theirs."""
-    if not multiprocess():
-        return generate_latest(REGISTRY)
+def exposition(*read_now: Collector) -> bytes:
+    """Every family in the text format: this process's, or with several processes all of
+    theirs; then ``read_now``'s, collected as they are scraped (a queue's depth is the broker's
+    to say, not a process's)."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # (prometheus_client leaves it untyped)
-    return generate_latest(registry)
+    if multiprocess():
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # (prometheus_client leaves it untyped)
+    for collector in read_now:
+        registry.register(collector)
+    return (generate_latest(REGISTRY) if not multiprocess() else b"") + generate_latest(registry)
 
 
 @contextmanager

@@ -8,10 +8,12 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from typing import Any
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import Retries
 
 from cardvault.adapters import capture
 from cardvault.adapters.blobs import BlobStore, store_from_settings
@@ -21,6 +23,7 @@ from cardvault.adapters.pacer import Pacer
 from cardvault.domain.db import Database
 from cardvault.domain.pipeline import DECODER_WAIT, SPEECH_WAIT
 from cardvault.settings import Settings
+from cardvault.workers.measured import Measured, queue_states
 from cardvault.workers.wakeable import InProcessBroker
 
 # Redis redelivers a dead worker's unacknowledged messages once its heartbeat is this old; our
@@ -33,12 +36,15 @@ def _build() -> dramatiq.Broker:
     url = Settings.redis_url_from_env()
     if url is None:
         stub = InProcessBroker()
+        stub.add_middleware(Measured(), before=Retries)  # (its after_ hooks run after Retries')
         stub.emit_after("process_boot")
         return stub
     # RedisBroker.__init__ has no annotations (Dramatiq types its public API, not this class).
-    return RedisBroker(  # type: ignore[no-untyped-call]
+    redis_broker = RedisBroker(  # type: ignore[no-untyped-call]
         url=url, heartbeat_timeout=HEARTBEAT_TIMEOUT_MS, maintenance_chance=MAINTENANCE_CHANCE
     )
+    redis_broker.add_middleware(Measured(), before=Retries)
+    return redis_broker
 
 
 broker = _build()
@@ -162,6 +168,11 @@ def webhook_fetcher() -> Fetcher:
     """The outbound client that sends webhooks: the fetcher's rules, 15 s to answer (the
     settings' webhook_timeout_seconds)."""
     return _context["webhook_fetcher"]  # type: ignore[return-value]
+
+
+def queues() -> list[Any]:
+    """The state of this broker's queues (cardvault.workers.measured.QueueState), for metrics."""
+    return list(queue_states(broker))
 
 
 def is_embedded() -> bool:

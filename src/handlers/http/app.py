@@ -25,6 +25,7 @@ from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 
 from cardvault import heap
+from cardvault.adapters import metrics
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
@@ -149,7 +150,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             RequestMetrics, names={resolver.function_of(name): name for name in resolver.modules}
         ),
         functools.partial(RequestContext, runtime=rt),
-        functools.partial(MetricsRoute, settings=settings),
+        functools.partial(MetricsRoute, settings=settings, read_now=(metrics.Queues(worker_broker.queues),)),
         ExceptionMiddleware,
         functools.partial(FileRoutes, runtime=rt),
         WebRoutes,

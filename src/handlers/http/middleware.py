@@ -12,6 +12,7 @@ import time
 import typing as t
 
 import anyio.to_thread
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -374,8 +375,9 @@ class MetricsRoute:
     CARDVAULT_METRICS_TOKEN set it asks for that bearer token; in production without one, and
     with CARDVAULT_METRICS=false, there is no such path (404)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, read_now: tuple[Collector, ...] = ()) -> None:
         self.app = app
+        self.read_now = read_now  # collected as they are scraped (the broker's queues)
         self.token = settings.metrics_token
         self.served = settings.metrics and (settings.metrics_token is not None or settings.redis_url is None)
 
@@ -407,7 +409,8 @@ class MetricsRoute:
                 refused.body, refused.status_code, headers=refused.headers, media_type="application/json"
             )
         else:
-            body = await anyio.to_thread.run_sync(metrics.exposition)  # files to read with several processes
+            # Files to read with several processes, the broker to ask: not on the event loop.
+            body = await anyio.to_thread.run_sync(metrics.exposition, *self.read_now)
             response = Response(
                 body, 200, headers={"Cache-Control": "no-store"}, media_type=metrics.CONTENT_TYPE
             )

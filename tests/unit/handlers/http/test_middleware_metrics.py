@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
@@ -56,6 +57,7 @@ def client(tmp_path: Path, database: Database) -> Iterator[tuple[TestClient, str
 def test_a_scripted_run_is_counted_by_operation_status_and_policy(client: tuple[TestClient, str]) -> None:
     http, key = client
     auth = {"Authorization": f"Bearer {key}"}
+    embedded.wait_until_idle()  # the sweeper's first pass (it re-sends what others left) is over
     before = _scrape(http)
     for _ in range(3):
         assert http.get("/v1/cards", headers=auth).status_code == 200
@@ -87,6 +89,14 @@ def test_a_scripted_run_is_counted_by_operation_status_and_policy(client: tuple[
     stages = "cardvault_pipeline_stage_runs_total"
     assert grew(stages, stage="linkMetadata", outcome="skipped") == 2
     assert grew("cardvault_pipeline_stage_duration_seconds_count", stage="linkMetadata") == 2
+    (link,) = [stage for stage in pipeline.STAGES if stage.name == "linkMetadata"]
+    handled = {"queue": link.queue, "actor": link.actor_name}
+    assert grew("cardvault_worker_messages_total", **handled, outcome="completed") == 2
+    assert grew("cardvault_worker_message_duration_seconds_count", **handled) == 2
+    # The queues as they stand: every queue named, nothing waiting once the worker is idle.
+    for state in ("ready", "delayed", "dead"):
+        assert _value(after, "cardvault_queue_messages", queue=link.queue, state=state) == 0
+    assert _value(after, "cardvault_queue_oldest_message_age_seconds", queue=link.queue) == 0
 
 
 def test_with_a_token_the_metrics_need_it(tmp_path: Path, database: Database) -> None:

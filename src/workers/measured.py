@@ -1,0 +1,106 @@
+"""What the workers' metrics read (cardvault.adapters.metrics): each message an actor handled,
+by outcome and time (a Dramatiq middleware on the broker), and each queue's depth and the age
+of its oldest message, read from the broker when metrics are scraped."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any
+
+import dramatiq
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.common import dq_name, xq_name
+
+from cardvault.adapters import metrics
+
+
+class Measured(dramatiq.Middleware):
+    """Count each message an actor handled (``completed``, ``retried``: raised and sent again
+    by Dramatiq's retries, ``failed``: raised with its retries used up, ``skipped``) and time it."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        with self._lock:
+            self._started[message.message_id] = time.perf_counter()
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: MessageProxy,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        outcome = "completed" if exception is None else "failed" if message.failed else "retried"
+        self._count(message, outcome)
+
+    def after_skip_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        self._count(message, "skipped")
+
+    def _count(self, message: MessageProxy, outcome: str) -> None:
+        with self._lock:
+            started = self._started.pop(message.message_id, None)
+        metrics.WORKER_MESSAGES.labels(message.queue_name, message.actor_name, outcome).inc()
+        if started is not None:
+            metrics.WORKER_DURATION.labels(message.queue_name, message.actor_name).observe(
+                time.perf_counter() - started
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueState:
+    """A queue's messages waiting to run (``ready``), waiting for their time (``delayed``) and
+    dead-lettered (``dead``), and when the oldest ready one was sent (epoch ms; None: none)."""
+
+    queue: str
+    ready: int
+    delayed: int
+    dead: int
+    oldest_ms: int | None
+
+
+def queue_states(broker: dramatiq.Broker) -> list[QueueState]:
+    """The state of each queue the broker's actors use (not their delay queues: counted in)."""
+    names = sorted(name for name in broker.get_declared_queues() if not name.endswith((".DQ", ".XQ")))
+    if isinstance(broker, RedisBroker):
+        return _redis_states(broker, names)
+    if isinstance(broker, StubBroker):
+        return [_memory_state(broker, name) for name in names]
+    return []
+
+
+def _memory_state(broker: StubBroker, name: str) -> QueueState:
+    ready, delayed = broker.queues[name], broker.queues[dq_name(name)]
+    oldest = list(ready.queue)[:1]  # the queue's own deque, read without taking
+    sent = dramatiq.Message.decode(oldest[0]).message_timestamp if oldest else None
+    return QueueState(name, ready.qsize(), delayed.qsize(), len(broker.dead_letters_by_queue[name]), sent)
+
+
+def _redis_states(broker: RedisBroker, names: list[str]) -> list[QueueState]:
+    """Two round trips to Redis for every queue: the lengths, then each head's message."""
+    client, space = broker.client, broker.namespace
+    with client.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.llen(f"{space}:{name}")
+            pipe.llen(f"{space}:{dq_name(name)}")
+            pipe.zcard(f"{space}:{xq_name(name)}")
+            pipe.lindex(f"{space}:{name}", 0)
+        counted = pipe.execute()
+    heads = [counted[i * 4 + 3] for i in range(len(names))]
+    with client.pipeline(transaction=False) as pipe:
+        for name, head in zip(names, heads, strict=True):
+            pipe.hget(f"{space}:{name}.msgs", head) if head is not None else pipe.echo(b"")
+        bodies = pipe.execute()
+    states = []
+    for i, name in enumerate(names):
+        body = bodies[i]
+        sent = dramatiq.Message.decode(body).message_timestamp if body else None
+        states.append(QueueState(name, counted[i * 4], counted[i * 4 + 1], counted[i * 4 + 2], sent))
+    return states
