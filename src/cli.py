@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cardvault.adapters import speech
 from cardvault.domain import pipeline
-from cardvault.domain.auth import accounts, keys, oauth
+from cardvault.domain.auth import accounts, keys, oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
@@ -44,6 +44,15 @@ def _local_key(db: Database, data_dir: Path) -> str:
     return key
 
 
+def _sign_in_link(db: Database, settings: Settings) -> str:
+    """A one-time link that signs a browser in as the local account, which has no password: the
+    card pages its cards' appUrl names open on a fresh clone (never printed in production)."""
+    with db.transaction() as session:
+        account = accounts.find_account(session, name_or_id="local")
+        token = web_sessions.issue_sign_in_link(session, account_id=account.id, now=now_ms())
+    return f"{settings.public_url}/sign-in/link?token={token}"
+
+
 # The HTTP server refuses, with its own 400 text/plain before the app sees anything, a request
 # whose request line and headers keep growing past this, or that HTTP/1.1 itself forbids (a
 # NUL, CR or LF inside a header). h11 has such a bound; httptools, uvicorn's default parser,
@@ -64,8 +73,11 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     db = Database.from_url(settings.database_url)
     db.migrate()
     print(f"Card Vault listening on {local_url(host, port)}/v1 (docs at /v1/ui/)", flush=True)
-    if db.dialect == "sqlite":
+    if db.dialect == "sqlite":  # the embedded default: its local account, ready to use
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
+        print(
+            f"Sign in to its card pages (once, within 15 minutes): {_sign_in_link(db, settings)}", flush=True
+        )
     db.dispose()
     with _metrics_folder(workers):
         uvicorn.run(

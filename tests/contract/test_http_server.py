@@ -4,6 +4,7 @@ error body) and what the HTTP server refuses before the app sees the request."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +168,25 @@ def test_several_api_processes_answer_metrics_that_count_every_process(tmp_path:
         if sample.name == "cardvault_http_requests_total"
     }
     assert pids == {None}  # summed over the processes, not shown one by one
+
+
+def test_the_embedded_default_prints_a_sign_in_link_that_opens_its_cards_pages(tmp_path: Path) -> None:
+    """A fresh clone's first run: the local account has no password, so serve prints a link
+    that signs a browser in once, and a card's appUrl then opens."""
+    with running_server(server_env(tmp_path), tmp_path) as (base, _):
+        printed = (tmp_path / "server.log").read_text()
+        key = re.search(r"API key of the local account: (\S+)", printed)
+        link = re.search(r"Sign in to its card pages \(once, within 15 minutes\): (\S+)", printed)
+        assert key is not None and link is not None, printed
+        card = httpx.post(
+            f"{base}/cards",
+            json={"content": "Opened from a fresh clone"},
+            headers={"Authorization": f"Bearer {key[1]}"},
+        ).json()
+        with httpx.Client(follow_redirects=True) as browser:
+            assert browser.get(card["appUrl"]).url.path == "/sign-in"  # signed out: sent to sign in
+            signed_in = browser.get(link[1])
+            assert signed_in.status_code == 200 and signed_in.url.path == "/sign-in", signed_in.text
+            page = browser.get(card["appUrl"])
+            assert page.status_code == 200 and "Opened from a fresh clone" in page.text
+            assert browser.get(link[1]).status_code == 400  # once

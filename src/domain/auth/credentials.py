@@ -18,6 +18,7 @@ ACCESS_TOKEN = "cva_"  # noqa: S105
 REFRESH_TOKEN = "cvr_"  # noqa: S105
 AUTHORIZATION_CODE = "cvo_"
 SESSION = "cvs_"
+SIGN_IN_LINK = "cvl_"
 CLIENT_SECRET = "cvx_"  # noqa: S105
 
 _ALPHABET = string.digits + string.ascii_letters

@@ -10,6 +10,7 @@ from cardvault.domain.models.auth import (
     OAuthCode,
     OAuthGrant,
     OAuthToken,
+    SignInLink,
     WebSession,
 )
 from cardvault.domain.models.cards import Card, CardTag
@@ -44,6 +45,7 @@ __all__ = [
     "OAuthCode",
     "OAuthGrant",
     "OAuthToken",
+    "SignInLink",
     "TagCounter",
     "TagOperation",
     "TagSpelling",

@@ -23,6 +23,7 @@ ROUTES = [
     Route("/sign-in", sign_in.sign_in_page, methods=["GET"]),
     Route("/sign-in", sign_in.sign_in, methods=["POST"]),
     Route("/sign-out", sign_in.sign_out, methods=["POST"]),
+    Route("/sign-in/link", sign_in.sign_in_link, methods=["GET"]),
     Route("/oauth/authorize", authorize.authorize_page, methods=["GET"]),
     Route("/oauth/authorize", authorize.authorize, methods=["POST"]),
     Route("/oauth/token", authorize.token, methods=["POST", "OPTIONS"]),

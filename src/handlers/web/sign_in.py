@@ -188,6 +188,28 @@ async def sign_in(request: Request) -> Response:
     return response
 
 
+def _spend_link(rt: runtime.Runtime, token: str) -> str | None:
+    with rt.db.transaction() as session:
+        return web_sessions.sign_in_with_link(session, token=token, now=now_ms())
+
+
+async def sign_in_link(request: Request) -> Response:
+    """Spend a one-time sign-in link (``cardvault serve`` prints one on the embedded default)
+    and show the signed-in page with the session started."""
+    token = request.query_params.get("token", "")
+    started = await anyio.to_thread.run_sync(_spend_link, runtime.current(), token)
+    if started is None:
+        return _message(
+            400,
+            "Sign-in link not valid",
+            "This sign-in link was used already, has expired, or is not one. Restart the server "
+            "for a new one, or sign in with an email and password.",
+        )
+    response = pages.redirect("/sign-in")
+    pages.set_cookie(response, "cv_session", started, max_age=web_sessions.SESSION_SECONDS, same_site="lax")
+    return response
+
+
 def _end(rt: runtime.Runtime, token: str) -> None:
     with rt.db.transaction() as session:
         web_sessions.end_session(session, token=token)

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from cardvault.domain.auth import credentials, web_sessions
 from cardvault.domain.db import Database
-from cardvault.domain.models import WebSession
+from cardvault.domain.models import SignInLink, WebSession
 
 NOW = 1_764_000_000_000
 WEEK = web_sessions.SESSION_SECONDS * 1000
@@ -76,3 +76,34 @@ def test_forgetting_ended_sessions_keeps_live_ones(database: Database, account_i
     with database.transaction(write=False) as session:
         kept = session.scalars(select(WebSession.token_hash).where(WebSession.account_id == account_id)).all()
     assert kept == [credentials.digest(live)] and credentials.digest(old) not in kept
+
+
+def _spend(database: Database, token: str, now: int = NOW) -> str | None:
+    with database.transaction() as session:
+        return web_sessions.sign_in_with_link(session, token=token, now=now)
+
+
+def test_a_sign_in_link_starts_one_session_once_within_its_time(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        link = web_sessions.issue_sign_in_link(session, account_id=account_id, now=NOW)
+        late = web_sessions.issue_sign_in_link(session, account_id=account_id, now=NOW)
+    assert link.startswith(credentials.SIGN_IN_LINK) and credentials.is_well_formed(
+        link, credentials.SIGN_IN_LINK
+    )
+    started = _spend(database, link, NOW + 60_000)
+    assert started is not None and _account(database, started, NOW + 60_000) == account_id
+    assert _spend(database, link, NOW + 61_000) is None  # once
+    assert _spend(database, late, NOW + web_sessions.LINK_SECONDS * 1000) is None  # expired
+    assert _spend(database, link.replace(link[5], "0" if link[5] != "0" else "1")) is None  # made up
+    assert _spend(database, started) is None  # a session cookie is no link
+
+
+def test_expired_links_are_forgotten_with_expired_sessions(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        kept = web_sessions.issue_sign_in_link(session, account_id=account_id, now=NOW)
+        web_sessions.issue_sign_in_link(session, account_id=account_id, now=NOW - 20 * 60_000)
+    with database.transaction() as session:
+        web_sessions.forget_expired(session, now=NOW)
+    with database.transaction(write=False) as session:
+        left = session.scalars(select(SignInLink.token_hash).where(SignInLink.account_id == account_id)).all()
+    assert left == [credentials.digest(kept)]

@@ -11,13 +11,14 @@ from sqlalchemy import func, select, update
 from starlette.testclient import TestClient
 
 from bench.servers import redis_server
+from cardvault.domain.auth import web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebSession
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.oauth import forget_ended_credentials
-from tests.conftest import app_env
+from tests.conftest import Api, app_env
 from tests.unit.handlers.web.conftest import PUBLIC_URL, Person, csrf_of, sign_in
 
 
@@ -254,3 +255,32 @@ class TestSessionEnd:
                 select(func.count()).select_from(WebSession).where(WebSession.account_id == person.account_id)
             )
         assert left == 0
+
+
+class TestSignInLink:
+    def _link(self, database: Database, account_id: str) -> str:
+        with database.transaction() as session:
+            return web_sessions.issue_sign_in_link(session, account_id=account_id, now=now_ms())
+
+    def test_signs_the_browser_in_once_and_the_card_pages_open(
+        self, browser: TestClient, database: Database, api: Api
+    ) -> None:
+        card = api.post("/v1/cards", json={"content": "A note to open"}).json()
+        token = self._link(database, api.account_id)
+        opened = browser.get(f"/sign-in/link?token={token}")
+        assert opened.status_code == 303 and opened.headers["location"] == "/sign-in"
+        cookie = opened.headers["set-cookie"]
+        assert (
+            cookie.startswith("__Host-cv_session=cvs_") and "HttpOnly" in cookie and "SameSite=lax" in cookie
+        )
+        page = browser.get(card["appUrl"].removeprefix(PUBLIC_URL))
+        assert page.status_code == 200 and "A note to open" in page.text
+        browser.cookies.clear()
+        again = browser.get(f"/sign-in/link?token={token}")
+        assert again.status_code == 400 and "set-cookie" not in {k.lower() for k in again.headers}
+        assert "used already" in again.text
+
+    @pytest.mark.parametrize("token", ["", "cvl_short", "cvs_" + "a" * 36])
+    def test_anything_else_is_refused_with_a_page(self, browser: TestClient, token: str) -> None:
+        refused = browser.get("/sign-in/link", params={"token": token})
+        assert refused.status_code == 400 and refused.headers["content-type"].startswith("text/html")
