@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from cardvault import logs
 from cardvault.adapters import speech
 from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys, oauth, web_sessions
@@ -86,7 +87,8 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
             host=host,
             port=port,
             workers=workers,
-            log_level="info",
+            log_config=logs.uvicorn_config(),  # JSON lines off a terminal, secrets redacted
+            access_log=False,  # cardvault.requests logs each request (without its query)
             http="h11",
             h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
             server_header=False,

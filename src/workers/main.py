@@ -2,7 +2,7 @@
 
 Reads the settings, binds the database and declares every actor on the Redis broker."""
 
-from cardvault import heap
+from cardvault import heap, logs
 from cardvault.adapters import speech
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
@@ -10,6 +10,7 @@ from cardvault.workers import actors  # noqa: F401  (declares every actor)
 from cardvault.workers import broker as _broker
 from cardvault.workers.sweeper import Sweeper
 
+logs.configure()  # each worker process: JSON lines off a terminal, secrets redacted
 _settings = Settings.from_env()
 if _settings.speech and speech.installed():
     try:

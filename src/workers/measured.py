@@ -15,6 +15,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name, xq_name
 
+from cardvault import logs
 from cardvault.adapters import metrics
 
 
@@ -29,6 +30,12 @@ class Measured(dramatiq.Middleware):
     def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
         with self._lock:
             self._started[message.message_id] = time.perf_counter()
+        logs.enter(
+            actor=message.actor_name,
+            queue=message.queue_name,
+            messageId=message.message_id,
+            attempt=message.options.get("retries", 0) + 1,
+        )
 
     def after_process_message(
         self,
@@ -45,6 +52,7 @@ class Measured(dramatiq.Middleware):
         self._count(message, "skipped")
 
     def _count(self, message: MessageProxy, outcome: str) -> None:
+        logs.leave()
         with self._lock:
             started = self._started.pop(message.message_id, None)
         metrics.WORKER_MESSAGES.labels(message.queue_name, message.actor_name, outcome).inc()

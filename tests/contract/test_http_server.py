@@ -190,3 +190,66 @@ def test_the_embedded_default_prints_a_sign_in_link_that_opens_its_cards_pages(t
             page = browser.get(card["appUrl"])
             assert page.status_code == 200 and "Opened from a fresh clone" in page.text
             assert browser.get(link[1]).status_code == 400  # once
+
+
+def test_the_servers_log_is_json_lines_that_name_each_request_and_show_no_secret(tmp_path: Path) -> None:
+    """Every path that logs, with a secret in each: a key in Authorization (taken and refused),
+    Basic credentials, a sign-in link's token, a session cookie, a signed upload URL and a
+    webhook's signing secret. The log (standard error off a terminal) is JSON lines naming each
+    request; none of them shows a secret. (Serve's banner prints the local key and link to the
+    person who started it: it is output, not a log line.)"""
+    with running_server(server_env(tmp_path), tmp_path) as (base, key):
+        root = base.removesuffix("/v1")
+        auth = {"Authorization": f"Bearer {key}"}
+        listed = httpx.get(f"{base}/cards", headers=auth)
+        refused_key = key[:-8] + ("AAAAAAAA" if not key.endswith("AAAAAAAA") else "BBBBBBBB")
+        httpx.get(f"{base}/cards", headers={"Authorization": f"Bearer {refused_key}"})
+        httpx.get(f"{base}/cards", headers={"Authorization": "Basic dXNlcjpodW50ZXIyLXNlY3JldA=="})
+        printed = (tmp_path / "server.log").read_text()
+        link = re.search(r"Sign in to its card pages \(once, within 15 minutes\): (\S+)", printed)
+        assert link is not None
+        opened = httpx.get(link[1])
+        session = opened.cookies.get("cv_session") or ""
+        httpx.get(f"{root}/sign-in", cookies={"cv_session": session})
+        data = b"a text file\n"
+        ticket = httpx.post(
+            f"{base}/uploads",
+            json={"fileName": "a.txt", "fileSize": len(data), "mimeType": "text/plain"},
+            headers=auth,
+        ).json()
+        assert httpx.put(ticket["uploadUrl"], content=data, headers=ticket["headers"]).status_code == 200
+        made = httpx.post(
+            f"{base}/webhooks", json={"url": "https://hooks.example.com/in", "events": ["*"]}, headers=auth
+        ).json()
+    logged = (tmp_path / "server.log").read_text()
+    lines = [json.loads(line) for line in logged.splitlines() if line.startswith("{")]
+    secrets_sent = {
+        "the key": key,
+        "the refused key": refused_key,
+        "Basic credentials": "dXNlcjpodW50ZXIyLXNlY3JldA==",
+        "the link's token": link[1].rsplit("=", 1)[1],
+        "the session": session,
+        "the upload URL's signature": ticket["uploadUrl"].rsplit("/", 1)[1],
+        "the webhook secret": made["secret"].removeprefix("whsec_"),
+    }
+    assert all(secrets_sent.values()), secrets_sent
+    in_log = [
+        name for name, secret in secrets_sent.items() if any(secret in json.dumps(line) for line in lines)
+    ]
+    assert in_log == []
+    requests = [line for line in lines if line["logger"] == "cardvault.requests"]
+    (first,) = [line for line in requests if line.get("requestId") == listed.headers["X-Request-Id"]]
+    assert (first["operation"], first["status"], first["method"], first["path"]) == (
+        "listCards",
+        200,
+        "GET",
+        "/v1/cards",
+    )
+    assert first["accountId"].startswith("acc_") and first["durationMs"] >= 0
+    assert {line["operation"] for line in requests} >= {
+        "listCards",
+        "createUpload",
+        "files",
+        "web",
+        "createWebhook",
+    }

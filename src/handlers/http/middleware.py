@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -17,6 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cardvault import logs
 from cardvault.adapters import metrics
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.errors import (
@@ -54,7 +56,8 @@ class RequestContext:
                 message = _with_request_id(message, request_id)
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        with logs.bound(requestId=request_id):  # every line the request logs names it
+            await self.app(scope, receive, send_with_id)
 
 
 def _with_request_id(message: Message, request_id: str) -> Message:
@@ -316,6 +319,9 @@ class DocsHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+_requests = logging.getLogger("cardvault.requests")
+
+
 def _operation(scope: Scope, names: dict[str, str]) -> str:
     """The label a request is counted under: the spec's operationId of the function Connexion
     routed it to, else the kind of path (a small closed set: a label never holds a request's
@@ -336,8 +342,10 @@ def _operation(scope: Scope, names: dict[str, str]) -> str:
 
 
 class RequestMetrics:
-    """Count every request and time it, by operation and status (cardvault.adapters.metrics);
-    a request whose handling raised is counted as the 500 it is answered with."""
+    """Count every request and time it, by operation and status (cardvault.adapters.metrics),
+    and log it (cardvault.requests: its id, method, path without the query, operation, status,
+    time and account); a request whose handling raised is counted as the 500 it is answered
+    with."""
 
     def __init__(self, app: ASGIApp, names: dict[str, str]) -> None:
         self.app = app
@@ -363,8 +371,26 @@ class RequestMetrics:
             await self.app(scope, receive, send_counted)
         finally:
             operation = _operation(scope, self.names)
+            seconds = time.perf_counter() - started
             metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
-            metrics.HTTP_DURATION.labels(operation).observe(time.perf_counter() - started)
+            metrics.HTTP_DURATION.labels(operation).observe(seconds)
+            context = scope["extensions"].get("connexion_context") or {}
+            _requests.info(
+                "%s %s %s %s",
+                scope["method"],
+                scope["path"],
+                status,
+                operation,
+                extra={
+                    "requestId": (scope.get("state") or {}).get("request_id"),
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "operation": operation,
+                    "status": status,
+                    "durationMs": round(seconds * 1000, 1),
+                    "accountId": context.get("user"),
+                },
+            )
 
 
 METRICS_PATH = "/metrics"
