@@ -36,6 +36,20 @@ class SettingsError(ValueError):
     """An environment variable holds a value the service cannot use."""
 
 
+def _otlp_endpoint(env: Mapping[str, str]) -> str | None:
+    endpoint = env.get("CARDVAULT_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise SettingsError("CARDVAULT_OTLP_ENDPOINT must be an http:// or https:// URL (OTLP over HTTP)")
+    return endpoint
+
+
+def _share(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _number(env, name, default)
+    if not 0.0 <= value <= 1.0:
+        raise SettingsError(f"{name} must be between 0 and 1")
+    return value
+
+
 def _metrics_token(env: Mapping[str, str]) -> str | None:
     token = env.get("CARDVAULT_METRICS_TOKEN") or None
     if token is not None and (
@@ -315,6 +329,10 @@ class Settings:
     # is set, and not served in production (Redis configured) without one.
     metrics: bool = True
     metrics_token: str | None = dataclasses.field(repr=False, default=None)
+    # Traces (OpenTelemetry over OTLP/HTTP): off without an endpoint; the share of traces begun
+    # here that are kept.
+    otlp_endpoint: str | None = None
+    trace_sample: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -360,6 +378,8 @@ class Settings:
             ai=_bool(env, "CARDVAULT_AI", True),
             metrics=_bool(env, "CARDVAULT_METRICS", True),
             metrics_token=_metrics_token(env),
+            otlp_endpoint=_otlp_endpoint(env),
+            trace_sample=_share(env, "CARDVAULT_TRACE_SAMPLE", 1.0),
             ai_provider=AiProviderSettings.from_env(env),
             speech=_bool(env, "CARDVAULT_SPEECH", True),
             capture=CaptureSettings.from_env(env),

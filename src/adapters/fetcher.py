@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+from opentelemetry.trace import SpanKind
+
+from cardvault.adapters import tracing
 
 # httpx logs each request at INFO: a worker's log is not the place for every page it reads.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -192,6 +195,16 @@ class Fetcher:
         """GET the URL, following redirects under the same rules. A body over ``max_bytes``
         (default: the fetcher's) is refused (TOO_LARGE), or with ``truncate`` cut there (a
         page's head is at its start)."""
+        with tracing.span(
+            "fetch GET", SpanKind.CLIENT, **{"server.address": urlsplit(url).hostname or ""}
+        ) as span:
+            fetched = self._fetch(url, headers, max_bytes, truncate)
+            span.set_attribute("http.response.status_code", fetched.status)
+            return fetched
+
+    def _fetch(
+        self, url: str, headers: dict[str, str] | None, max_bytes: int | None, truncate: bool
+    ) -> Fetched:
         cap = self.max_bytes if max_bytes is None else max_bytes
         deadline = time.monotonic() + self.total_seconds
         with httpx.Client(
@@ -233,6 +246,12 @@ class Fetcher:
         target, host_header, host = self._vet(url)
 
         def post(body: bytes, headers: dict[str, str]) -> Fetched:
+            with tracing.span("fetch POST", SpanKind.CLIENT, **{"server.address": host}) as span:
+                sent = send(body, headers)
+                span.set_attribute("http.response.status_code", sent.status)
+                return sent
+
+        def send(body: bytes, headers: dict[str, str]) -> Fetched:
             deadline = time.monotonic() + self.total_seconds
             request = client.build_request(
                 "POST",

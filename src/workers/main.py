@@ -3,7 +3,7 @@
 Reads the settings, binds the database and declares every actor on the Redis broker."""
 
 from cardvault import heap, logs
-from cardvault.adapters import speech
+from cardvault.adapters import speech, tracing
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 from cardvault.workers import actors  # noqa: F401  (declares every actor)
@@ -17,6 +17,9 @@ if _settings.speech and speech.installed():
         speech.check()  # the model files are the pinned ones, or the worker does not start
     except speech.SpeechUnavailable as exc:
         raise SystemExit(f"cardvault: {exc}") from None
-_broker.bind(_settings, Database.from_url(_settings.database_url))
+tracing.configure(_settings, "cardvault-worker")
+_database = Database.from_url(_settings.database_url)
+tracing.instrument_engine(_database.engine)
+_broker.bind(_settings, _database)
 _broker.broker.add_middleware(Sweeper())
 heap.settle()  # once every actor is declared and bound (cardvault.heap)

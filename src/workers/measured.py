@@ -16,20 +16,34 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name, xq_name
 
 from cardvault import logs
-from cardvault.adapters import metrics
+from cardvault.adapters import metrics, tracing
 
 
 class Measured(dramatiq.Middleware):
     """Count each message an actor handled (``completed``, ``retried``: raised and sent again
-    by Dramatiq's retries, ``failed``: raised with its retries used up, ``skipped``) and time it."""
+    by Dramatiq's retries, ``failed``: raised with its retries used up, ``skipped``) and time
+    it; name it on the thread's log lines; trace it (cardvault.adapters.tracing) as a child of
+    the span that sent it, whose context the message carries in its ``trace`` option."""
 
     def __init__(self) -> None:
         self._started: dict[str, float] = {}
+        self._spans: dict[str, tracing.Opened | None] = {}
         self._lock = threading.Lock()
 
+    def before_enqueue(self, broker: dramatiq.Broker, message: dramatiq.Message[Any], delay: int) -> None:
+        carrier = tracing.inject()
+        if carrier:
+            message.options["trace"] = carrier
+
     def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
+        opened = tracing.begin(
+            f"actor {message.actor_name}",
+            message.options.get("trace"),
+            **{"messaging.destination.name": message.queue_name, "messaging.message.id": message.message_id},
+        )
         with self._lock:
             self._started[message.message_id] = time.perf_counter()
+            self._spans[message.message_id] = opened
         logs.enter(
             actor=message.actor_name,
             queue=message.queue_name,
@@ -46,15 +60,17 @@ class Measured(dramatiq.Middleware):
         exception: BaseException | None = None,
     ) -> None:
         outcome = "completed" if exception is None else "failed" if message.failed else "retried"
-        self._count(message, outcome)
+        self._count(message, outcome, exception)
 
     def after_skip_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
         self._count(message, "skipped")
 
-    def _count(self, message: MessageProxy, outcome: str) -> None:
+    def _count(self, message: MessageProxy, outcome: str, exception: BaseException | None = None) -> None:
         logs.leave()
         with self._lock:
             started = self._started.pop(message.message_id, None)
+            opened = self._spans.pop(message.message_id, None)
+        tracing.end(opened, exception)
         metrics.WORKER_MESSAGES.labels(message.queue_name, message.actor_name, outcome).inc()
         if started is not None:
             metrics.WORKER_DURATION.labels(message.queue_name, message.actor_name).observe(

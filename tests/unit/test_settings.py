@@ -59,6 +59,9 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_METRICS_TOKEN", "has a space in it somewhere"),
         ("CARDVAULT_METRICS_TOKEN", "tøken-with-non-ascii"),
         ("CARDVAULT_FULL_DISK_RETRY_SECONDS", "soon"),
+        ("CARDVAULT_OTLP_ENDPOINT", "collector:4318"),
+        ("CARDVAULT_TRACE_SAMPLE", "1.5"),
+        ("CARDVAULT_TRACE_SAMPLE", "0"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import itsdangerous
 
+from cardvault.adapters import tracing
 from cardvault.adapters.blobs import CHUNK, ObjectChanged, StoredObject, UploadTarget
 
 _UPLOAD_SALT = "cardvault.upload"
@@ -146,6 +147,7 @@ class LocalDiskStore:
         finally:
             meta_tmp.unlink(missing_ok=True)
 
+    @tracing.traced("blob stat")
     def stat(self, key: str) -> StoredObject | None:
         try:
             size = self._path("objects", key).stat().st_size
@@ -158,14 +160,17 @@ class LocalDiskStore:
         """The file holding the object (for the download route)."""
         return self._path("objects", key)
 
+    @tracing.traced("blob read")
     def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
         # An object is written once (its upload URL takes one body): its ETag cannot change.
         with self._path("objects", key).open("rb") as f:
             return f.read(length)
 
+    @tracing.traced("blob download")
     def download(self, key: str, path: Path) -> None:
         shutil.copyfile(self._path("objects", key), path)
 
+    @tracing.traced("blob put")
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         tmp = self.root / "tmp" / uuid.uuid4().hex
         etag = f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"'
@@ -182,6 +187,7 @@ class LocalDiskStore:
             while chunk := f.read(CHUNK):
                 yield chunk
 
+    @tracing.traced("blob write")
     def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
         tmp = self.root / "tmp" / f"{key.split('/', 1)[0]}-{uuid.uuid4().hex}.part"
         size = 0
@@ -211,6 +217,7 @@ class LocalDiskStore:
                 pass  # its write ended meanwhile
         return removed
 
+    @tracing.traced("blob copy")
     def copy(self, source: str, target: str, *, etag: str) -> None:
         found = self.stat(source)
         if found is None or found.etag != etag:
@@ -228,6 +235,7 @@ class LocalDiskStore:
         finally:
             linked.unlink(missing_ok=True)
 
+    @tracing.traced("blob delete")
     def delete(self, keys: Iterable[str]) -> None:
         for key in keys:
             for part in ("objects", "meta", "claims"):

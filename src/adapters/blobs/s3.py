@@ -10,6 +10,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cardvault.adapters import tracing
 from cardvault.adapters.blobs import (
     CHUNK,
     IMMUTABLE,
@@ -114,6 +115,7 @@ class S3Store:
             )
         )
 
+    @tracing.traced("blob stat")
     def stat(self, key: str) -> StoredObject | None:
         from botocore.exceptions import ClientError
 
@@ -131,6 +133,7 @@ class S3Store:
             content_type=head.get("ContentType") or "application/octet-stream",
         )
 
+    @tracing.traced("blob read")
     def read(self, key: str, length: int, *, etag: str | None = None) -> bytes:
         from botocore.exceptions import ClientError
 
@@ -150,15 +153,18 @@ class S3Store:
                 raise ObjectChanged(key) from exc
             raise
 
+    @tracing.traced("blob download")
     def download(self, key: str, path: Path) -> None:
         with _reaching():
             self._client.download_file(self.bucket, key, str(path))
 
+    @tracing.traced("blob put")
     def put(self, key: str, data: bytes, *, content_type: str) -> StoredObject:
         with _reaching():
             answer = self._client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         return StoredObject(key=key, size=len(data), etag=answer["ETag"], content_type=content_type)
 
+    @tracing.traced("blob copy")
     def copy(self, source: str, target: str, *, etag: str) -> None:
         from botocore.exceptions import ClientError
 
@@ -196,6 +202,7 @@ class S3Store:
         finally:
             body.close()
 
+    @tracing.traced("blob write")
     def write(self, key: str, chunks: Iterable[bytes], *, content_type: str) -> StoredObject:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -252,6 +259,7 @@ class S3Store:
                         removed += 1
         return removed
 
+    @tracing.traced("blob delete")
     def delete(self, keys: Iterable[str]) -> None:
         batch: list[str] = []
         for key in keys:

@@ -25,7 +25,7 @@ from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 
 from cardvault import heap
-from cardvault.adapters import metrics
+from cardvault.adapters import metrics, tracing
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
@@ -114,6 +114,8 @@ def _lifespan(embedded_worker: bool) -> Any:
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
     db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
+    tracing.configure(settings, "cardvault-api")
+    tracing.instrument_engine(db.engine)
     store = store_from_settings(settings)
     worker_broker.bind(settings, db, store)
     spec_text, spec = spec_document()

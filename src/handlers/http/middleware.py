@@ -13,13 +13,14 @@ import time
 import typing as t
 
 import anyio.to_thread
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cardvault import logs
-from cardvault.adapters import metrics
+from cardvault.adapters import metrics, tracing
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.errors import (
     AmbiguousCredentials,
@@ -320,6 +321,20 @@ class DocsHeaders:
 
 
 _requests = logging.getLogger("cardvault.requests")
+_TRACE_HEADERS = (b"traceparent", b"tracestate")  # a caller's trace, continued (W3C Trace Context)
+
+
+def _describe(span: Span, scope: Scope, operation: str, status: int, account_id: str | None) -> None:
+    """Name the request's span after its operation and say how it ended."""
+    span.update_name(f"{scope['method']} {operation}")
+    span.set_attribute("http.request.method", scope["method"])
+    span.set_attribute("url.path", scope["path"])
+    span.set_attribute("http.response.status_code", status)
+    span.set_attribute("cardvault.operation", operation)
+    if account_id:
+        span.set_attribute("cardvault.account", tracing.hashed(account_id))
+    if status >= 500:
+        span.set_status(Status(StatusCode.ERROR, str(status)))
 
 
 def _operation(scope: Scope, names: dict[str, str]) -> str:
@@ -367,30 +382,40 @@ class RequestMetrics:
                 status = message["status"]
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_counted)
-        finally:
-            operation = _operation(scope, self.names)
-            seconds = time.perf_counter() - started
-            metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
-            metrics.HTTP_DURATION.labels(operation).observe(seconds)
-            context = scope["extensions"].get("connexion_context") or {}
-            _requests.info(
-                "%s %s %s %s",
-                scope["method"],
-                scope["path"],
-                status,
-                operation,
-                extra={
-                    "requestId": (scope.get("state") or {}).get("request_id"),
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "operation": operation,
-                    "status": status,
-                    "durationMs": round(seconds * 1000, 1),
-                    "accountId": context.get("user"),
-                },
-            )
+        carried = {
+            k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in _TRACE_HEADERS
+        }
+        with tracing.extracted(carried), tracing.span(f"{scope['method']} request", SpanKind.SERVER) as span:
+            try:
+                await self.app(scope, receive, send_counted)
+            finally:
+                operation = _operation(scope, self.names)
+                account_id = (scope["extensions"].get("connexion_context") or {}).get("user")
+                if span.is_recording():
+                    _describe(span, scope, operation, status, account_id)
+                _record(scope, operation, status, time.perf_counter() - started, account_id)
+
+
+def _record(scope: Scope, operation: str, status: int, seconds: float, account_id: str | None) -> None:
+    """Count the request, time it and log its line."""
+    metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
+    metrics.HTTP_DURATION.labels(operation).observe(seconds)
+    _requests.info(
+        "%s %s %s %s",
+        scope["method"],
+        scope["path"],
+        status,
+        operation,
+        extra={
+            "requestId": (scope.get("state") or {}).get("request_id"),
+            "method": scope["method"],
+            "path": scope["path"],
+            "operation": operation,
+            "status": status,
+            "durationMs": round(seconds * 1000, 1),
+            "accountId": account_id,
+        },
+    )
 
 
 METRICS_PATH = "/metrics"

@@ -1,0 +1,167 @@
+"""Traces (OpenTelemetry), off unless an OTLP endpoint is configured
+(``CARDVAULT_OTLP_ENDPOINT``, or OpenTelemetry's own ``OTEL_EXPORTER_OTLP_ENDPOINT``).
+
+On, a process keeps a tracer provider of its own (``use``), sampling ``CARDVAULT_TRACE_SAMPLE``
+of the traces that start in it (a trace begun elsewhere keeps its parent's choice) and sending
+spans in batches over OTLP/HTTP. Spans: a request (its operationId, status, the account's id
+hashed), each SQL statement, each outbound fetch, each blob store call, and each actor's run,
+whose message carries the context of the span that sent it (``inject`` and ``extract``), so a
+request and the work it queued are one trace. Off, every call here is a no-op span.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import Token
+from typing import Any, ParamSpec, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from cardvault.settings import Settings
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+_provider: TracerProvider | None = None
+_NOOP = trace.NoOpTracer()
+
+
+def configure(settings: Settings, service: str) -> None:
+    """Trace this process when an OTLP endpoint is configured (a process's start)."""
+    if settings.otlp_endpoint is None or _provider is not None:
+        return
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    exporter = OTLPSpanExporter(endpoint=settings.otlp_endpoint.rstrip("/") + "/v1/traces")
+    use(BatchSpanProcessor(exporter), sample=settings.trace_sample, service=service)
+
+
+def use(processor: SpanProcessor, *, sample: float = 1.0, service: str = "cardvault") -> TracerProvider:
+    """Trace through ``processor`` from now on (``configure``, or a test's in-memory exporter)."""
+    global _provider
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service}), sampler=ParentBased(TraceIdRatioBased(sample))
+    )
+    provider.add_span_processor(processor)
+    _provider = provider
+    return provider
+
+
+def stop() -> None:
+    """Stop tracing (the spans sent first); every call is a no-op again."""
+    global _provider
+    if _provider is not None:
+        _provider.shutdown()
+    _provider = None
+
+
+def provider() -> TracerProvider | None:
+    return _provider
+
+
+def tracer() -> trace.Tracer:
+    return _NOOP if _provider is None else _provider.get_tracer("cardvault")
+
+
+def on() -> bool:
+    return _provider is not None
+
+
+def hashed(account_id: str) -> str:
+    """An account's id as spans carry it: not the id, but the same for every span of it."""
+    return hashlib.sha256(account_id.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def span(name: str, kind: SpanKind = SpanKind.INTERNAL, **attributes: Any) -> Iterator[Span]:
+    """A span around the block; an exception marks it failed and passes on."""
+    with tracer().start_as_current_span(name, kind=kind, attributes=attributes) as current:
+        yield current
+
+
+def traced(name: str, kind: SpanKind = SpanKind.CLIENT) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A method traced as ``name`` (a blob store's calls)."""
+
+    def decorate(method: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(method)
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            if _provider is None:
+                return method(*args, **kwargs)
+            with span(name, kind):
+                return method(*args, **kwargs)
+
+        return run
+
+    return decorate
+
+
+def inject() -> dict[str, str]:
+    """The current span's context as W3C headers, for a message to carry (empty when off)."""
+    carrier: dict[str, str] = {}
+    if _provider is not None:
+        propagate.inject(carrier)
+    return carrier
+
+
+@contextmanager
+def extracted(carrier: dict[str, str] | None) -> Iterator[None]:
+    """Run the block in the context a caller's headers carried (W3C Trace Context)."""
+    if _provider is None or not carrier:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(carrier))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+Opened = tuple[Span, list[Token[Context]]]  # a span begun by ``begin``, and the contexts it attached
+
+
+def begin(name: str, carrier: dict[str, str] | None, **attributes: Any) -> Opened | None:
+    """Begin a span, current on this thread until ``end``, as a child of the context a message
+    carried (``inject``): for hooks that run before and after the work, where a block cannot
+    span them (Dramatiq's). None when tracing is off."""
+    if _provider is None:
+        return None
+    tokens = [otel_context.attach(propagate.extract(carrier or {}))]
+    current = tracer().start_span(name, kind=SpanKind.CONSUMER, attributes=attributes)
+    tokens.append(otel_context.attach(trace.set_span_in_context(current)))
+    return current, tokens
+
+
+def end(opened: Opened | None, exc: BaseException | None = None) -> None:
+    if opened is None:
+        return
+    current, tokens = opened
+    if exc is not None:
+        failed(current, exc)
+    current.end()
+    for token in reversed(tokens):
+        otel_context.detach(token)
+
+
+def failed(current: Span, exc: BaseException) -> None:
+    current.record_exception(exc)
+    current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+
+
+def instrument_engine(engine: Any) -> None:
+    """Trace every statement the engine runs (when tracing is on)."""
+    if _provider is None:
+        return
+    from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+
+    # It names SQLAlchemy < 2.1 as what it instruments; it listens to the cursor events 2.1 keeps.
+    SQLAlchemyInstrumentor().instrument(engine=engine, tracer_provider=_provider, skip_dep_check=True)

@@ -1,0 +1,58 @@
+"""Spans of the outside systems' calls (an outbound fetch, a blob store's calls) and the
+context a message carries: collected by the SDK's in-memory exporter while tracing is on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from bench.servers import page_server
+from cardvault.adapters import tracing
+from cardvault.adapters.blobs.local import LocalDiskStore
+from cardvault.adapters.fetcher import Fetcher
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    made = InMemorySpanExporter()
+    tracing.use(SimpleSpanProcessor(made))
+    try:
+        yield made
+    finally:
+        tracing.stop()
+
+
+def test_a_fetch_is_a_client_span_naming_its_host_not_its_url(exporter: InMemorySpanExporter) -> None:
+    with page_server() as pages:
+        pages.routes["/page"] = (200, {"Content-Type": "text/html"}, b"<html></html>")
+        Fetcher(ports=(pages.port,), allow_loopback=True).fetch(pages.url("/page?token=secret-value"))
+    (span,) = [span for span in exporter.get_finished_spans() if span.name == "fetch GET"]
+    assert span.kind == SpanKind.CLIENT
+    attributes = dict(span.attributes or {})
+    assert attributes == {"server.address": "localhost", "http.response.status_code": 200}
+
+
+def test_each_blob_store_call_is_a_span(exporter: InMemorySpanExporter, tmp_path: Path) -> None:
+    store = LocalDiskStore(tmp_path, secret_key="s" * 48, public_url="http://127.0.0.1:8000")
+    store.put("a/b", b"bytes", content_type="text/plain")
+    assert store.stat("a/b") is not None
+    store.delete(["a/b"])
+    assert [span.name for span in exporter.get_finished_spans()] == ["blob put", "blob stat", "blob delete"]
+
+
+def test_a_message_carries_the_senders_context_and_its_span_is_a_child(
+    exporter: InMemorySpanExporter,
+) -> None:
+    with tracing.span("sender") as sender:
+        carried = tracing.inject()
+    assert carried["traceparent"].split("-")[1] == f"{sender.get_span_context().trace_id:032x}"
+    opened = tracing.begin("actor x", carried)
+    tracing.end(opened, RuntimeError("broke"))
+    actor, sent = exporter.get_finished_spans()[::-1]
+    assert actor.name == "actor x" and actor.parent is not None
+    assert actor.parent.span_id == sent.context.span_id and actor.status.status_code == StatusCode.ERROR
