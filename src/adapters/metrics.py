@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -75,6 +75,66 @@ WORKER_DURATION = Histogram(
     ["queue", "actor"],
     buckets=_STAGE_BUCKETS,
 )
+
+
+JOBS = Counter(
+    "cardvault_jobs_total",
+    "Tag operations, exports and imports that ended, by kind and status.",
+    ["kind", "status"],
+)
+JOB_DURATION = Histogram(
+    "cardvault_job_duration_seconds",
+    "Time from a job's start to its end, by kind (tag_operation, export, import).",
+    ["kind"],
+    buckets=(0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0),
+)
+JOB_BYTES = Counter(
+    "cardvault_job_bytes_total",
+    "Bytes of the archives exports wrote and of the files imports read, by kind.",
+    ["kind"],
+)
+WEBHOOK_ATTEMPTS = Counter(
+    "cardvault_webhook_attempts_total",
+    "Webhook delivery attempts, by outcome (succeeded, gone, failed).",
+    ["outcome"],
+)
+WEBHOOK_DURATION = Histogram(
+    "cardvault_webhook_attempt_duration_seconds",
+    "Time a webhook endpoint took to answer an attempt.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0),
+)
+DECODER_JOBS = Counter(
+    "cardvault_decoder_jobs_total",
+    "Files the decoder's child process was given, by job (renditions, media, captions, speech) "
+    "and outcome (ok, refused, failed).",
+    ["job", "outcome"],
+)
+DECODER_STARTS = Counter(
+    "cardvault_decoder_starts_total",
+    "Decoder child processes started (each after the first of a process is a restart).",
+)
+DECODER_PEAK_MEMORY = Gauge(
+    "cardvault_decoder_peak_memory_bytes",
+    "The most memory a decoder child process has held (its peak resident set).",
+    multiprocess_mode="max",
+)
+DB_IN_USE = Gauge(
+    "cardvault_db_connections_in_use",
+    "Database connections checked out of the pool now.",
+    multiprocess_mode="livesum",
+)
+DB_WAITS = Histogram(
+    "cardvault_db_pool_wait_seconds",
+    "Time a connection was waited for, of the checkouts that found none free.",
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0),
+)
+
+
+def job_ended(kind: str, status: str, seconds: float, size: int | None = None) -> None:
+    JOBS.labels(kind, status).inc()
+    JOB_DURATION.labels(kind).observe(max(0.0, seconds))
+    if size:
+        JOB_BYTES.labels(kind).inc(size)
 
 
 class QueueState(Protocol):

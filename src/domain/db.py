@@ -29,7 +29,9 @@ from sqlalchemy import CursorResult, Delete, Engine, Update, create_engine, even
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
+from cardvault.adapters import metrics
 from cardvault.domain import changes
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, StorageFull
 
@@ -104,17 +106,46 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False}, pool_size=20, max_overflow=20)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False},
+            pool_size=20,
+            max_overflow=20,
+            poolclass=_CountedPool,
+        )
         _configure_sqlite(engine, PATIENT_SQLITE_MS if lock_timeout_ms is None else lock_timeout_ms)
-        return engine
+        return _counted(engine)
     options = {**SESSION_SETTINGS, "lock_timeout": f"{lock_timeout_ms or 0}ms"}
-    return create_engine(
-        url,
-        pool_size=20,
-        max_overflow=20,
-        pool_pre_ping=True,
-        connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
+    return _counted(
+        create_engine(
+            url,
+            pool_size=20,
+            max_overflow=20,
+            pool_pre_ping=True,
+            poolclass=_CountedPool,
+            connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
+        )
     )
+
+
+class _CountedPool(QueuePool):
+    """SQLAlchemy's pool, timing each checkout that found no connection free (a wait)."""
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        if self.checkedin() > 0 or self.overflow() < self._max_overflow:  # one free, or room for one
+            return super()._do_get()
+        started = time.perf_counter()
+        try:
+            return super()._do_get()
+        finally:
+            metrics.DB_WAITS.observe(time.perf_counter() - started)
+
+
+def _counted(engine: Engine) -> Engine:
+    """Count the connections in use (cardvault.adapters.metrics)."""
+    event.listen(engine, "checkout", lambda *_: metrics.DB_IN_USE.inc())
+    event.listen(engine, "checkin", lambda *_: metrics.DB_IN_USE.dec())
+    return engine
 
 
 def rows_changed(session: Session, statement: Update | Delete) -> int:

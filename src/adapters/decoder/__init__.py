@@ -18,6 +18,7 @@ answers is read within MAX_HEAD_BYTES, MAX_PARTS and MAX_PART_BYTES."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from cardvault.adapters import metrics
 from cardvault.adapters.images import ImageRefused, Renditions
 
 log = logging.getLogger("cardvault.decoder")
@@ -76,6 +78,7 @@ class Decoder:
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
+        self._peak = 0  # the most memory a child of this decoder held, in bytes
 
     def renditions(self, path: Path, *, large: bool = False) -> Renditions:
         """Renditions of the image at ``path``; ImageRefused with DECODE_BUSY when other
@@ -127,10 +130,31 @@ class Decoder:
         """Send one request to the child and answer its head and parts."""
         if not self._lock.acquire(timeout=-1 if self.wait is None else self.wait):
             raise ImageRefused("DECODE_BUSY", "Other files are being decoded; try again in a moment.")
+        outcome = "failed"
         try:
-            return self._exchange(request, self.timeout if timeout is None else timeout)
+            answered = self._exchange(request, self.timeout if timeout is None else timeout)
+            outcome = "ok"
+            return answered
+        except ImageRefused as refused:
+            outcome = "failed" if refused.code in ("DECODE_FAILED", "DECODE_TIMEOUT") else "refused"
+            raise
         finally:
+            self._measure(str(request.get("job")), outcome)
             self._lock.release()
+
+    def _measure(self, job: str, outcome: str) -> None:
+        """Count the job, and note the child's peak memory (Linux's VmHWM) while it lives."""
+        metrics.DECODER_JOBS.labels(job, outcome).inc()
+        pid = self.child_pid
+        if pid is None:
+            return
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            status = Path(f"/proc/{pid}/status").read_text()
+            peak_kib = next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]
+            peak = int(peak_kib) * 1024
+            if peak > self._peak:
+                self._peak = peak
+                metrics.DECODER_PEAK_MEMORY.set(peak)
 
     def _exchange(self, request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
         try:
@@ -172,6 +196,7 @@ class Decoder:
             finally:
                 theirs.close()
             self._connection = Connection(ours.detach())
+            metrics.DECODER_STARTS.inc()
             # A decoder dropped without close() ends its child too (and waits for it).
             weakref.finalize(self, _end, self._child, self._connection)
             self._hello(self._connection)

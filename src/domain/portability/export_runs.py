@@ -218,8 +218,8 @@ def finish(session: Session, *, job_id: str, lease: str, object_key: str, size: 
     job = _held(session, job_id, lease)
     if job is None:
         return False
-    exports.end(session, job, "ready")
     job.object_key, job.size_bytes = object_key, size
+    exports.end(session, job, "ready")
     job.processed_count = job.card_count or 0
     job.expires_at = (job.completed_at or 0) + exports.RETENTION_MS
     return True

@@ -12,8 +12,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import metrics
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
+from cardvault.domain.db import after_commit
 from cardvault.domain.errors import ExportFinished, ExportQuotaUsed, ExportRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, get_owned
@@ -123,6 +125,8 @@ def end(session: Session, job: ExportJob, status: str, failure_class: str | None
     job.status, job.stage, job.failure_class = status, None, failure_class
     job.active_account_id, job.lease = None, None
     job.completed_at = job.updated_at = now
+    seconds, size = (now - job.created_at) / 1000, job.size_bytes if status == "ready" else None
+    after_commit(session, lambda: metrics.job_ended("export", status, seconds, size))
     # Its items are deleted by the sweeper in batches (forget_items): a job of many cards
     # would hold the database's write lock for seconds.
 

@@ -21,8 +21,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import metrics
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
+from cardvault.domain.db import after_commit
 from cardvault.domain.errors import CardVaultError, ImportFinished, ImportRunning, InvalidInput
 from cardvault.domain.files import quotas, uploads
 from cardvault.domain.ids import new_id
@@ -169,6 +171,8 @@ def end(session: Session, job: ImportJob, status: str, error: str | None = None)
     job.status, job.error, job.lease = status, error, None
     job.active_account_id = None
     job.completed_at = job.updated_at = now
+    seconds, size = (now - job.created_at) / 1000, job.file_size if status == "completed" else None
+    after_commit(session, lambda: metrics.job_ended("import", status, seconds, size))
     if job.object_key is not None:
         uploads.doom(session, [job.object_key])
         job.object_key = None

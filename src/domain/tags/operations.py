@@ -13,10 +13,11 @@ from sqlalchemy import ColumnElement, case, delete, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import metrics
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import lock_tags
+from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
@@ -116,6 +117,8 @@ def _finish(session: Session, operation: TagOperation, status: str, error: str |
     operation.running_account_id = None
     operation.completed_at = now
     operation.updated_at = now
+    seconds = (now - operation.created_at) / 1000
+    after_commit(session, lambda: metrics.job_ended("tag_operation", status, seconds))
 
 
 def run_tag_batch(session: Session, *, operation_id: str, batch_size: int = BATCH_SIZE) -> bool:

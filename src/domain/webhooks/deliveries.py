@@ -27,9 +27,10 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from cardvault.adapters import metrics
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.db import rows_changed
+from cardvault.domain.db import after_commit, rows_changed
 from cardvault.domain.errors import NotFound, WebhookDisabled
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Webhook, WebhookDelivery, get_owned
@@ -182,6 +183,7 @@ def _settled(
     delivery.log = [*delivery.log, _entry(now, outcome)][-LOG_KEPT:]
     delivery.lease = delivery.lease_until = None
     status = outcome.status
+    after_commit(session, lambda: _count(outcome))
     if status is not None and 200 <= status < 300:
         _end(delivery, "succeeded", now)
         return None
@@ -204,6 +206,13 @@ def _settled(
         wait = pause
     delivery.next_attempt_at, delivery.updated_at = now + wait, now
     return delivery.next_attempt_at
+
+
+def _count(outcome: Outcome) -> None:
+    status = outcome.status
+    succeeded = status is not None and 200 <= status < 300
+    metrics.WEBHOOK_ATTEMPTS.labels("succeeded" if succeeded else "gone" if status == 410 else "failed").inc()
+    metrics.WEBHOOK_DURATION.observe(outcome.duration_ms / 1000)
 
 
 def _end(delivery: WebhookDelivery, status: str, now: int) -> None:

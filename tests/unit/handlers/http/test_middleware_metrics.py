@@ -5,20 +5,25 @@ embedded default, a bearer token when one is set, nothing in production without 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from bench.servers import PageServer, page_server
 from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import embedded
-from tests.conftest import app_env
+from tests.conftest import Api, app_env
+from tests.unit.domain.portability.formats.conftest import fixture
+from tests.unit.handlers.test_imports import finished, start
+from tests.unit.handlers.test_uploads import png, uploaded
 
 TOKEN = "metrics-token-0123456789"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -124,3 +129,76 @@ def test_otherwise_there_is_no_such_path(tmp_path: Path, database: Database, env
     with TestClient(create_app(settings, database), raise_server_exceptions=False) as http:
         answer = http.get("/metrics")
         assert answer.status_code == 404 and answer.json()["code"] == "NOT_FOUND"
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, database: Database) -> Iterator[tuple[Api, PageServer]]:
+    """An app whose webhooks may post to a receiver on loopback, and a client of a new account."""
+    with page_server() as receiver:
+        receiver.routes["/hook"] = (200, {"Content-Type": "text/plain"}, b"ok")
+        env = {"CARDVAULT_TEST_FETCH_LOOPBACK": "true", "CARDVAULT_FETCH_PORTS": str(receiver.port)}
+        with _client(tmp_path, database, **env) as http:
+            with database.transaction() as session:
+                account = accounts.create_account(session, name="scripted")
+                key = keys.issue_api_key(session, account_id=account.id)
+            yield Api(http, key, account.id), receiver
+
+
+def _until(check: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "the work did not end"
+        time.sleep(0.05)
+
+
+def test_every_family_after_a_scripted_run(scripted: tuple[Api, PageServer]) -> None:
+    """The run: an image uploaded (the decoder's child renders it), a tag renamed, an export
+    and an import, a webhook's ping delivered; then each family holds what it did."""
+    api, receiver = scripted
+    embedded.wait_until_idle()
+    before = _scrape(api.client)
+    image = png()
+    key, etag = uploaded(api, image, "photo.png", "image/png")
+    assert api.post("/v1/cards", json={"fileKey": key, "fileEtag": etag, "tags": ["old"]}).status_code == 200
+    renamed = api.post("/v1/tags/rename", json={"from": "old", "to": "new"}).json()
+    export = api.post("/v1/exports").json()["job"]
+    bookmarks = fixture("pocket.csv")
+    started = start(api, bookmarks, "pocket.csv")
+    assert started.status_code == 202, started.text
+    made = api.post("/v1/webhooks", json={"url": receiver.url("/hook"), "events": ["*"]}).json()
+    assert api.post(f"/v1/webhooks/{made['webhook']['id']}/test").status_code in (200, 202)
+    _until(lambda: api.get(f"/v1/tags/operations/{renamed['id']}").json()["status"] == "completed")
+    _until(lambda: api.get(f"/v1/exports/{export['id']}").json()["job"]["status"] == "ready")
+    finished(api, started.json()["job"]["id"])
+    _until(lambda: any(path == "/hook" for path, _, _ in list(receiver.received)))
+    embedded.wait_until_idle()
+    after = _scrape(api.client)
+
+    def grew(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    assert grew("cardvault_jobs_total", kind="tag_operation", status="completed") == 1
+    assert grew("cardvault_jobs_total", kind="export", status="ready") == 1
+    assert grew("cardvault_jobs_total", kind="import", status="completed") == 1
+    assert grew("cardvault_job_duration_seconds_count", kind="export") == 1
+    assert grew("cardvault_job_bytes_total", kind="import") == len(bookmarks)
+    assert grew("cardvault_job_bytes_total", kind="export") > 0
+    assert grew("cardvault_webhook_attempts_total", outcome="succeeded") >= 1
+    assert grew("cardvault_webhook_attempt_duration_seconds_count") >= 1
+    assert grew("cardvault_decoder_jobs_total", job="image", outcome="ok") >= 1
+    assert _value(after, "cardvault_decoder_peak_memory_bytes") > 1024 * 1024
+    assert ("cardvault_decoder_starts_total", ()) in after
+    assert ("cardvault_db_connections_in_use", ()) in after and (
+        "cardvault_db_pool_wait_seconds_count",
+        (),
+    ) in after
+    assert grew("cardvault_pipeline_stage_runs_total", stage="renditions", outcome="completed") == 1
+    families = {name.removesuffix("_total").removesuffix("_count") for name, _ in after}
+    assert {
+        "cardvault_http_requests",
+        "cardvault_http_request_duration_seconds",
+        "cardvault_worker_messages",
+        "cardvault_queue_messages",
+        "cardvault_queue_oldest_message_age_seconds",
+        "cardvault_pipeline_stage_runs",
+    } <= families
