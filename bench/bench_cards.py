@@ -2,8 +2,13 @@
 cards), against a bare Starlette endpoint running the same SQL with the driver directly, in
 the same run, on the same database, in alternating rounds.
 
+With ``--observability`` the API runs three ways instead, against itself: metrics and tracing
+off (``api``), metrics on (``metrics``), and metrics on with traces sampled at 10% and sent to
+a local OTLP sink (``both``); the ratios are each to ``api`` (aims: metrics at most 1.05x the
+time, both at most 1.15x: throughput ratios of at least 0.952 and 0.870).
+
     .venv/bin/python -m bench.bench_cards [--database postgresql|sqlite] [--cards N]
-        [--seconds S] [--rounds R]
+        [--seconds S] [--rounds R] [--observability]
 
 Each server is one uvicorn process pinned to CPU 0 (when there are two); the load generator
 runs on CPU 1 with 16 keep-alive connections. Prints a table and one JSON line per workload.
@@ -12,6 +17,7 @@ runs on CPU 1 with 16 keep-alive connections. Prints a table and one JSON line p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -19,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from bench.load import LoadResult, run_load
-from bench.servers import free_port, fresh_database, start_uvicorn
+from bench.servers import free_port, fresh_database, page_server, start_uvicorn
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -72,11 +78,14 @@ def main() -> None:
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one round")
     parser.add_argument("--rounds", type=int, default=6, help="rounds per server and workload")
+    parser.add_argument(
+        "--observability", action="store_true", help="the API with metrics and traces off and on"
+    )
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})
 
-    with tempfile.TemporaryDirectory() as workdir:
+    with tempfile.TemporaryDirectory() as workdir, contextlib.ExitStack() as stack:
         url = fresh_database(args.database, Path(workdir))
         key, card_id = _seed(url, args.cards)
         env = {
@@ -85,13 +94,24 @@ def main() -> None:
             "CARDVAULT_DATA_DIR": workdir,
             "CARDVAULT_VALIDATE_RESPONSES": "false",
         }
-        servers = {
-            "api": ["--factory", "cardvault.handlers.http.app:app_from_env"],
-            "baseline": ["bench.baseline:app"],
-        }
+        api = ["--factory", "cardvault.handlers.http.app:app_from_env"]
+        sink = stack.enter_context(page_server())
+        sink.routes["/v1/traces"] = (200, {"Content-Type": "application/x-protobuf"}, b"")
+        traced = {"CARDVAULT_OTLP_ENDPOINT": sink.url(""), "CARDVAULT_TRACE_SAMPLE": "0.1"}
+        servers, envs = (
+            (
+                {"api": api, "metrics": api, "both": api},
+                {"api": {"CARDVAULT_METRICS": "false"}, "both": traced},
+            )
+            if args.observability
+            else ({"api": api, "baseline": ["bench.baseline:app"]}, {})
+        )
         workloads = {"get_card": f"/v1/cards/{card_id}", "list_cards_50": "/v1/cards?limit=50"}
         ports = {name: free_port() for name in servers}
-        processes = [start_uvicorn(target, env, ports[name]) for name, target in servers.items()]
+        processes = [
+            start_uvicorn(target, {**env, **envs.get(name, {})}, ports[name])
+            for name, target in servers.items()
+        ]
         # Rounds alternate the two servers (and swap which goes first), so a drift of the
         # machine during the run lands on both sides of the ratio alike.
         totals: dict[tuple[str, str], list[LoadResult]] = {}
@@ -110,6 +130,9 @@ def main() -> None:
                 process.wait()
         results = {run: _combined(parts) for run, parts in totals.items()}
 
+    if args.observability:
+        _report_observability(args, workloads, results)
+        return
     print(
         f"\n{args.database}, {args.cards} cards, {args.rounds} alternating rounds of "
         f"{args.seconds:.0f} s per server, 16 connections"
@@ -136,6 +159,39 @@ def main() -> None:
             "baseline_p99_ms": round(base.p99_ms, 2),
         }
         print(json.dumps(line))
+
+
+AIMS = {"metrics": 1.05, "both": 1.15}  # at most this many times the time of a request with neither
+
+
+def _report_observability(
+    args: argparse.Namespace, workloads: dict[str, str], results: dict[tuple[str, str], LoadResult]
+) -> None:
+    print(
+        f"\n{args.database}, {args.cards} cards, {args.rounds} alternating rounds of "
+        f"{args.seconds:.0f} s per server, 16 connections; time ratios to the API with neither"
+    )
+    print(f"{'workload':<16}{'off rps':>10}{'metrics':>10}{'x':>7}{'both':>10}{'x':>7}")
+    for workload in workloads:
+        off = results[("api", workload)]
+        row = f"{workload:<16}{off.rps:>10.0f}"
+        for name in AIMS:
+            on = results[(name, workload)]
+            assert on.errors == 0 and off.errors == 0, (on, off)
+            ratio = off.rps / on.rps  # time per request, on over off
+            row += f"{on.rps:>10.0f}{ratio:>7.3f}"
+            line = {
+                "workload": f"{workload}_{name}",
+                "database": args.database,
+                "metric": "time ratio to neither",
+                "value": round(on.rps, 1),
+                "baseline_value": round(off.rps, 1),
+                "time_ratio": round(ratio, 3),
+                "aim_ratio": AIMS[name],
+                "meets": ratio <= AIMS[name],
+            }
+            print(json.dumps(line))
+        print(row)
 
 
 if __name__ == "__main__":

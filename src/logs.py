@@ -1,7 +1,8 @@
 """How every process logs: one JSON object per line when standard error is not a terminal (a
 log collector reads it), a plain line when it is (a person does); each with what the line is
 about (``requestId``, ``operation``, ``accountId``, ``durationMs``, ``status``; a worker's
-``actor``, ``messageId``, ``attempt``), and never a secret.
+``actor``, ``messageId``, ``attempt`` and ``subject``: the card or job it works on), and never
+a secret.
 
 Redaction is the handler's last step, over the whole line: API keys, access and refresh tokens,
 session cookies and sign-in links (``cv?_`` and their checksum), webhook secrets (``whsec_``),
@@ -39,7 +40,7 @@ _about: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "cardvault_log_about", default=None
 )
 _FIELDS = ("requestId", "method", "path", "operation", "status", "durationMs", "accountId")
-_WORKER_FIELDS = ("actor", "queue", "messageId", "attempt")
+_WORKER_FIELDS = ("actor", "queue", "messageId", "attempt", "subject")
 
 
 def redact(text: str) -> str:

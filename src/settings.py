@@ -165,6 +165,15 @@ def _schedule(env: Mapping[str, str], name: str, default: tuple[float, ...]) -> 
     return waits
 
 
+def _port(env: Mapping[str, str], name: str) -> int | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise SettingsError(f"{name} must be a port from 1 to 65535, not {raw!r}")
+    return int(raw)
+
+
 def _ports(env: Mapping[str, str], name: str, default: tuple[int, ...]) -> tuple[int, ...]:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -329,6 +338,9 @@ class Settings:
     # is set, and not served in production (Redis configured) without one.
     metrics: bool = True
     metrics_token: str | None = dataclasses.field(repr=False, default=None)
+    # A `cardvault worker`'s metrics, answered on a port of their own (None: not answered).
+    worker_metrics_host: str = "127.0.0.1"
+    worker_metrics_port: int | None = None
     # Traces (OpenTelemetry over OTLP/HTTP): off without an endpoint; the share of traces begun
     # here that are kept.
     otlp_endpoint: str | None = None
@@ -378,6 +390,8 @@ class Settings:
             ai=_bool(env, "CARDVAULT_AI", True),
             metrics=_bool(env, "CARDVAULT_METRICS", True),
             metrics_token=_metrics_token(env),
+            worker_metrics_host=env.get("CARDVAULT_WORKER_METRICS_HOST") or "127.0.0.1",
+            worker_metrics_port=_port(env, "CARDVAULT_WORKER_METRICS_PORT"),
             otlp_endpoint=_otlp_endpoint(env),
             trace_sample=_share(env, "CARDVAULT_TRACE_SAMPLE", 1.0),
             ai_provider=AiProviderSettings.from_env(env),

@@ -15,9 +15,11 @@ first imported, so the variable must be set before then.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -189,6 +191,33 @@ def exposition(*read_now: Collector) -> bytes:
     for collector in read_now:
         registry.register(collector)
     return (generate_latest(REGISTRY) if not multiprocess() else b"") + generate_latest(registry)
+
+
+def serve(host: str, port: int, *read_now: Collector) -> ThreadingHTTPServer | None:
+    """Answer ``GET /metrics`` on a port of its own, from a thread (a worker process's: workers
+    answer no HTTP otherwise); None when another process holds the port (the worker processes
+    of one ``cardvault worker`` share a metrics folder, so the one that answers shows them all)."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path.split("?", 1)[0] == "/metrics"
+            body = exposition(*read_now) if found else b"not found\n"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", CONTENT_TYPE if found else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+            pass  # scrapes are not logged
+
+    try:
+        server = ThreadingHTTPServer((host, port), Answer)
+    except OSError:
+        return None
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="cardvault-metrics", daemon=True).start()
+    return server
 
 
 @contextmanager

@@ -77,6 +77,11 @@ def on() -> bool:
     return _provider is not None
 
 
+def recording() -> bool:
+    """Whether the current span is kept (sampled): a statement run outside one needs no span."""
+    return _provider is not None and trace.get_current_span().is_recording()
+
+
 def hashed(account_id: str) -> str:
     """An account's id as spans carry it: not the id, but the same for every span of it."""
     return hashlib.sha256(account_id.encode()).hexdigest()[:16]

@@ -5,8 +5,10 @@ and its rows as the driver gives them (tuples). SQLAlchemy's per-execution cache
 metadata and row objects were 4% of a list request's CPU and a tenth of a feed page's
 (bench/bench_feed.py). A driver error is raised as SQLAlchemy raises it (DBAPIError, the
 connection invalidated when it was lost), so callers and Database.transaction see no
-difference. While anything listens to the engine's statements (a tracer, a test counting
-them), SQLAlchemy's execution sends them instead, so every listener sees every statement."""
+difference. While anything listens to the engine's statements (a test counting them),
+SQLAlchemy's execution sends them instead, so every listener sees every statement; with
+tracing on they go through the driver still, each in a span of its own when its trace is kept
+(sampled), in none when it is not."""
 
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from opentelemetry.trace import SpanKind
 from sqlalchemy import Connection, Select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.orm import Session
+
+from cardvault.adapters import tracing
 
 
 class _Prepared(NamedTuple):
@@ -50,8 +55,21 @@ def prepared_rows(
 def driver_rows(connection: Connection, sql: str, parameters: Any) -> Sequence[Sequence[Any]]:
     """The rows of a statement that returns rows, as SQL text in the driver's paramstyle, sent
     on the connection's DBAPI connection in its transaction."""
+    if tracing.on():  # its own span when the trace is kept (the SQLAlchemy instrumentation's cost spared)
+        if not tracing.recording():
+            return _driver_rows(connection, sql, parameters)
+        with tracing.span(
+            sql.split(None, 1)[0],
+            SpanKind.CLIENT,
+            **{"db.statement": sql, "db.system": connection.dialect.name},
+        ):
+            return _driver_rows(connection, sql, parameters)
     if connection.dispatch.before_cursor_execute or connection.dispatch.after_cursor_execute:
         return connection.exec_driver_sql(sql, parameters).all()
+    return _driver_rows(connection, sql, parameters)
+
+
+def _driver_rows(connection: Connection, sql: str, parameters: Any) -> Sequence[Sequence[Any]]:
     cursor = connection.connection.cursor()
     try:
         cursor.execute(sql, parameters)

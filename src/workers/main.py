@@ -3,7 +3,7 @@
 Reads the settings, binds the database and declares every actor on the Redis broker."""
 
 from cardvault import heap, logs
-from cardvault.adapters import speech, tracing
+from cardvault.adapters import metrics, speech, tracing
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
 from cardvault.workers import actors  # noqa: F401  (declares every actor)
@@ -22,4 +22,8 @@ _database = Database.from_url(_settings.database_url)
 tracing.instrument_engine(_database.engine)
 _broker.bind(_settings, _database)
 _broker.broker.add_middleware(Sweeper())
+if _settings.worker_metrics_port is not None:  # the first worker process to bind it answers for all
+    metrics.serve(
+        _settings.worker_metrics_host, _settings.worker_metrics_port, metrics.Queues(_broker.queues)
+    )
 heap.settle()  # once every actor is declared and bound (cardvault.heap)

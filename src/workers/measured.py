@@ -49,6 +49,8 @@ class Measured(dramatiq.Middleware):
             queue=message.queue_name,
             messageId=message.message_id,
             attempt=message.options.get("retries", 0) + 1,
+            # What it works on: a stage's card (its pk), an operation's, export's or import's id.
+            subject=message.args[0] if message.args else None,
         )
 
     def after_process_message(

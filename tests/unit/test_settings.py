@@ -62,6 +62,8 @@ def test_postgresql_urls_use_psycopg(tmp_path: Path) -> None:
         ("CARDVAULT_OTLP_ENDPOINT", "collector:4318"),
         ("CARDVAULT_TRACE_SAMPLE", "1.5"),
         ("CARDVAULT_TRACE_SAMPLE", "0"),
+        ("CARDVAULT_WORKER_METRICS_PORT", "80,443"),
+        ("CARDVAULT_WORKER_METRICS_PORT", "70000"),
     ],
 )
 def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:

@@ -149,7 +149,9 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         ServerErrorMiddleware,
         # Counted under the spec's operationIds (Connexion's routing names the functions).
         functools.partial(
-            RequestMetrics, names={resolver.function_of(name): name for name in resolver.modules}
+            RequestMetrics,
+            names={resolver.function_of(name): name for name in resolver.modules},
+            counting=settings.metrics,
         ),
         functools.partial(RequestContext, runtime=rt),
         functools.partial(MetricsRoute, settings=settings, read_now=(metrics.Queues(worker_broker.queues),)),

@@ -362,9 +362,10 @@ class RequestMetrics:
     time and account); a request whose handling raised is counted as the 500 it is answered
     with."""
 
-    def __init__(self, app: ASGIApp, names: dict[str, str]) -> None:
+    def __init__(self, app: ASGIApp, names: dict[str, str], counting: bool = True) -> None:
         self.app = app
         self.names = names  # each operation's function (as Connexion names it) -> its operationId
+        self.counting = counting  # CARDVAULT_METRICS=false: logged and traced, not counted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -393,13 +394,15 @@ class RequestMetrics:
                 account_id = (scope["extensions"].get("connexion_context") or {}).get("user")
                 if span.is_recording():
                     _describe(span, scope, operation, status, account_id)
-                _record(scope, operation, status, time.perf_counter() - started, account_id)
+                seconds = time.perf_counter() - started
+                if self.counting:
+                    metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
+                    metrics.HTTP_DURATION.labels(operation).observe(seconds)
+                _record(scope, operation, status, seconds, account_id)
 
 
 def _record(scope: Scope, operation: str, status: int, seconds: float, account_id: str | None) -> None:
-    """Count the request, time it and log its line."""
-    metrics.HTTP_REQUESTS.labels(operation, str(status)).inc()
-    metrics.HTTP_DURATION.labels(operation).observe(seconds)
+    """Log the request's line."""
     _requests.info(
         "%s %s %s %s",
         scope["method"],

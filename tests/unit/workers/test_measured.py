@@ -82,3 +82,40 @@ def test_every_message_is_counted_by_outcome() -> None:
         broker.close()
     grew = {outcome: counted(outcome) - before[outcome] for outcome in before}
     assert grew == {"completed": 1, "retried": 1, "failed": 1}
+
+
+def test_an_actors_lines_name_its_message_and_what_it_works_on() -> None:
+    import io
+    import json
+    import logging
+
+    from cardvault import logs
+
+    stream = io.StringIO()
+    logger = logging.getLogger("cardvault.test.actor")
+    logger.handlers[:] = [logs.handler(stream)]
+    logger.propagate, logger.level = False, logging.INFO
+    broker = StubBroker()
+    broker.add_middleware(Measured(), before=Retries)
+
+    @dramatiq.actor(actor_name="logging_test_actor", queue_name="logged", broker=broker)
+    def actor(card_pk: int) -> None:
+        logger.info("working")
+
+    worker = dramatiq.Worker(broker, worker_timeout=10)
+    worker.start()
+    try:
+        sent = actor.send(4242)
+        broker.join("logged")
+        worker.join()
+    finally:
+        worker.stop()
+        broker.close()
+    line = json.loads(stream.getvalue())
+    assert (line["actor"], line["queue"], line["messageId"], line["attempt"], line["subject"]) == (
+        "logging_test_actor",
+        "logged",
+        sent.message_id,
+        1,
+        4242,
+    )

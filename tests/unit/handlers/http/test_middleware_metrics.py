@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -126,9 +127,14 @@ def test_with_a_token_the_metrics_need_it(tmp_path: Path, database: Database) ->
 def test_otherwise_there_is_no_such_path(tmp_path: Path, database: Database, env: dict[str, str]) -> None:
     settings = Settings.from_env({**app_env(tmp_path, database), **env})
     assert (settings.metrics, settings.redis_url) != (True, None)
+    counted = {"operation": "getHealth", "status": "200"}
+    before = REGISTRY.get_sample_value("cardvault_http_requests_total", counted) or 0.0
     with TestClient(create_app(settings, database), raise_server_exceptions=False) as http:
         answer = http.get("/metrics")
         assert answer.status_code == 404 and answer.json()["code"] == "NOT_FOUND"
+        assert http.get("/v1/health").status_code == 200
+    after = REGISTRY.get_sample_value("cardvault_http_requests_total", counted) or 0.0
+    assert after == before + (0 if settings.metrics is False else 1)  # turned off: nothing counted
 
 
 @pytest.fixture

@@ -89,6 +89,15 @@ def test_a_request_and_the_actors_it_reaches_are_one_trace(
         assert request in _ancestors(actor, by_id), actor.name  # its parents lead back to the request
     (first,) = [span for span in actors if span.name == "actor link_metadata_stage"]
     assert first.parent is not None and first.parent.span_id == request.context.span_id
+    # A hot read goes through the driver, in a span of its own within the request's.
+    exporter.clear()
+    assert client.get(f"/v1/cards/{made.json()['cardId']}", headers=headers).status_code == 200
+    spans = exporter.get_finished_spans()
+    (read,) = [span for span in spans if span.name == "GET getCard"]
+    selects = [
+        span for span in spans if span.parent is not None and span.parent.span_id == read.context.span_id
+    ]
+    assert any("FROM cards" in str((span.attributes or {}).get("db.statement")) for span in selects)
 
 
 def test_off_every_call_is_a_no_op() -> None:
