@@ -254,12 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         # is how long a new operation can wait to be picked up (Dramatiq's default: 1000).
         env = {**os.environ, "dramatiq_worker_timeout": "25"}
         if settings.worker_metrics_port is not None and "PROMETHEUS_MULTIPROC_DIR" not in env:
-            # The worker processes write their metrics to one folder, emptied at each start; the
-            # one that holds the metrics port answers with them all (cardvault.adapters.metrics).
-            folder = settings.data_dir / "worker-metrics"
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+            # This worker's processes write their metrics to a folder of its own on local disk
+            # (never the shared data directory: another worker's processes may have the same
+            # pids); the one that holds the metrics port answers with them all.
+            env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="cardvault-worker-metrics-")
         os.execve(sys.executable, [*command, *options], env)  # noqa: S606 - replace this process, no shell
     if args.command == "doctor":
         from cardvault import doctor

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
-from cardvault import health
+from cardvault import health, logs
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.adapters.limiter import Limiter
 from cardvault.domain.db import Database
@@ -30,7 +30,7 @@ def _shown(field: dataclasses.Field[Any], value: Any) -> str:
     if not field.repr:  # secrets are declared with repr=False
         return "(unset)" if value is None else HIDDEN
     if isinstance(value, str) and "://" in value:
-        return _without_password(value)
+        return logs.redact(_without_password(value))  # and a password in its query
     return str(value)
 
 

@@ -13,10 +13,14 @@ library's traceback).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
+import copy
 import datetime
 import json
 import logging
+import logging.handlers
+import queue
 import re
 import sys
 from collections.abc import Iterator
@@ -92,6 +96,8 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:  # formatted where it was logged (a queued record: _Queued)
+            line["exception"] = record.exc_text
         return redact(json.dumps(line, default=str, ensure_ascii=False))
 
 
@@ -117,12 +123,37 @@ def handler(stream: TextIO | None = None) -> logging.Handler:
     return made
 
 
+class _Queued(logging.handlers.QueueHandler):
+    """Hand a record to the writer's thread, made whole here: its message and traceback
+    formatted, and what it is about (a context of this thread) copied onto it."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record = copy.copy(record)
+        record.msg, record.args = record.getMessage(), None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        for name, value in (_about.get() or {}).items():
+            record.__dict__.setdefault(name, value)
+        return record
+
+
+def queued(stream: TextIO | None = None) -> logging.Handler:
+    """A handler that never blocks its caller (a request on the event loop): records go to a
+    queue and ``handler(stream)`` writes them from a thread of its own."""
+    lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    listener = logging.handlers.QueueListener(lines, handler(stream), respect_handler_level=False)
+    listener.start()
+    atexit.register(listener.stop)  # what is queued is written before the process ends
+    return _Queued(lines)
+
+
 def configure(stream: TextIO | None = None, level: int = logging.INFO) -> None:
     """Send every logger's lines through one handler (this process's start: serve, a worker)."""
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler(stream))
+    root.addHandler(queued(stream))
     root.setLevel(level)
     for name in ("uvicorn", "uvicorn.error", "dramatiq"):
         logger = logging.getLogger(name)
@@ -137,7 +168,7 @@ def uvicorn_config() -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "handlers": {"cardvault": {"()": "cardvault.logs.handler"}},
+        "handlers": {"cardvault": {"()": "cardvault.logs.queued"}},
         "root": {"handlers": ["cardvault"], "level": "INFO"},
         "loggers": {
             "uvicorn": {"handlers": [], "propagate": True},

@@ -14,20 +14,24 @@ first imported, so the variable must be set before then.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from prometheus_client.registry import Collector
 
+log = logging.getLogger("cardvault.metrics")
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own variable
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -181,12 +185,29 @@ def multiprocess() -> bool:
     return bool(os.environ.get(MULTIPROCESS_DIR))
 
 
+def _forget_dead_processes() -> None:
+    """Drop the live gauges of processes that died (a killed server or worker process): a
+    livesum would count their connections in use for ever."""
+    folder = Path(os.environ[MULTIPROCESS_DIR])
+    for path in folder.glob("gauge_live*_*.db"):
+        pid = int(path.stem.rsplit("_", 1)[1]) if path.stem.rsplit("_", 1)[1].isdigit() else None
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            mark_process_dead(pid, str(folder))  # type: ignore[no-untyped-call]  # (untyped there)
+        except PermissionError:
+            pass  # alive, another user's
+
+
 def exposition(*read_now: Collector) -> bytes:
     """Every family in the text format: this process's, or with several processes all of
     theirs; then ``read_now``'s, collected as they are scraped (a queue's depth is the broker's
     to say, not a process's)."""
     registry = CollectorRegistry()
     if multiprocess():
+        _forget_dead_processes()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # (prometheus_client leaves it untyped)
     for collector in read_now:
         registry.register(collector)
@@ -213,8 +234,10 @@ def serve(host: str, port: int, *read_now: Collector) -> ThreadingHTTPServer | N
 
     try:
         server = ThreadingHTTPServer((host, port), Answer)
-    except OSError:
-        return None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            log.warning("the worker's metrics cannot be answered on %s:%s: %s", host, port, exc)
+        return None  # in use: another process of this worker answers (or something else: see above)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="cardvault-metrics", daemon=True).start()
     return server

@@ -49,8 +49,12 @@ def configure(settings: Settings, service: str) -> None:
 def use(processor: SpanProcessor, *, sample: float = 1.0, service: str = "cardvault") -> TracerProvider:
     """Trace through ``processor`` from now on (``configure``, or a test's in-memory exporter)."""
     global _provider
+    # A caller's traceparent cannot force a trace past the share: its sampled flag is heeded
+    # at the same ratio (a caller's unsampled trace is left unsampled).
+    ratio = TraceIdRatioBased(sample)
     provider = TracerProvider(
-        resource=Resource.create({"service.name": service}), sampler=ParentBased(TraceIdRatioBased(sample))
+        resource=Resource.create({"service.name": service}),
+        sampler=ParentBased(ratio, remote_parent_sampled=ratio),
     )
     provider.add_span_processor(processor)
     _provider = provider

@@ -112,6 +112,7 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
             pool_size=20,
             max_overflow=20,
             poolclass=_CountedPool,
+            hide_parameters=True,  # an error's text never shows a statement's values (hashes, secrets)
         )
         _configure_sqlite(engine, PATIENT_SQLITE_MS if lock_timeout_ms is None else lock_timeout_ms)
         return _counted(engine)
@@ -123,6 +124,7 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
             max_overflow=20,
             pool_pre_ping=True,
             poolclass=_CountedPool,
+            hide_parameters=True,
             connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
         )
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from sqlalchemy import text
@@ -20,16 +21,28 @@ def get_health() -> dict[str, Any]:
     return {"status": "ok"}
 
 
+_ASKED_SECONDS = 1.0  # an answer is reused this long: a flood of probes asks each component once
+
+
+def _checks(rt: runtime.Runtime) -> list[health.Check]:
+    with rt.readiness_lock:
+        if not rt.readiness or time.monotonic() - rt.readiness[0] > _ASKED_SECONDS:
+            found = health.checks(rt.db, rt.limiter, rt.store, redis=rt.settings.redis_url is not None)
+            for check in found:
+                if not check.ok:
+                    log.warning("not ready: %s: %s", check.name, check.error)
+            rt.readiness[:] = [time.monotonic(), found]
+        checks: list[health.Check] = rt.readiness[1]
+        return checks
+
+
 def get_readiness() -> dict[str, Any]:
-    rt = runtime.current()
-    found = health.checks(rt.db, rt.limiter, rt.store, redis=rt.settings.redis_url is not None)
+    found = _checks(runtime.current())
     answered = [
         {"name": check.name, "status": "ok" if check.ok else "failed", "latencyMs": check.latency_ms}
         for check in found
     ]
-    failed = [check for check in found if not check.ok]
-    for check in failed:
-        log.warning("not ready: %s: %s", check.name, check.error)
+    failed = [check.name for check in found if not check.ok]
     if failed:
-        raise NotReady([check.name for check in failed], answered)
+        raise NotReady(failed, answered)
     return {"status": "ready", "checks": answered}

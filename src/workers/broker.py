@@ -6,6 +6,7 @@ inside the API process (the embedded default)."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from typing import Any
@@ -28,6 +29,7 @@ from cardvault.workers.wakeable import InProcessBroker
 
 # Redis redelivers a dead worker's unacknowledged messages once its heartbeat is this old; our
 # own sweeper (cardvault.workers.sweeper) re-sends stale operations as well.
+log = logging.getLogger("cardvault.broker")
 HEARTBEAT_TIMEOUT_MS = 15_000
 MAINTENANCE_CHANCE = 50_000  # of 1,000,000 broker calls: a dead worker's messages return soon
 
@@ -171,8 +173,13 @@ def webhook_fetcher() -> Fetcher:
 
 
 def queues() -> list[Any]:
-    """The state of this broker's queues (cardvault.workers.measured.QueueState), for metrics."""
-    return list(queue_states(broker))
+    """The state of this broker's queues (cardvault.workers.measured.QueueState), for metrics;
+    none when the broker cannot be read (the rest of a scrape is answered still)."""
+    try:
+        return list(queue_states(broker))
+    except Exception as exc:  # Redis out of reach, or slow: said in the log, not a failed scrape
+        log.warning("the queues could not be read for metrics: %s", exc)
+        return []
 
 
 def is_embedded() -> bool:

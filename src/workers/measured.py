@@ -5,11 +5,13 @@ of its oldest message, read from the broker when metrics are scraped."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from typing import Any
 
 import dramatiq
+import redis
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
@@ -26,14 +28,17 @@ class Measured(dramatiq.Middleware):
     the span that sent it, whose context the message carries in its ``trace`` option."""
 
     def __init__(self) -> None:
-        self._started: dict[str, float] = {}
-        self._spans: dict[str, tracing.Opened | None] = {}
-        self._lock = threading.Lock()
+        # A message's hooks before and after it run on its worker's thread: what they share is
+        # kept per thread (an id redelivered to another thread while running has its own).
+        self._running = threading.local()
 
     def before_enqueue(self, broker: dramatiq.Broker, message: dramatiq.Message[Any], delay: int) -> None:
         carrier = tracing.inject()
         if carrier:
             message.options["trace"] = carrier
+        # When it may run (a delayed one is enqueued again when due, then stamped anew): how long
+        # a message has waited counts from here, not from its first send.
+        message.options["ready_at"] = int(time.time() * 1000) + (delay or 0)
 
     def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
         opened = tracing.begin(
@@ -41,16 +46,13 @@ class Measured(dramatiq.Middleware):
             message.options.get("trace"),
             **{"messaging.destination.name": message.queue_name, "messaging.message.id": message.message_id},
         )
-        with self._lock:
-            self._started[message.message_id] = time.perf_counter()
-            self._spans[message.message_id] = opened
+        self._running.started, self._running.opened = time.perf_counter(), opened
         logs.enter(
             actor=message.actor_name,
             queue=message.queue_name,
             messageId=message.message_id,
             attempt=message.options.get("retries", 0) + 1,
-            # What it works on: a stage's card (its pk), an operation's, export's or import's id.
-            subject=message.args[0] if message.args else None,
+            subject=_subject(message.args),
         )
 
     def after_process_message(
@@ -69,9 +71,8 @@ class Measured(dramatiq.Middleware):
 
     def _count(self, message: MessageProxy, outcome: str, exception: BaseException | None = None) -> None:
         logs.leave()
-        with self._lock:
-            started = self._started.pop(message.message_id, None)
-            opened = self._spans.pop(message.message_id, None)
+        started, opened = getattr(self._running, "started", None), getattr(self._running, "opened", None)
+        self._running.started = self._running.opened = None
         tracing.end(opened, exception)
         metrics.WORKER_MESSAGES.labels(message.queue_name, message.actor_name, outcome).inc()
         if started is not None:
@@ -80,10 +81,19 @@ class Measured(dramatiq.Middleware):
             )
 
 
+def _subject(args: tuple[Any, ...]) -> Any:
+    """What a message works on, for its log lines: a stage's card (its pk), an operation's,
+    export's, import's or webhook's id; a retries-exhausted actor's is the failed message's id."""
+    first = args[0] if args else None
+    return first.get("message_id") if isinstance(first, dict) else first
+
+
 @dataclasses.dataclass(frozen=True)
 class QueueState:
-    """A queue's messages waiting to run (``ready``), waiting for their time (``delayed``) and
-    dead-lettered (``dead``), and when the oldest ready one was sent (epoch ms; None: none)."""
+    """A queue's messages waiting to run (``ready``), waiting for their time and not yet taken
+    by a worker (``delayed``: a worker holds those it took until they are due) and
+    dead-lettered (``dead``), and since when the oldest ready one may run (epoch ms; None:
+    none)."""
 
     queue: str
     ready: int
@@ -105,13 +115,29 @@ def queue_states(broker: dramatiq.Broker) -> list[QueueState]:
 def _memory_state(broker: StubBroker, name: str) -> QueueState:
     ready, delayed = broker.queues[name], broker.queues[dq_name(name)]
     oldest = list(ready.queue)[:1]  # the queue's own deque, read without taking
-    sent = dramatiq.Message.decode(oldest[0]).message_timestamp if oldest else None
+    sent = _ready_since(oldest[0]) if oldest else None
     return QueueState(name, ready.qsize(), delayed.qsize(), len(broker.dead_letters_by_queue[name]), sent)
+
+
+def _ready_since(encoded: bytes) -> int:
+    message = dramatiq.Message.decode(encoded)
+    return int(message.options.get("ready_at") or message.message_timestamp)
+
+
+@functools.cache
+def _client(broker: RedisBroker) -> redis.Redis:
+    """A client of the broker's Redis that gives up within 2 s (a scrape must not hang)."""
+    settings = {
+        **broker.client.connection_pool.connection_kwargs,
+        "socket_timeout": 2.0,
+        "socket_connect_timeout": 2.0,
+    }
+    return redis.Redis(**settings)
 
 
 def _redis_states(broker: RedisBroker, names: list[str]) -> list[QueueState]:
     """Two round trips to Redis for every queue: the lengths, then each head's message."""
-    client, space = broker.client, broker.namespace
+    client, space = _client(broker), broker.namespace
     with client.pipeline(transaction=False) as pipe:
         for name in names:
             pipe.llen(f"{space}:{name}")
@@ -127,6 +153,6 @@ def _redis_states(broker: RedisBroker, names: list[str]) -> list[QueueState]:
     states = []
     for i, name in enumerate(names):
         body = bodies[i]
-        sent = dramatiq.Message.decode(body).message_timestamp if body else None
+        sent = _ready_since(body) if body else None
         states.append(QueueState(name, counted[i * 4], counted[i * 4 + 1], counted[i * 4 + 2], sent))
     return states

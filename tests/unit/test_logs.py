@@ -98,3 +98,24 @@ def test_on_a_terminal_a_line_is_for_a_person_and_a_worker_names_its_message() -
     assert " WARNING " in waited and "actor=link_metadata_stage" in waited and "attempt=2" in waited
     assert KEY not in waited and logs.REDACTED in waited
     assert "actor=" not in after
+
+
+def test_a_queued_line_keeps_its_fields_and_traceback_and_is_written_by_another_thread() -> None:
+    import time
+
+    stream = io.StringIO()
+    stream.isatty = lambda: False  # type: ignore[method-assign]
+    logger = logging.getLogger("cardvault.test.queued")
+    logger.handlers[:] = [logs.queued(stream)]
+    logger.propagate, logger.level = False, logging.INFO
+    with logs.bound(requestId="req_queued00000000"):
+        try:
+            raise ValueError(f"bad key {KEY}")
+        except ValueError:
+            logger.exception("failed %s", "here")
+    deadline = time.monotonic() + 5
+    while not stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    line = json.loads(stream.getvalue())
+    assert (line["message"], line["requestId"]) == ("failed here", "req_queued00000000")
+    assert "ValueError" in line["exception"] and KEY not in stream.getvalue()

@@ -53,6 +53,18 @@ CHILD_PROGRAM = ("-I", "-B", "-m", "cardvault.adapters.decoder.child")  # given 
 _told: set[str] = set()  # the sandboxes logged once each
 
 
+_peak_lock = threading.Lock()
+_peak_bytes = 0  # the most memory any decoder child of this process has held
+
+
+def _peak(held: int) -> None:
+    global _peak_bytes
+    with _peak_lock:
+        if held > _peak_bytes:
+            _peak_bytes = held
+            metrics.DECODER_PEAK_MEMORY.set(held)
+
+
 def _end(child: subprocess.Popen[bytes] | None, connection: Connection | None) -> None:
     """Kill a child (if it still runs) and wait for it; close its connection."""
     if child is not None and child.poll() is None:
@@ -78,7 +90,6 @@ class Decoder:
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
-        self._peak = 0  # the most memory a child of this decoder held, in bytes
 
     def renditions(self, path: Path, *, large: bool = False) -> Renditions:
         """Renditions of the image at ``path``; ImageRefused with DECODE_BUSY when other
@@ -143,18 +154,20 @@ class Decoder:
             self._lock.release()
 
     def _measure(self, job: str, outcome: str) -> None:
-        """Count the job, and note the child's peak memory (Linux's VmHWM) while it lives."""
+        """Count the job, and note the child's peak memory."""
         metrics.DECODER_JOBS.labels(job, outcome).inc()
+        self._note_peak()
+
+    def _note_peak(self) -> None:
+        """Note the child's peak memory (Linux's VmHWM) while it lives: after each job, and
+        before a child that broke or ran out of time is ended (those matter most)."""
         pid = self.child_pid
         if pid is None:
             return
         with contextlib.suppress(OSError, ValueError, StopIteration):
             status = Path(f"/proc/{pid}/status").read_text()
             peak_kib = next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]
-            peak = int(peak_kib) * 1024
-            if peak > self._peak:
-                self._peak = peak
-                metrics.DECODER_PEAK_MEMORY.set(peak)
+            _peak(int(peak_kib) * 1024)
 
     def _exchange(self, request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
         try:
@@ -220,6 +233,7 @@ class Decoder:
         return None if self._child is None or self._child.poll() is not None else int(self._child.pid)
 
     def _stop(self) -> None:
+        self._note_peak()
         _end(self._child, self._connection)
         self._child = self._connection = None
 

@@ -328,7 +328,7 @@ def _describe(span: Span, scope: Scope, operation: str, status: int, account_id:
     """Name the request's span after its operation and say how it ended."""
     span.update_name(f"{scope['method']} {operation}")
     span.set_attribute("http.request.method", scope["method"])
-    span.set_attribute("url.path", scope["path"])
+    span.set_attribute("url.path", logs.redact(scope["path"]))  # a signed file URL's token is its path
     span.set_attribute("http.response.status_code", status)
     span.set_attribute("cardvault.operation", operation)
     if account_id:

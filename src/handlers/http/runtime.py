@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -142,6 +142,9 @@ class Runtime:
     # Sign-ins wait here for a password-checking slot, on the event loop, not in a thread.
     sign_ins: Admission = dataclasses.field(default_factory=lambda: Admission(SIGN_IN_SLOTS, SIGN_IN_WAITING))
     in_flight: InFlight = dataclasses.field(default_factory=InFlight)
+    # The last readiness answer and when it was asked (cardvault.handlers.system), with its lock.
+    readiness: list[Any] = dataclasses.field(default_factory=list)
+    readiness_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     @property
     def quotas(self) -> Quotas:

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from bench.servers import redis_server
 from cardvault.domain.db import Database
+from cardvault.handlers import system
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import app_env
@@ -46,8 +47,9 @@ def with_redis(tmp_path: Path, database: Database) -> Iterator[tuple[TestClient,
 
 
 def test_readiness_names_redis_and_answers_503_once_it_stops(
-    with_redis: tuple[TestClient, object], caplog: pytest.LogCaptureFixture
+    with_redis: tuple[TestClient, object], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(system, "_ASKED_SECONDS", 0.0)  # every probe asks (see the next test)
     client, process = with_redis
     ready = client.get("/v1/health/ready")
     assert ready.status_code == 200 and _names(ready.json()) == [
@@ -66,6 +68,15 @@ def test_readiness_names_redis_and_answers_503_once_it_stops(
     assert _names(body["details"]) == [("database", "ok"), ("redis", "failed"), ("storage", "ok")]
     assert "Error" in caplog.text and "Error" not in refused.text  # the cause is logged only
     assert len(caplog.records) == 1  # asked once: the check is the answer, not retried
+
+
+def test_probes_within_a_second_are_answered_once(tmp_path: Path, app_client: TestClient) -> None:
+    first = app_client.get("/v1/health/ready")
+    objects = tmp_path / "blobs" / "objects"
+    shutil.rmtree(objects)
+    objects.write_text("a file where the store's folder was")
+    second = app_client.get("/v1/health/ready")  # within the second: the first answer, reused
+    assert (first.status_code, second.status_code) == (200, 200) and first.json() == second.json()
 
 
 def test_a_broken_file_store_is_not_ready(tmp_path: Path, app_client: TestClient) -> None:

@@ -119,3 +119,15 @@ def test_an_actors_lines_name_its_message_and_what_it_works_on() -> None:
         1,
         4242,
     )
+
+
+def test_a_message_waits_from_when_it_may_run_not_from_its_first_send() -> None:
+    broker = StubBroker()
+    broker.add_middleware(Measured(), before=Retries)
+    broker.declare_queue("links")
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    broker.enqueue(_message("links", an_hour_ago))  # a retry, say: sent first an hour ago
+    (state,) = queue_states(broker)
+    assert state.ready == 1 and state.oldest_ms is not None
+    assert time.time() * 1000 - state.oldest_ms < 60_000
+    broker.close()
