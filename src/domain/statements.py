@@ -55,7 +55,7 @@ def prepared_rows(
 def driver_rows(connection: Connection, sql: str, parameters: Any) -> Sequence[Sequence[Any]]:
     """The rows of a statement that returns rows, as SQL text in the driver's paramstyle, sent
     on the connection's DBAPI connection in its transaction."""
-    if tracing.on():  # its own span when the trace is kept (the SQLAlchemy instrumentation's cost spared)
+    if tracing.on():  # a span of its own when its trace is kept, none (one check) when not
         if not tracing.recording():
             return _driver_rows(connection, sql, parameters)
         with tracing.span(

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -43,7 +42,7 @@ def traced(tmp_path: Path, database: Database) -> Iterator[tuple[TestClient, InM
             embedded.wait_until_idle()
     finally:
         tracing.stop()
-        SQLAlchemyInstrumentor().uninstrument()
+        tracing.uninstrument_engine(database.engine)
 
 
 def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[ReadableSpan]:
