@@ -43,13 +43,12 @@ from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
 from cardvault.handlers.http.middleware import (
     DocsHeaders,
-    MetricsRoute,
     RequestContext,
     RequestGuard,
-    RequestMetrics,
     ResponseRequestId,
     SpecDocument,
 )
+from cardvault.handlers.http.observed import MetricsRoute, RequestMetrics
 from cardvault.handlers.web.routes import WebRoutes
 from cardvault.settings import Settings, spec_document
 from cardvault.workers import broker as worker_broker

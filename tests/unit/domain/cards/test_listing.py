@@ -41,23 +41,9 @@ class TestTagAndFolderFilters:
             ]
             for card in made:
                 editing.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=["read"])
-        seen, cursor = [], None
-        while True:
-            with database.transaction(write=False) as session:
-                page = listing.list_cards(
-                    session,
-                    account_id=account_id,
-                    secret=SECRET,
-                    filters=CardFilter(tag="READ"),
-                    limit=1,
-                    cursor=cursor,
-                    with_total=True,
-                )
-            assert page.total == 4
-            seen += [c.id for c in page.cards]
-            if (cursor := page.next_cursor) is None:
-                break
-        assert seen == [c.id for c in reversed(made)]
+        pages = _walk(database, account_id, CardFilter(tag="READ"), limit=1, with_total=True)
+        assert {page.total for page in pages} == {4}
+        assert [c.id for page in pages for c in page.cards] == [c.id for c in reversed(made)]
 
     def test_date_bounds_apply_with_a_tag_or_folder_filter(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
@@ -222,6 +208,29 @@ def _plan(session: object, query: object, values: dict[str, object]) -> str:
 
 
 # Defects found in review, each pinned by the behaviour that was wrong.
+
+
+def _walk(
+    database: Database, account_id: str, filters: CardFilter, *, limit: int, with_total: bool = False
+) -> list[listing.CardPage]:
+    """Every page of a listing, following its cursors."""
+    pages, cursor = [], None
+    while True:
+        with database.transaction(write=False) as session:
+            page = listing.list_cards(
+                session,
+                account_id=account_id,
+                secret=SECRET,
+                filters=filters,
+                limit=limit,
+                cursor=cursor,
+                with_total=with_total,
+            )
+        pages.append(page)
+        if (cursor := page.next_cursor) is None:
+            return pages
+
+
 def test_the_type_filter_alone_narrows_the_list(api: Api) -> None:
     quote = api.create(content='"Hi." — Me')
     api.create(content="plain")
@@ -252,20 +261,7 @@ def test_relevance_reads_the_tiers_in_turn_when_many_cards_match(database: Datab
         [pk for pk in newest if index[pk] % 7 and index[pk] % 5],
         [pk for pk in newest if index[pk] % 7 and index[pk] % 5 == 0],
     ]
-    seen: list[int] = []
-    cursor = None
-    while True:
-        with database.transaction(write=False) as session:
-            page = listing.list_cards(
-                session,
-                account_id=account_id,
-                secret=SECRET,
-                filters=CardFilter(q="kiwi"),
-                limit=50,
-                cursor=cursor,
-            )
-        seen += [card.pk for card in page.cards]
-        cursor = page.next_cursor
-        if cursor is None:
-            break
+    seen = [
+        card.pk for page in _walk(database, account_id, CardFilter(q="kiwi"), limit=50) for card in page.cards
+    ]
     assert seen == [pk for tier in tiers for pk in tier]
