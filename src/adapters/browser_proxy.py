@@ -8,8 +8,10 @@ same checks, not a copy):
   NAT64 forms unwrapped), checked before any connection is made; the connection then goes to
   the vetted address, so a second DNS answer cannot move it;
 - the browser's own services (BROWSER_SERVICES: updates, Google sign-in) are refused by name;
-- a refusal is answered 403 with the fetcher's code, and remembered (``refused``), so a
-  capture can say what its page tried;
+- every refusal is answered with the same page (REFUSED: 403, one body, whatever the reason,
+  since the answer is drawn into the screenshot and archive and a reason would tell which
+  internal names exist), and remembered with the fetcher's code (``refused``), so a capture
+  can say what its page tried;
 - bounded: the request head at most 64 KiB, each connection's bytes from the server at most
   ``max_bytes``, and a connection idle for ``idle_seconds`` is closed.
 
@@ -49,6 +51,7 @@ BROWSER_SERVICES = frozenset(
     }
 )
 _HOP_BY_HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
+REFUSED = "This address is not captured."
 
 
 def chromium_arguments(proxy_url: str) -> list[str]:
@@ -173,13 +176,13 @@ class BrowserProxy:
         target = f"{host}:{port}"
         if host.lower().rstrip(".") in BROWSER_SERVICES:
             self._refuse(target, "BROWSER_SERVICE")
-            await _answer(to_client, 403, "BROWSER_SERVICE: the browser's own service is not called.")
+            await _answer(to_client, 403, REFUSED)
             return None
         try:
             address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
         except FetchRefused as refused:
             self._refuse(target, refused.code)
-            await _answer(to_client, 403, f"{refused.code}: {refused}")
+            await _answer(to_client, 403, REFUSED)
             return None
         try:
             return await asyncio.wait_for(asyncio.open_connection(address, port), CONNECT_SECONDS)
