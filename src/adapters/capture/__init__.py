@@ -165,8 +165,11 @@ class CaptureBrowser:
 
         loop, browser, proxy = self._started()
         seen = proxy.refusals
+        ledger = proxy.open_ledger()
         work = asyncio.run_coroutine_threadsafe(
-            asyncio.wait_for(steps.capture(browser, url, self.limits, self.memory), self.limits.seconds),
+            asyncio.wait_for(
+                steps.capture(browser, url, self.limits, self.memory, ledger), self.limits.seconds
+            ),
             loop,
         )
         try:
@@ -178,6 +181,8 @@ class CaptureBrowser:
                 f"The page was not captured within {self.limits.seconds:g} s.",
                 transient=True,
             ) from None
+        finally:
+            proxy.close_ledger(ledger)
         # What the page's requests met (the browser's own calls home are its, not the page's).
         new = min(proxy.refusals - seen, len(proxy.refused))
         met = list(proxy.refused)[len(proxy.refused) - new :] if new else []
