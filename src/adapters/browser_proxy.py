@@ -8,10 +8,15 @@ same checks, not a copy):
   NAT64 forms unwrapped), checked before any connection is made; the connection then goes to
   the vetted address, so a second DNS answer cannot move it;
 - the browser's own services (BROWSER_SERVICES: updates, Google sign-in) are refused by name;
-- a refusal is answered 403 with the fetcher's code, and remembered (``refused``), so a
-  capture can say what its page tried;
+- every refusal is answered with the same page (REFUSED: 403, one body, whatever the reason,
+  since the answer is drawn into the screenshot and archive and a reason would tell which
+  internal names exist), and remembered with the fetcher's code (``refused``), so a capture
+  can say what its page tried;
 - bounded: the request head at most 64 KiB, each connection's bytes from the server at most
-  ``max_bytes``, and a connection idle for ``idle_seconds`` is closed.
+  ``max_bytes``, and a connection idle for ``idle_seconds`` is closed;
+- counted: a capture opens a Ledger (a port of its own, given to its browser context as its
+  proxy), which adds up the bytes the servers sent its page, so that a capture can leave out an
+  archive that would be larger than its cap before the browser builds it.
 
 The browser is started with this proxy for every scheme and no bypass (loopback included), with
 its own name resolution off, so that a page cannot reach around it. The proxy runs its own
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import threading
 from urllib.parse import urlsplit
 
@@ -49,6 +55,7 @@ BROWSER_SERVICES = frozenset(
     }
 )
 _HOP_BY_HOP = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
+REFUSED = "This address is not captured."
 
 
 def chromium_arguments(proxy_url: str) -> list[str]:
@@ -75,6 +82,21 @@ def chromium_arguments(proxy_url: str) -> list[str]:
         "--no-pings",
         "--no-first-run",
     ]
+
+
+class Ledger:
+    """One capture's share of the proxy: the port its browser context is given as its proxy,
+    and the bytes the servers sent through it (``received``)."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.received = 0
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        """The ledger's proxy address, as a browser context is given it."""
+        return f"http://127.0.0.1:{self.port}"
 
 
 class BrowserProxy:
@@ -140,11 +162,32 @@ class BrowserProxy:
         loop.close()
         self._loop = self._server = None
 
+    def open_ledger(self) -> Ledger:
+        """A port of its own that proxies as this one does and counts what it received."""
+        assert self._loop is not None
+        ledger = Ledger()
+
+        async def listen() -> None:
+            serve = functools.partial(self._serve, ledger=ledger)
+            ledger._server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=HEAD_BYTES)
+            ledger.port = int(ledger._server.sockets[0].getsockname()[1])
+
+        asyncio.run_coroutine_threadsafe(listen(), self._loop).result(10)
+        return ledger
+
+    def close_ledger(self, ledger: Ledger) -> None:
+        """Stop listening on the ledger's port (its connections still open end on their own)."""
+        server, ledger._server = ledger._server, None
+        if server is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(server.close)
+
     def _refuse(self, target: str, code: str) -> None:
         self.refused.append((target, code))
         self.refusals += 1
 
-    async def _serve(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter, ledger: Ledger | None = None
+    ) -> None:
         try:
             try:
                 head = await asyncio.wait_for(client.readuntil(b"\r\n\r\n"), self._idle)
@@ -158,9 +201,9 @@ class BrowserProxy:
                 return
             method, target, _version = parts
             if method == "CONNECT":
-                await self._tunnel(target, client, to_client)
+                await self._tunnel(target, client, to_client, ledger)
             else:
-                await self._forward(method, target, lines[1:], client, to_client)
+                await self._forward(method, target, lines[1:], client, to_client, ledger)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -173,13 +216,13 @@ class BrowserProxy:
         target = f"{host}:{port}"
         if host.lower().rstrip(".") in BROWSER_SERVICES:
             self._refuse(target, "BROWSER_SERVICE")
-            await _answer(to_client, 403, "BROWSER_SERVICE: the browser's own service is not called.")
+            await _answer(to_client, 403, REFUSED)
             return None
         try:
             address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
         except FetchRefused as refused:
             self._refuse(target, refused.code)
-            await _answer(to_client, 403, f"{refused.code}: {refused}")
+            await _answer(to_client, 403, REFUSED)
             return None
         try:
             return await asyncio.wait_for(asyncio.open_connection(address, port), CONNECT_SECONDS)
@@ -188,7 +231,11 @@ class BrowserProxy:
             return None
 
     async def _tunnel(
-        self, target: str, client: asyncio.StreamReader, to_client: asyncio.StreamWriter
+        self,
+        target: str,
+        client: asyncio.StreamReader,
+        to_client: asyncio.StreamWriter,
+        ledger: Ledger | None,
     ) -> None:
         host, _, port_text = target.rpartition(":")
         host = host.strip("[]")
@@ -201,7 +248,7 @@ class BrowserProxy:
         server, to_server = opened
         to_client.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         await to_client.drain()
-        await self._pipe(client, to_client, server, to_server)
+        await self._pipe(client, to_client, server, to_server, ledger)
 
     async def _forward(
         self,
@@ -210,6 +257,7 @@ class BrowserProxy:
         headers: list[str],
         client: asyncio.StreamReader,
         to_client: asyncio.StreamWriter,
+        ledger: Ledger | None,
     ) -> None:
         try:
             url = urlsplit(target)
@@ -230,7 +278,7 @@ class BrowserProxy:
         connection = ["Connection: Upgrade"] if upgrade else ["Connection: close"]
         request_line = f"{method} {path}{'?' + url.query if url.query else ''} HTTP/1.1"
         to_server.write(("\r\n".join([request_line, *kept, *connection]) + "\r\n\r\n").encode("latin-1"))
-        await self._pipe(client, to_client, server, to_server)
+        await self._pipe(client, to_client, server, to_server, ledger)
 
     async def _pipe(
         self,
@@ -238,23 +286,29 @@ class BrowserProxy:
         to_client: asyncio.StreamWriter,
         server: asyncio.StreamReader,
         to_server: asyncio.StreamWriter,
+        ledger: Ledger | None,
     ) -> None:
-        """Copy both ways until either side ends or is idle, the server's bytes capped."""
+        """Copy both ways until either side ends or is idle, the server's bytes capped and
+        counted in ``ledger``."""
 
-        async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, cap: int | None) -> None:
+        async def copy(
+            source: asyncio.StreamReader, sink: asyncio.StreamWriter, cap: int | None, count: Ledger | None
+        ) -> None:
             sent = 0
             while True:
                 chunk = await asyncio.wait_for(source.read(65536), self._idle)
                 if not chunk:
                     return
                 sent += len(chunk)
+                if count is not None:
+                    count.received += len(chunk)
                 if cap is not None and sent > cap:
                     return
                 sink.write(chunk)
                 await sink.drain()
 
-        upstream = asyncio.ensure_future(copy(client, to_server, None))
-        downstream = asyncio.ensure_future(copy(server, to_client, self._max_bytes))
+        upstream = asyncio.ensure_future(copy(client, to_server, None, None))
+        downstream = asyncio.ensure_future(copy(server, to_client, self._max_bytes, ledger))
         try:
             await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -75,6 +75,7 @@ COVERED_ELSEWHERE = {
     "workers/actors.py": "tests/unit/workers/test_embedded.py",
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",
+    "adapters/capture/environment.py": "tests/browser/test_capture_environment.py",
     "import_captures.py": "tests/unit/test_importer.py",
     "workers/export_archive.py": "tests/unit/workers/test_exports.py",
     "adapters/decoder/jobs.py": "tests/unit/adapters/decoder/test_init.py",

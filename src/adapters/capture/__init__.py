@@ -23,12 +23,15 @@ import logging
 import os
 import secrets
 import shutil
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import psutil
 
 from cardvault.adapters.browser_proxy import BrowserProxy, chromium_arguments
+from cardvault.adapters.capture import environment
 from cardvault.adapters.fetcher import Fetcher
 
 log = logging.getLogger("cardvault.capture")
@@ -117,6 +120,7 @@ class CaptureBrowser:
         self._playwright: Any = None
         self._browser: Any = None
         self._marker = f"--cardvault-capture={secrets.token_hex(8)}"  # finds its process
+        self._home: Path | None = None  # the browser's and driver's home, temporary folder and profile
         self.launches = 0
 
     def capture(self, url: str, *, wait: float) -> Shot:
@@ -161,8 +165,11 @@ class CaptureBrowser:
 
         loop, browser, proxy = self._started()
         seen = proxy.refusals
+        ledger = proxy.open_ledger()
         work = asyncio.run_coroutine_threadsafe(
-            asyncio.wait_for(steps.capture(browser, url, self.limits, self.memory), self.limits.seconds),
+            asyncio.wait_for(
+                steps.capture(browser, url, self.limits, self.memory, ledger), self.limits.seconds
+            ),
             loop,
         )
         try:
@@ -174,6 +181,8 @@ class CaptureBrowser:
                 f"The page was not captured within {self.limits.seconds:g} s.",
                 transient=True,
             ) from None
+        finally:
+            proxy.close_ledger(ledger)
         # What the page's requests met (the browser's own calls home are its, not the page's).
         new = min(proxy.refusals - seen, len(proxy.refused))
         met = list(proxy.refused)[len(proxy.refused) - new :] if new else []
@@ -230,18 +239,22 @@ class CaptureBrowser:
     async def _launch(self, proxy_url: str) -> Any:
         from playwright.async_api import async_playwright
 
+        if self._home is None:
+            self._home = Path(tempfile.mkdtemp(prefix="cardvault-capture-"))
+        minimal = environment.browser_environment(self._home)
         if self._playwright is None:
-            self._playwright = await async_playwright().start()
+            with environment.minimal_driver(minimal):
+                self._playwright = await async_playwright().start()
         if not self.sandbox:
             log.warning(
                 "the capture browser runs without its sandbox (--no-sandbox): run workers as a "
                 "user other than root so that Chromium's own sandbox stays on"
             )
-        return await self._playwright.chromium.launch(
+        browser = await self._playwright.chromium.launch(
             executable_path=self.executable,
             headless=True,
             chromium_sandbox=self.sandbox,
-            env={name: value for name, value in os.environ.items() if not name.startswith("GOOGLE_")},
+            env=minimal,
             args=[
                 *chromium_arguments(proxy_url),
                 "--deny-permission-prompts",
@@ -252,6 +265,14 @@ class CaptureBrowser:
                 self._marker,
             ],
         )
+        # The driver (the browser's parent) read back: a Playwright that starts it some other way
+        # than environment.minimal_driver knows is refused here.
+        drivers = {process.ppid() for process in self._browser_processes()}
+        foreign = environment.foreign_names([psutil.Process(pid) for pid in drivers])
+        if foreign:
+            await browser.close()
+            raise RuntimeError(f"its processes hold {', '.join(sorted(foreign))} of the worker's environment")
+        return browser
 
     def stop(self) -> None:
         """Close the browser (the next capture starts another)."""
@@ -285,3 +306,6 @@ class CaptureBrowser:
             if self._proxy is not None:
                 self._proxy.stop()
                 self._proxy = None
+            if self._home is not None:
+                shutil.rmtree(self._home, ignore_errors=True)
+                self._home = None

@@ -9,8 +9,9 @@
 3. the page scrolled down a screen at a time, at most ``max_height`` px and SCROLL_SECONDS,
    so lazily loaded content is drawn (an endless page stops there), then back to the top;
 4. the page frozen (its timers and tasks stopped), then the first screen as WebP, the page as
-   MHTML (left out above ``archive_bytes``), and the rendered markup (its first HTML_CHARS
-   characters) for the reader view.
+   MHTML (left out above ``archive_bytes``, and not even built when the page received more
+   than that through its ledger of the proxy: the archive crosses CDP whole), and the rendered
+   markup (its first HTML_CHARS characters) for the reader view.
 
 A page that crashes (it ran out of memory, say) fails with PAGE_CRASHED; one whose browser grew
 past the memory limit while it ran fails with PAGE_TOO_LARGE; anything else the browser
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cardvault.adapters.browser_proxy import Ledger
 from cardvault.adapters.capture import CaptureRefused, Limits, Shot
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -48,8 +50,15 @@ class BrowserGone(Exception):
         self.began = began
 
 
-async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], int] | None = None) -> Shot:
-    """Capture the page at ``url`` in a fresh context of ``browser``."""
+async def capture(
+    browser: Any,
+    url: str,
+    limits: Limits,
+    memory: Callable[[], int] | None = None,
+    ledger: Ledger | None = None,
+) -> Shot:
+    """Capture the page at ``url`` in a fresh context of ``browser``, whose requests go
+    through ``ledger``'s port of the proxy when it is given."""
     from playwright.async_api import Error as PlaywrightError
 
     deadline = time.monotonic() + limits.seconds - min(OUTPUT_SECONDS, limits.seconds / 3)
@@ -60,6 +69,7 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
             service_workers="block",
             java_script_enabled=True,
             ignore_https_errors=False,
+            **({"proxy": {"server": ledger.url}} if ledger else {}),
         )
     except PlaywrightError:  # (it died since the last capture; its end not yet noticed)
         raise BrowserGone(began=False) from None
@@ -75,7 +85,7 @@ async def capture(browser: Any, url: str, limits: Limits, memory: Callable[[], i
                 crashed.set_result(True)
 
         page.on("crash", on_crash)
-        work = asyncio.ensure_future(_draw_and_keep(page, url, deadline, limits))
+        work = asyncio.ensure_future(_draw_and_keep(page, url, deadline, limits, ledger))
         # Left behind by a crash, a refusal or the time limit, its own end is not news.
         work.add_done_callback(lambda done: done.cancelled() or done.exception())
         waits: list[asyncio.Future[Any]] = [work, crashed, *([watch] if watch else [])]
@@ -170,12 +180,12 @@ async def _scroll(page: Any, seconds: float, max_height: int) -> None:
         await asyncio.sleep(SCROLL_PAUSE)
 
 
-async def _draw_and_keep(page: Any, url: str, deadline: float, limits: Limits) -> Shot:
+async def _draw_and_keep(page: Any, url: str, deadline: float, limits: Limits, ledger: Ledger | None) -> Shot:
     await _draw(page, url, deadline, limits)
-    return await _outputs(page, limits)
+    return await _outputs(page, limits, ledger)
 
 
-async def _outputs(page: Any, limits: Limits) -> Shot:
+async def _outputs(page: Any, limits: Limits, ledger: Ledger | None) -> Shot:
     """The first screen, the archive and the rendered markup, of the page frozen as it stands
     (its timers and tasks stopped: what it draws or allocates after this is not waited for)."""
     cdp = await page.context.new_cdp_session(page)
@@ -186,12 +196,15 @@ async def _outputs(page: Any, limits: Limits) -> Shot:
     )
     archive: bytes | None = None
     omitted: str | None = None
-    snapshot = await cdp.send("Page.captureSnapshot", {"format": "mhtml"})
-    data = snapshot["data"].encode("utf-8", "surrogateescape")
-    if len(data) > limits.archive_bytes:
-        omitted = "ARCHIVE_TOO_LARGE"
+    if ledger is not None and ledger.received > limits.archive_bytes:
+        omitted = "ARCHIVE_TOO_LARGE"  # (what it loaded would be in it: not built)
     else:
-        archive = data
+        snapshot = await cdp.send("Page.captureSnapshot", {"format": "mhtml"})
+        data = snapshot["data"].encode("utf-8", "surrogateescape")
+        if len(data) > limits.archive_bytes:
+            omitted = "ARCHIVE_TOO_LARGE"
+        else:
+            archive = data
     # page.content() and page.title() run in Playwright's utility world, out of the page's
     # reach (a page can redefine what its own scripts call); cut here, not by the page.
     html = await page.content()

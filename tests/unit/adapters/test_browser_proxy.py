@@ -1,9 +1,9 @@
 """The capture browser's proxy: requests go through it under the fetcher's rules. A page on an
 allowed port of a vetted address is reached (plain HTTP and through CONNECT); a loopback,
 private, link-local or metadata address, or a name that resolves to one, and a port not
-allowed, are refused with 403 and the fetcher's code before any connection is made (a listening
-socket proves nothing connected); the bytes from a server are capped; a malformed request is
-answered 400."""
+allowed, are refused before any connection is made (a listening socket proves nothing
+connected), each with the same 403 page (its reason, the fetcher's code, kept by the proxy);
+the bytes from a server are capped; a malformed request is answered 400."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from bench.servers import PageServer, page_server
 from cardvault.adapters.browser_proxy import BrowserProxy
-from cardvault.adapters.fetcher import Fetcher
+from cardvault.adapters.fetcher import Fetcher, FetchRefused
 
 PAGE = b"<!doctype html><title>Tides</title><p>High water twice a day.</p>"
 
@@ -92,7 +92,7 @@ def test_a_request_for_a_refused_address_connects_nowhere(host: str, listener: s
     proxy = _proxy(Fetcher(ports=(port,)))
     try:
         answer = _raw(proxy, f"GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-        assert answer.startswith(b"HTTP/1.1 403 ") and b"BLOCKED_ADDRESS" in answer
+        assert answer.startswith(b"HTTP/1.1 403 ")
         tunnel = _raw(proxy, f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
         assert tunnel.startswith(b"HTTP/1.1 403 ")
         assert _nothing_connected(listener)
@@ -107,8 +107,42 @@ def test_a_name_that_resolves_to_a_private_address_is_refused(listener: socket.s
     proxy = _proxy(rebinding)
     try:
         answer = _raw(proxy, f"CONNECT public.example:{port} HTTP/1.1\r\n\r\n".encode())
-        assert answer.startswith(b"HTTP/1.1 403 ") and b"BLOCKED_ADDRESS" in answer
+        assert answer.startswith(b"HTTP/1.1 403 ")
         assert _nothing_connected(listener)
+        assert [code for _, code in proxy.refused] == ["BLOCKED_ADDRESS"]
+    finally:
+        proxy.stop()
+
+
+def _names(host: str, port: int) -> list[str]:
+    if host == "private.example":
+        return ["10.0.0.7"]
+    if host[0].isdigit():
+        return [host]
+    raise FetchRefused("DNS_FAILED", f"{host} does not resolve: [Errno -2] Name or service not known")
+
+
+def test_every_refusal_is_the_same_page_whatever_its_reason() -> None:
+    # The page is drawn into the capture: a reason would tell a private name from one that does
+    # not resolve, so which internal names exist.
+    proxy = _proxy(Fetcher(ports=(80,), resolve=_names))
+    try:
+        answers = {
+            target: (
+                _raw(proxy, f"GET http://{target}/ HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()),
+                _raw(proxy, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode()),
+            )
+            for target in ("private.example:80", "missing.example:80", "10.0.0.1:80", "private.example:81")
+        }
+        assert {answer for pair in answers.values() for answer in pair} == {answers["10.0.0.1:80"][0]}
+        assert answers["10.0.0.1:80"][0].startswith(b"HTTP/1.1 403 ")
+        codes = {target: code for target, code in proxy.refused}
+        assert codes == {
+            "private.example:80": "BLOCKED_ADDRESS",
+            "missing.example:80": "DNS_FAILED",
+            "10.0.0.1:80": "BLOCKED_ADDRESS",
+            "private.example:81": "BAD_URL",
+        }
     finally:
         proxy.stop()
 
@@ -117,8 +151,9 @@ def test_a_port_not_allowed_is_refused(pages: PageServer) -> None:
     proxy = _proxy(Fetcher(ports=(80, 443), allow_loopback=True))
     try:
         answer = _raw(proxy, f"GET {pages.url('/tides')} HTTP/1.1\r\n\r\n".encode())
-        assert answer.startswith(b"HTTP/1.1 403 ") and b"BAD_URL" in answer
+        assert answer.startswith(b"HTTP/1.1 403 ")
         assert pages.hits == {}
+        assert [code for _, code in proxy.refused] == ["BAD_URL"]
     finally:
         proxy.stop()
 
