@@ -30,6 +30,9 @@ def spec_document() -> tuple[str, dict[str, Any]]:
 
 QUOTA_PENDING_BYTES = 10 * 1024**3  # five of the largest files at once, and more
 QUOTA_STORED_BYTES = 100 * 1024**3
+MAX_CARDS = 2_000_000  # per account, Trash included
+MAX_FOLDERS = 10_000  # per account
+IMPORT_ENTRIES_PER_DAY = 100_000  # per account, over the imports started in the last 24 hours
 
 
 class SettingsError(ValueError):
@@ -82,6 +85,14 @@ def _quota(env: Mapping[str, str], name: str, default: int) -> int | None:
     if not raw.isdigit() or int(raw) <= 0:
         raise SettingsError(f"{name} must be a positive number of bytes or off, not {raw!r}")
     return int(raw)
+
+
+def _cap(env: Mapping[str, str], name: str, default: int) -> int | None:
+    """A positive count, or None for ``off``."""
+    raw = env.get(name)
+    if raw is not None and raw.lower() == "off":
+        return None
+    return _whole(env, name, default)
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -334,6 +345,13 @@ class Settings:
     # together, and that plus the files its cards hold (in Trash too).
     quota_pending_bytes: int | None = QUOTA_PENDING_BYTES
     quota_stored_bytes: int | None = QUOTA_STORED_BYTES
+    # Per account: the cards and folders it may hold (None: no cap), whether saved by hand or
+    # imported, the entries its imports may take in a day, and how long an ended import's
+    # report is kept.
+    max_cards: int | None = MAX_CARDS
+    max_folders: int | None = MAX_FOLDERS
+    import_entries_per_day: int = IMPORT_ENTRIES_PER_DAY
+    import_days: float = 30.0
     # GET /metrics (Prometheus): open in the embedded default, behind this bearer token when it
     # is set, and not served in production (Redis configured) without one.
     metrics: bool = True
@@ -402,6 +420,10 @@ class Settings:
             password_parallelism=_whole(env, "CARDVAULT_PASSWORD_PARALLELISM", 1),
             quota_pending_bytes=_quota(env, "CARDVAULT_QUOTA_PENDING_BYTES", QUOTA_PENDING_BYTES),
             quota_stored_bytes=_quota(env, "CARDVAULT_QUOTA_STORED_BYTES", QUOTA_STORED_BYTES),
+            max_cards=_cap(env, "CARDVAULT_MAX_CARDS", MAX_CARDS),
+            max_folders=_cap(env, "CARDVAULT_MAX_FOLDERS", MAX_FOLDERS),
+            import_entries_per_day=_whole(env, "CARDVAULT_IMPORT_ENTRIES_PER_DAY", IMPORT_ENTRIES_PER_DAY),
+            import_days=_number(env, "CARDVAULT_IMPORT_DAYS", 30.0),
         )
 
     @staticmethod

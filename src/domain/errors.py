@@ -28,6 +28,8 @@ CardVaultError
 │   ├── ImportFinished       the import ended already: nothing to cancel
 │   ├── KeyLimitReached      the account holds as many live API keys as it may
 │   ├── WebhookLimitReached  the account holds as many webhooks as it may
+│   ├── CardLimitReached     the account holds as many cards as it may
+│   ├── FolderLimitReached   the account holds as many folders as it may
 │   ├── WebhookDisabled      a delivery cannot be retried while its webhook is disabled
 │   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
@@ -204,6 +206,25 @@ class KeyLimitReached(Conflict):
 
 class WebhookLimitReached(Conflict):
     """The account holds as many webhooks as it may."""
+
+
+class CardLimitReached(Conflict):
+    """The account holds as many cards as it may (Trash included)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"An account keeps at most {limit} cards, Trash included: delete some first.",
+            details={"limit": limit},
+        )
+
+
+class FolderLimitReached(Conflict):
+    """The account holds as many folders as it may."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"An account keeps at most {limit} folders: delete one first.", details={"limit": limit}
+        )
 
 
 class WebhookDisabled(Conflict):

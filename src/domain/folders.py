@@ -1,7 +1,8 @@
 """Folders: named, coloured groups of cards. A card can be in several folders.
 
-Limits: 10,000 cards per folder (cards in Trash count, as they come back on restore), 50 folders
-per card, 100 card ids per request (in the spec).
+Limits: the account's folders (CARDVAULT_MAX_FOLDERS, given by the caller), 10,000 cards per
+folder (cards in Trash count, as they come back on restore), 50 folders per card, 100 card ids
+per request (in the spec).
 Adding or removing cards is per card: one bad id never fails the others."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import FolderExists
+from cardvault.domain.errors import FolderExists, FolderLimitReached
 from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, Folder, FolderCard, get_owned
 from cardvault.domain.tags.names import tag_key
@@ -49,8 +50,21 @@ def _save(session: Session, folder: Folder, **values: object) -> None:
         raise FolderExists(f"A folder named {taken!r} exists.", details={"name": taken}) from None
 
 
-def create_folder(session: Session, *, account_id: str, name: str, color: str | None = None) -> Folder:
-    """Create a folder; its name is unique in the account ignoring case."""
+def create_folder(
+    session: Session,
+    *,
+    account_id: str,
+    name: str,
+    color: str | None = None,
+    max_folders: int | None = None,
+) -> Folder:
+    """Create a folder; its name is unique in the account ignoring case. ``max_folders``: the
+    folders the account may hold (FolderLimitReached past it; counted, as an account's folders
+    are few, and two racing for the last room may both pass)."""
+    if max_folders is not None:
+        held = session.scalar(select(func.count()).select_from(Folder).where(Folder.account_id == account_id))
+        if (held or 0) >= max_folders:
+            raise FolderLimitReached(max_folders)
     now = now_ms()
     name = name.strip()
     folder = Folder(

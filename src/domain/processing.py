@@ -131,6 +131,7 @@ def queue(
         row.state, row.attempts, row.updated_at, row.lease = "pending", 0, now, None
         row.imported = imported
         row.error_code = row.started_at = row.completed_at = None
+        row.turn_account_id = row.turn_at = None  # waits for no turn unless its import says so
         session.add(row)
     return tuple(name for name in names if waits_for(card.type, name) not in names)
 
@@ -256,9 +257,11 @@ def unsettled(
     ``older_than``. A pending one's message was lost (or waits behind a long queue); a running
     one's worker died, since a live worker beats for every attempt it runs (``beat``). A
     pending imported stage waits behind an import's whole backlog: it is sent again only with
-    no sign of life since ``imported_older_than`` (default: ``older_than``)."""
+    no sign of life since ``imported_older_than`` (default: ``older_than``), and one waiting
+    for its account's turn (cardvault.domain.portability.import_turns) is the turns' to send."""
     imported_older_than = older_than if imported_older_than is None else imported_older_than
-    waiting_behind_an_import = (
+    waiting_for_its_turn = CardStage.turn_account_id.is_not(None) & CardStage.turn_at.is_(None)
+    waiting_behind_an_import = waiting_for_its_turn | (
         (CardStage.state == "pending") & CardStage.imported & (CardStage.updated_at >= imported_older_than)
     )
     rows = session.execute(

@@ -42,6 +42,7 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         file_name=body.get("fileName"),
         file_size=body.get("fileSize"),
         mime_type=body.get("mimeType"),
+        max_cards=rt.settings.max_cards,
     ) as (session, card):
         _send_stages(session, card.pk, processing.queue(session, card))
         if body.get("fileKey") is not None:

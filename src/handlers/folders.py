@@ -31,8 +31,15 @@ def _membership_json(result: folders.Membership) -> dict[str, Any]:
 
 
 def create_folder(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
-    with runtime.current().db.transaction() as session:
-        folder = folders.create_folder(session, account_id=user, name=body["name"], color=body.get("color"))
+    rt = runtime.current()
+    with rt.db.transaction() as session:
+        folder = folders.create_folder(
+            session,
+            account_id=user,
+            name=body["name"],
+            color=body.get("color"),
+            max_folders=rt.settings.max_folders,
+        )
         return folder_json(folder, 0), 201, {"Location": f"/v1/folders/{folder.id}"}
 
 

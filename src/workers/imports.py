@@ -17,11 +17,14 @@ from typing import Any
 
 import dramatiq
 
+from cardvault.domain.clock import now_ms
 from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.formats.known import RESTORED, reader
+from cardvault.domain.portability.import_entries import Budget
+from cardvault.domain.portability.import_jobs import DAY_MS
 from cardvault.workers import restores
 from cardvault.workers.broker import blob_store, database, decoder, settings
-from cardvault.workers.pipeline import send_stage
+from cardvault.workers.pipeline import send_turns
 
 # Of batches taken; then hand over to a fresh message, well inside the time limit (600 s). Each
 # slice reads the file again up to its position, so slices are long: the skips of a 256 MiB
@@ -51,7 +54,7 @@ def run_import(import_id: str, handed: str | None = None) -> None:
         job = import_jobs.claim(session, import_id=import_id, lease=lease, handed=handed, stale_ms=stale_ms)
         if job is None:
             return
-        position, file_format, key = job.position, job.format, job.object_key
+        position, file_format, key, account_id = job.position, job.format, job.object_key, job.account_id
     if key is None:
         return
     if store.stat(key) is None:  # deleted behind the job's back: nothing can be taken
@@ -78,10 +81,16 @@ def run_import(import_id: str, handed: str | None = None) -> None:
         last = len(batch) < import_jobs.BATCH_SIZE
         with db.transaction() as session:
             taken = import_jobs.take(
-                session, import_id=import_id, lease=lease, start=position, items=batch, last=last
+                session,
+                import_id=import_id,
+                lease=lease,
+                start=position,
+                items=batch,
+                last=last,
+                budget=budget(),
             )
-        for card_pk, stage in taken.stages:
-            send_stage(card_pk, stage, imported=True)
+        if taken.stages:  # they wait for the account's turns (cardvault.domain.portability.import_turns)
+            send_turns(account_id)
         if not taken.going_on:
             return
         position += len(batch)
@@ -100,6 +109,29 @@ def fail_import(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
             import_id=import_id,
             error=f"The import failed {retry_info.get('retries', 0)} times and was stopped.",
         )
+
+
+def budget() -> Budget:
+    """The account's budgets an import is held to, as configured."""
+    configured = settings()
+    return Budget(
+        entries_per_day=configured.import_entries_per_day,
+        max_cards=configured.max_cards,
+        max_folders=configured.max_folders,
+    )
+
+
+@dramatiq.actor(
+    actor_name="forget_ended_imports", queue_name="housekeeping", max_retries=3, time_limit=300_000
+)
+def forget_ended_imports() -> None:
+    """Delete, batch by batch, the imports that ended over CARDVAULT_IMPORT_DAYS ago (their
+    reports and failures with them)."""
+    older_than = now_ms() - int(settings().import_days * DAY_MS)
+    while True:
+        with database().transaction() as session:
+            if import_jobs.purge_ended(session, older_than=older_than) < import_jobs.PURGE_BATCH:
+                break
 
 
 def resume_stale(older_than_seconds: float) -> int:

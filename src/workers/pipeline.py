@@ -41,6 +41,7 @@ from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import uploads
 from cardvault.domain.models import Card
+from cardvault.domain.portability import import_turns
 from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import database, pacer, settings
 from cardvault.workers.files import delete_doomed_objects
@@ -95,6 +96,16 @@ def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: in
         log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
         return
     actor.send_with_options(args=(card_pk,), delay=delay_ms)
+
+
+def send_turns(account_id: str | None = None) -> int:
+    """Send the next stages of imports that waited for their accounts' turns (of one account
+    when given: its stage settled, or its batch queued some); return how many."""
+    with database().transaction() as session:
+        turns = import_turns.next_turns(session, account_id=account_id)
+    for card_pk, stage in turns:
+        send_stage(card_pk, stage, imported=True)
+    return len(turns)
 
 
 def _pass_on(card_pk: int, stage: str) -> None:
@@ -315,6 +326,7 @@ def _record(
             if not skipped:
                 work.apply(session, kept, fields)
             _send_followers(session, card.pk, card.type, stage, imported)
+            _next_turn(session, card, imported)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
             str(value)
@@ -335,6 +347,7 @@ def _settle(card: Card, stage: str, lease: str, state: str, error_code: str, imp
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
             _send_followers(session, card.pk, card.type, stage, imported)
+            _next_turn(session, card, imported)
 
     _write(change)
 
@@ -342,6 +355,12 @@ def _settle(card: Card, stage: str, lease: str, state: str, error_code: str, imp
 def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, imported: bool) -> None:
     for follower in pipeline.followers(card_type, stage):
         after_commit(session, functools.partial(send_stage, card_pk, follower, imported=imported))
+
+
+def _next_turn(session: Session, card: Card, imported: bool) -> None:
+    """An imported stage settled: its account may have room for its next turn."""
+    if imported:
+        after_commit(session, functools.partial(send_turns, card.account_id))
 
 
 def resend_unsettled(older_than_ms: int) -> int:

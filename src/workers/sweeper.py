@@ -1,9 +1,10 @@
 """The sweeper: re-sends operations, exports and stages whose heartbeat went stale, and webhook
 deliveries that are due, so a lost message or a killed worker never leaves one behind, and
 every ten minutes starts the Trash purge, the deletion of expired Idempotency-Keys, of expired
-export archives, of ended sign-in records and of the changes feed's old changes. Beside it,
-the heartbeat: a sign of life of the stages this process is running, four times per stale
-time. Both run in every worker (and in the embedded worker)."""
+export archives, of ended sign-in records, of the changes feed's old changes and of ended
+imports; it also sends the imports' stages whose accounts' turns came. Beside it, the heartbeat:
+a sign of life of the stages this process is running, four times per stale time. Both run in
+every worker (and in the embedded worker)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ class Sweeper(dramatiq.Middleware):
                 resent = pipeline.resend_unsettled(int(older_than * 1000))
                 if resent:
                     log.info("re-sent %d processing stages", resent)
+                pipeline.send_turns()  # imports' stages, each account's turns (one settle's send lost)
                 webhooks.resend_due()  # deliveries due, and endpoints behind their changes
                 if time.monotonic() >= next_purge:
                     # Several workers sending these is harmless: each deletes what has expired.
@@ -91,6 +93,7 @@ class Sweeper(dramatiq.Middleware):
                     exports.expire_exports.send()
                     oauth.forget_ended_credentials.send()
                     changes.purge_changes.send()
+                    imports.forget_ended_imports.send()
                     next_purge = time.monotonic() + PURGE_EVERY_SECONDS
             except ServiceUnavailable:
                 # The database restarting, or out of reach: a passing fault, and the next pass

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain import links, processing
+from cardvault.domain.cards import holdings
 from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -72,10 +73,14 @@ def add_card(
     file_size: int | None = None,
     mime_type: str | None = None,
     created_at: int | None = None,
+    max_cards: int | None = None,
+    counted: bool = True,
 ) -> Card:
     """Create a card; its type is inferred from content and url when not given. A card that
     takes an uploaded ``file`` (see ``check_file``) marks its upload taken. ``created_at`` is
-    for imports, which keep a card's time."""
+    for imports, which keep a card's time. ``max_cards``: the cards the account may hold
+    (CardLimitReached past it); ``counted=False``: the caller counts the card in the account's
+    holdings (an import's batch, once, at its end)."""
     clean = clean_tags(tags)
     taken = file
     upload = None
@@ -128,6 +133,8 @@ def add_card(
         pending=-upload.declared_size if upload is not None else 0,
         stored=card.file_size or 0,
     )
+    if counted:
+        holdings.take(session, account_id=account_id, limit=max_cards)
     return card
 
 

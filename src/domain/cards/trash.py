@@ -3,12 +3,14 @@ on request or once they have been there longer than the retention period."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from sqlalchemy import ColumnElement, Row, delete, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes
+from cardvault.domain.cards import holdings
 from cardvault.domain.cards.editing import get_card
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -70,6 +72,7 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
     session.delete(card)
     quotas.count(session, account_id=account_id, stored=-(card.file_size or 0))
+    holdings.release(session, {account_id: 1})
 
 
 def _delete_locked(
@@ -104,6 +107,7 @@ def empty_trash(session: Session, *, account_id: str) -> int:
         freed += sum(card.file_size or 0 for card in cards)
     # Once, after every card: the account's row is the last lock (cardvault.domain.db).
     quotas.count(session, account_id=account_id, stored=-freed)
+    holdings.release(session, {account_id: deleted})
     return deleted
 
 
@@ -111,4 +115,5 @@ def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BAT
     """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
     deleted = _delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit)
     quotas.count_deleted_files(session, [(card.account_id, card.file_size) for card in deleted])
+    holdings.release(session, Counter(card.account_id for card in deleted))
     return len(deleted)

@@ -40,6 +40,7 @@ def adding_card(
     file_name: str | None = None,
     file_size: int | None = None,
     mime_type: str | None = None,
+    max_cards: int | None = None,
 ) -> Iterator[tuple[Session, Card]]:
     """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
     its write transaction, which commits when the block ends (the caller enqueues its jobs
@@ -72,5 +73,6 @@ def adding_card(
             file_name=file_name,
             file_size=file_size,
             mime_type=mime_type,
+            max_cards=max_cards,
         )
         yield session, card

@@ -20,7 +20,7 @@ from cardvault.domain.models.files import DoomedObject, Upload
 from cardvault.domain.models.folders import Folder, FolderCard
 from cardvault.domain.models.guards import IdempotencyKey
 from cardvault.domain.models.ownership import get_owned
-from cardvault.domain.models.pipeline import CardStage
+from cardvault.domain.models.pipeline import CardStage, ImportTurn
 from cardvault.domain.models.portability import ExportItem, ExportJob, ImportJob
 from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
@@ -41,6 +41,7 @@ __all__ = [
     "FolderCard",
     "IdempotencyKey",
     "ImportJob",
+    "ImportTurn",
     "OAuthClient",
     "OAuthCode",
     "OAuthGrant",

@@ -23,6 +23,8 @@ class Account(Base):
     # Moved in the transaction of every change to those rows, so a quota check reads one row.
     pending_upload_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     stored_file_bytes: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    # The cards it holds, Trash included (cardvault.domain.cards.holdings), moved likewise.
+    cards_held: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
     __table_args__ = (Index("uq_accounts_email_key", "email_key", unique=True),)
 

@@ -70,6 +70,7 @@ class ImportJob(Base):
     __table_args__ = (
         Index("ix_import_jobs_account_created", "account_id", "created_at"),
         Index("ix_import_jobs_status_heartbeat", "status", "heartbeat_at"),
+        Index("ix_import_jobs_completed_at", "completed_at"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -13,10 +13,15 @@ What an entry becomes (the README's "Imports" has it per format):
 - duplicates: an entry whose URL has the normal form of a card the account holds (Trash
   aside), or of an earlier entry of the file, is skipped (``skip``), merged into that card
   (``merge``: its tags, folder and notes added; a favorite or archived flag set), or made a card
-  of its own (``create``)."""
+  of its own (``create``);
+- the account's budgets (``Budget``, from the settings): past the cards it may hold the entry
+  that would make one more, and every entry after it, is not taken (``Stopped``: the job
+  ends there); past the folders it may hold an entry is taken without its new folder (counted
+  in ``unmapped``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -29,7 +34,7 @@ from cardvault.domain import changes, processing
 from cardvault.domain.cards import editing
 from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key
 from cardvault.domain.clock import now_ms
-from cardvault.domain.errors import CardVaultError, Conflict, InvalidInput
+from cardvault.domain.errors import CardVaultError, Conflict, FolderLimitReached, InvalidInput
 from cardvault.domain.folders import MAX_CARDS_PER_FOLDER, MAX_FOLDERS_PER_CARD, create_folder
 from cardvault.domain.models import Card, Folder, FolderCard, ImportJob
 from cardvault.domain.portability.formats import Broken, Entry, Item
@@ -46,22 +51,66 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _URL_BREAKERS = re.compile("[\x00-\x20\x7f-\x9f]")  # what the spec's Url cannot hold
 
 
-def taken(session: Session, job: ImportJob, items: Sequence[Item], *, alone: bool) -> list[tuple[int, str]]:
-    """Take the batch's entries; return the stages their new cards wait for."""
-    taker = _Taker(session, job)
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """What an account's imports may make (None: no bound): the entries its imports started
+    in the last 24 hours may read together, and the cards and folders it may hold."""
+
+    entries_per_day: int | None = None
+    max_cards: int | None = None
+    max_folders: int | None = None
+
+
+NO_BUDGET = Budget()
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopped:
+    """A budget stopped the import at this entry: it and those after it are not taken."""
+
+    place: str
+    reason: str
+
+
+@dataclasses.dataclass
+class Batch:
+    """What a batch's entries became: the stages their new cards wait for, how many cards
+    were made (for the account's holdings), and where a budget stopped it, if one did."""
+
+    stages: list[tuple[int, str]]
+    made: int
+    stopped: Stopped | None
+
+
+def taken(
+    session: Session,
+    job: ImportJob,
+    items: Sequence[Item],
+    *,
+    alone: bool,
+    budget: Budget = NO_BUDGET,
+    cards_room: int | None = None,
+) -> Batch:
+    """Take the batch's entries, making at most ``cards_room`` cards (None: no bound)."""
+    taker = _Taker(session, job, budget, cards_room)
     if job.on_duplicate != "create":
         taker.look_up([item.url for item in items if isinstance(item, Entry) and item.url is not None])
     for item in items:
         taker.take(item, alone=alone)
-    return taker.stages
+        if taker.stopped is not None:
+            break
+    return Batch(taker.stages, taker.made, taker.stopped)
 
 
 class _Taker:
     """Takes a batch's entries into the job's account, counting on the job."""
 
-    def __init__(self, session: Session, job: ImportJob) -> None:
-        self.session, self.job = session, job
+    def __init__(self, session: Session, job: ImportJob, budget: Budget, cards_room: int | None) -> None:
+        self.session, self.job, self.budget = session, job, budget
         self.account_id = job.account_id
+        self.cards_room, self.made = cards_room, 0
+        self.stopped: Stopped | None = None
+        self.folders_full = False  # the account holds as many folders as it may
         self.folders: dict[str, str] = {}  # folder name keys to ids, as met
         self.filed: dict[str, int] = {}  # folder ids to how many cards they hold
         self.keys: dict[str, str | None] = {}  # URLs to their normal form's key
@@ -97,7 +146,11 @@ class _Taker:
             except (DataError, IntegrityError) as exc:  # a value the database refuses (the savepoint is gone)
                 self._failed(item.place, f"the database refused a value: {type(exc.orig).__name__}")
                 return
+        if outcome == "stopped":
+            self._failed(item.place, self.stopped.reason if self.stopped else "")
+            return
         if outcome == "created":
+            self.made += 1
             job.created += 1
         elif outcome == "merged":
             job.merged += 1
@@ -122,6 +175,13 @@ class _Taker:
         existing = self._existing(url) if url is not None and self.job.on_duplicate != "create" else None
         if existing is not None and self.job.on_duplicate == "skip":
             return "skipped"
+        if existing is None and self.cards_room is not None and self.made >= self.cards_room:
+            self.stopped = Stopped(
+                entry.place,
+                f"not taken, nor any entry after it: the account holds the {self.budget.max_cards} cards"
+                " it may (CARD_LIMIT_REACHED); delete cards, then import the rest",
+            )
+            return "stopped"
         tags = self._tags(entry.tags)
         notes = self._notes(entry)
         folder_id = self._folder(entry.folder)
@@ -136,6 +196,7 @@ class _Taker:
             tags=tags,
             url=url,
             created_at=entry.created_at,
+            counted=False,  # the batch counts its cards at its end (cardvault.domain.cards.holdings)
         )
         if url is not None:
             card.metadata_title = _line(entry.title)
@@ -214,9 +275,21 @@ class _Taker:
             found = self.session.scalar(
                 select(Folder.id).where(Folder.account_id == self.account_id, Folder.name_key == key)
             )
+            if found is None and self.folders_full:
+                self._count("folder (the account's folder limit)")
+                return None
             if found is None:
                 try:
-                    found = create_folder(self.session, account_id=self.account_id, name=name).id
+                    found = create_folder(
+                        self.session,
+                        account_id=self.account_id,
+                        name=name,
+                        max_folders=self.budget.max_folders,
+                    ).id
+                except FolderLimitReached:
+                    self.folders_full = True
+                    self._count("folder (the account's folder limit)")
+                    return None
                 except Conflict:
                     found = self.session.scalar(
                         select(Folder.id).where(Folder.account_id == self.account_id, Folder.name_key == key)

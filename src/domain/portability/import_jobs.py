@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import metrics
+from cardvault.domain.cards import holdings
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import after_commit
@@ -32,12 +33,15 @@ from cardvault.domain.models import ImportJob, get_owned
 from cardvault.domain.portability import imports
 from cardvault.domain.portability.formats import Item
 from cardvault.domain.portability.formats.known import NAMES
-from cardvault.domain.portability.import_entries import MAX_FAILURES, taken
+from cardvault.domain.portability.import_entries import MAX_FAILURES, NO_BUDGET, Budget, Stopped, taken
+from cardvault.domain.portability.import_turns import wait_for_turns
 
 ACTIVE = ("pending", "running")
 ON_DUPLICATE = ("skip", "merge", "create")
 MAX_FILE_BYTES = 256 * 1024 * 1024  # the largest export an import takes
 BATCH_SIZE = 200
+DAY_MS = 24 * 3600 * 1000
+PURGE_BATCH = 500  # ended imports deleted per transaction
 
 
 def start_import(
@@ -244,28 +248,95 @@ class Taken:
 
 
 def take(
-    session: Session, *, import_id: str, lease: str, start: int, items: Sequence[Item], last: bool
+    session: Session,
+    *,
+    import_id: str,
+    lease: str,
+    start: int,
+    items: Sequence[Item],
+    last: bool,
+    budget: Budget = NO_BUDGET,
 ) -> Taken:
     """Take a batch of entries, the file's entries ``start`` to ``start + len(items)``, and
     move the job past them (``last``: the file has no more, the job completes). Nothing is
     taken when the job ended, or another run holds it, or moved it (its position is not
-    ``start``)."""
+    ``start``). Past one of the account's ``budget`` the job takes no more: it fails, its
+    report saying at which entry and why (the entries before stay taken)."""
     job = session.scalar(select(ImportJob).where(ImportJob.id == import_id).with_for_update())
     if job is None or job.status != "running" or job.lease != lease or job.position != start:
         return Taken(going_on=False)
+    entries_left = _entries_left(session, job, budget.entries_per_day)
+    stopped = None
+    if entries_left is not None and entries_left < len(items):
+        stopped = Stopped(
+            items[entries_left].place,
+            f"not taken, nor any entry after it: the account's imports may read {budget.entries_per_day}"
+            " entries a day, and those started in the last 24 hours read them; import the rest later",
+        )
+        items = items[:entries_left]
+    cards_room = None
+    if budget.max_cards is not None:
+        cards_room = max(0, budget.max_cards - holdings.held(session, account_id=job.account_id))
     try:
         # The batch in one savepoint: one per entry cost a fifth of an import (bench_imports).
         with session.begin_nested():
-            stages = taken(session, job, items, alone=False)
+            batch = taken(session, job, items, alone=False, budget=budget, cards_room=cards_room)
     except (CardVaultError, DataError, IntegrityError):
         # An entry failed while it was written: the savepoint rolled the batch back (the job's
         # counts too), and the batch is taken again, each entry alone.
-        stages = taken(session, job, items, alone=True)
+        batch = taken(session, job, items, alone=True, budget=budget, cards_room=cards_room)
+    if stopped is not None and batch.stopped is None:
+        _not_taken(job, stopped)
+    stopped = batch.stopped or stopped
+    # Once, after the batch's other locks (the account's row is the last): read unlocked at
+    # its start, the room may be passed by cards made by hand meanwhile, never by more than a
+    # batch.
+    holdings.take(session, account_id=job.account_id, cards=batch.made)
+    wait_for_turns(session, account_id=job.account_id, stages=batch.stages)
     job.position = start + len(items)
     job.heartbeat_at = job.updated_at = now_ms()
-    if last:
+    if stopped is not None:
+        end(session, job, "failed", f"Stopped at {stopped.place}: it was {stopped.reason}.")
+    elif last:
         end(session, job, "completed")
-    return Taken(going_on=not last, stages=stages)
+    return Taken(going_on=not last and stopped is None, stages=batch.stages)
+
+
+def _entries_left(session: Session, job: ImportJob, per_day: int | None) -> int | None:
+    """How many more entries the job may read today: the account's imports started in the
+    last 24 hours read ``per_day`` at most, together (None: no bound)."""
+    if per_day is None:
+        return None
+    read = session.scalar(
+        select(func.coalesce(func.sum(ImportJob.found), 0)).where(
+            ImportJob.account_id == job.account_id, ImportJob.created_at >= now_ms() - DAY_MS
+        )
+    )
+    return max(0, per_day - int(read or 0))
+
+
+def _not_taken(job: ImportJob, stopped: Stopped) -> None:
+    """Report the entry a budget stopped the job at as failed, with why."""
+    job.found += 1
+    job.failed += 1
+    if len(job.failures) < MAX_FAILURES:
+        job.failures = [*job.failures, {"entry": stopped.place, "reason": stopped.reason[:500]}]
+
+
+def purge_ended(session: Session, *, older_than: int, limit: int = PURGE_BATCH) -> int:
+    """Delete up to ``limit`` imports that ended before ``older_than`` (their reports and
+    failures with them); return how many."""
+    ended = list(
+        session.scalars(
+            select(ImportJob.id)
+            .where(ImportJob.completed_at < older_than, ImportJob.status.not_in(ACTIVE))
+            .order_by(ImportJob.completed_at)
+            .limit(limit)
+        )
+    )
+    if ended:
+        session.execute(delete(ImportJob).where(ImportJob.id.in_(ended)))
+    return len(ended)
 
 
 # Restoring our own archive (format RESTORED): a card at a time, by cardvault.workers.restores.

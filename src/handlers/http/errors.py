@@ -58,6 +58,8 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.QuotaExceeded: (409, "QUOTA_EXCEEDED"),
     domain.WebhookLimitReached: (409, "WEBHOOK_LIMIT_REACHED"),
     domain.WebhookDisabled: (409, "WEBHOOK_DISABLED"),
+    domain.CardLimitReached: (409, "CARD_LIMIT_REACHED"),
+    domain.FolderLimitReached: (409, "FOLDER_LIMIT_REACHED"),
     domain.InsufficientScope: (403, "INSUFFICIENT_SCOPE"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
