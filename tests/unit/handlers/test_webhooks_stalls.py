@@ -23,9 +23,8 @@ from tests.unit.handlers.test_webhooks import OK, deliveries, received
 
 
 @pytest.fixture
-def receiver() -> Iterator[PageServer]:
+def quick() -> Iterator[PageServer]:
     with page_server() as server:
-        server.routes["/hook"] = OK
         yield server
 
 
@@ -38,13 +37,13 @@ def staller() -> Iterator[TrickleServer]:
 
 @pytest.fixture
 def new_api(
-    tmp_path: Path, database: Database, receiver: PageServer, staller: TrickleServer
+    tmp_path: Path, database: Database, quick: PageServer, staller: TrickleServer
 ) -> Iterator[Callable[[], Api]]:
     settings = Settings.from_env(
         {
             **app_env(tmp_path, database),
             "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
-            "CARDVAULT_FETCH_PORTS": f"{receiver.port},{staller.port}",
+            "CARDVAULT_FETCH_PORTS": f"{quick.port},{staller.port}",
             "CARDVAULT_WEBHOOK_SCHEDULE": "0,0.1,0.1,0.1",
             "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS": "1",
         }
@@ -78,24 +77,27 @@ def test_an_endpoint_that_never_finishes_answering_fails_each_attempt_and_is_dis
     assert _disabled(api, webhook_id)["disabledReason"] == "FAILING"
     (delivery,) = deliveries(api, webhook_id)
     assert (delivery["status"], delivery["attempts"]) == ("failed", 4)
-    assert all(a["error"].startswith("FETCH_TIMEOUT") for a in delivery["attemptLog"]), [a["error"] for a in delivery["attemptLog"]]
+    assert all(a["error"].startswith("FETCH_TIMEOUT") for a in delivery["attemptLog"]), [
+        a["error"] for a in delivery["attemptLog"]
+    ]
     assert len(staller.requests) == 4  # one post per attempt, each hung up on at its deadline
     assert staller.most_at_once == 1  # never sent again while an attempt ran
 
 
 def test_another_accounts_webhook_arrives_while_two_endpoints_of_one_account_stall(
-    new_api: Callable[[], Api], staller: TrickleServer, receiver: PageServer
+    new_api: Callable[[], Api], staller: TrickleServer, quick: PageServer
 ) -> None:
     stalling, other = new_api(), new_api()
     first, second = _hook(stalling, staller.url("/a")), _hook(stalling, staller.url("/b"))
-    _hook(other, receiver.url("/hook"))
+    quick.routes["/hook"] = OK
+    _hook(other, quick.url("/hook"))
     stalling.create(content="told to two stalling endpoints")
     deadline = time.monotonic() + 30
     while not staller.requests:
         assert time.monotonic() < deadline
         time.sleep(0.02)
     other.create(content="told to a quick endpoint")
-    assert len(received(receiver, 1)) == 1
+    assert len(received(quick, 1)) == 1
     # The stalling account's endpoints took turns on one of the two worker threads.
     for webhook_id in (first, second):
         assert _disabled(stalling, webhook_id)["disabledReason"] == "FAILING"
