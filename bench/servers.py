@@ -6,6 +6,7 @@ the processes it started."""
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import socket
 import ssl
@@ -464,3 +465,103 @@ def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+class TrickleServer:
+    """An HTTP server on a loopback port that never quite answers: after each request's head it
+    sends ``100 Continue`` every ``every`` seconds (``mode="continue"``), or its response head
+    a byte at a time (``mode="head"``), ``times`` times before it answers 200. ``most_at_once``
+    is the most connections it held at one time, ``hung_up`` how many the client closed before
+    the trickle ended, ``requests`` each request's head (its first line and headers)."""
+
+    def __init__(self, mode: str, every: float, times: int) -> None:
+        self.mode, self.every, self.times = mode, every, times
+        self.port = 0
+        self.requests: list[bytes] = []
+        self.hung_up = 0
+        self.most_at_once = 0
+        self.open = 0
+        self._lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://localhost:{self.port}{path}"
+
+    def serve(self, conn: socket.socket) -> None:
+        with self._lock:
+            self.open += 1
+            self.most_at_once = max(self.most_at_once, self.open)
+        try:
+            self._trickle(conn)
+        except OSError:
+            with self._lock:
+                self.hung_up += 1
+        finally:
+            with self._lock:
+                self.open -= 1
+            conn.close()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            got = conn.recv(65536)
+            if not got:
+                return
+            head += got
+        request, body = head.split(b"\r\n\r\n", 1)
+        length = next(
+            (
+                int(line.split(b":", 1)[1])
+                for line in request.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            ),
+            0,
+        )
+        while len(body) < length:  # read whole, so only a hang-up makes it readable again
+            got = conn.recv(65536)
+            if not got:
+                return
+            body += got
+        with self._lock:
+            self.requests.append(request)
+        slow = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * self.times
+        pieces = [b"HTTP/1.1 100 Continue\r\n\r\n"] * self.times if self.mode == "continue" else []
+        if self.mode == "head":
+            pieces = [slow[: len(slow) - self.times]] + [b"a"] * self.times
+        for piece in pieces:
+            conn.sendall(piece)
+            # Woken at once by a hang-up, so ``open`` never counts a connection already closed.
+            readable, _, _ = select.select([conn], [], [], self.every)
+            if self.stop.is_set() or (readable and conn.recv(1, socket.MSG_PEEK) == b""):
+                raise OSError("the client hung up")
+        rest = b"" if self.mode == "head" else b"HTTP/1.1 200 OK"
+        conn.sendall(rest + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+
+@contextmanager
+def trickle_server(mode: str = "continue", every: float = 0.25, times: int = 80) -> Iterator[TrickleServer]:
+    """Serve a TrickleServer on a free loopback port, a thread per connection."""
+    server = TrickleServer(mode, every, times)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    server.port = int(listener.getsockname()[1])
+
+    def accept() -> None:
+        while not server.stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            threading.Thread(target=server.serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.stop.set()
+        thread.join(timeout=5)
+        listener.close()

@@ -326,10 +326,12 @@ class Settings:
     s3: S3Settings | None = None
     fetch_links: bool = True  # read link pages (off: the link stages are skipped, FETCHING_OFF)
     fetch_ports: tuple[int, ...] = (80, 443)  # the ports link fetches may use
+    fetch_seconds: float = 15.0  # a link fetch's whole exchange, every redirect included
     # Test-only: lets the fetcher reach loopback addresses, where the tests serve their pages.
     fetch_allow_loopback: bool = False
     webhook_schedule: tuple[float, ...] = WEBHOOK_SCHEDULE  # seconds before each attempt
-    webhook_timeout_seconds: float = 15.0  # how long an endpoint has to answer
+    webhook_timeout_seconds: float = 15.0  # how long an endpoint has to answer, all told
+    webhook_account_sends: int = 1  # an account's endpoints sent to at once (worker threads held)
     ai: bool = True  # write AI summaries and tags (off: the ai stage is skipped, AI_OFF)
     ai_provider: AiProviderSettings | None = None  # None: the offline engine
     # Transcribe speech where the asr extra is installed (off, or without it: a file with no
@@ -402,9 +404,11 @@ class Settings:
             s3=S3Settings.from_env(env),
             fetch_links=_bool(env, "CARDVAULT_FETCH_LINKS", True),
             fetch_ports=_ports(env, "CARDVAULT_FETCH_PORTS", (80, 443)),
+            fetch_seconds=_number(env, "CARDVAULT_FETCH_SECONDS", 15.0),
             fetch_allow_loopback=_bool(env, "CARDVAULT_TEST_FETCH_LOOPBACK", False),
             webhook_schedule=_schedule(env, "CARDVAULT_WEBHOOK_SCHEDULE", WEBHOOK_SCHEDULE),
             webhook_timeout_seconds=_number(env, "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS", 15.0),
+            webhook_account_sends=_whole(env, "CARDVAULT_WEBHOOK_ACCOUNT_SENDS", 1),
             ai=_bool(env, "CARDVAULT_AI", True),
             metrics=_bool(env, "CARDVAULT_METRICS", True),
             metrics_token=_metrics_token(env),

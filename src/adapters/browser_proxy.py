@@ -31,7 +31,7 @@ import functools
 import threading
 from urllib.parse import urlsplit
 
-from cardvault.adapters.fetcher import Fetcher, FetchRefused
+from cardvault.adapters.fetcher import Fetcher, FetchRefused, Lookups
 
 HEAD_BYTES = 64 * 1024
 MAX_BYTES = 64 * 1024 * 1024  # from the servers, per connection
@@ -110,6 +110,9 @@ class BrowserProxy:
         idle_seconds: float = IDLE_SECONDS,
     ) -> None:
         self._fetcher = fetcher
+        # Its lookups on threads of their own: a silent nameserver filling the fetcher's
+        # cannot stop the browser's, nor the other way round.
+        self._lookups = Lookups(name="cardvault-proxy-dns")
         self._max_bytes = max_bytes
         self._idle = idle_seconds
         self.refused: collections.deque[tuple[str, str]] = collections.deque(maxlen=256)  # (target, code)
@@ -219,7 +222,8 @@ class BrowserProxy:
             await _answer(to_client, 403, REFUSED)
             return None
         try:
-            address = await asyncio.get_running_loop().run_in_executor(None, self._fetcher.vet, host, port)
+            vet = functools.partial(self._fetcher.vet, host, port, lookups=self._lookups)
+            address = await asyncio.get_running_loop().run_in_executor(None, vet)
         except FetchRefused as refused:
             self._refuse(target, refused.code)
             await _answer(to_client, 403, REFUSED)

@@ -9,7 +9,10 @@ forgery (SSRF).
 - the connection goes to the vetted address, with the original name in ``Host`` and in TLS
   SNI (and certificate checks), so a second DNS answer (rebinding) cannot move it;
 - redirects are followed here, at most MAX_REDIRECTS, each hop checked again;
-- time limits on connecting, on each read and on the whole fetch; a cap on the body, counted
+- one wall-clock deadline over the whole exchange (lookup, connect, TLS, request, head and
+  body; every hop of a fetch, each post of a webhook): every socket operation waits at most
+  what is left of it, so a server that trickles its head a byte a second, or sends
+  ``100 Continue`` every second, fails at the deadline; a cap on the body, counted
   as it is decoded (gzip and deflate only, one layer), so a small compressed body cannot
   expand in memory;
 - no proxy or other settings from the environment.
@@ -25,13 +28,16 @@ import contextlib
 import dataclasses
 import ipaddress
 import logging
+import math
 import socket
 import ssl
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 from opentelemetry.trace import SpanKind
 
@@ -44,7 +50,6 @@ MAX_REDIRECTS = 5
 MAX_BYTES = 5 * 1024 * 1024
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _REDIRECTS = (301, 302, 303, 307, 308)
-_LOOKUPS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="cardvault-dns")
 _ACCEPTED_ENCODINGS = "gzip, deflate"
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
@@ -66,6 +71,95 @@ class Fetched:
     status: int
     headers: httpx.Headers
     body: bytes
+
+
+class Lookups:
+    """Name lookups on a few threads of their own (the system resolver has no time limit).
+    A lookup past its time is given up: still queued, it is cancelled, so a silent nameserver
+    leaves no backlog behind; running, its thread is left to end. Each user (link fetches,
+    webhooks, the capture proxy) has a pool of its own, so one filled does not stop another."""
+
+    def __init__(self, threads: int = 8, name: str = "cardvault-dns") -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+
+    def resolve(self, resolve: Resolver, host: str, port: int, seconds: float) -> list[str]:
+        lookup = self._pool.submit(resolve, host, port)
+        try:
+            return lookup.result(timeout=max(0.0, seconds))
+        except concurrent.futures.TimeoutError:
+            lookup.cancel()
+            raise FetchRefused("DNS_FAILED", f"{host} did not resolve in time.") from None
+
+
+class _Deadline:
+    """When an exchange must be over (monotonic seconds); moved by each fetch or post."""
+
+    def __init__(self) -> None:
+        self.at = math.inf
+
+    def start(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def left(self, timeout: float | None, late: Callable[[str], Exception]) -> float:
+        """The operation's own time limit cut to what is left of the deadline; ``late`` when
+        nothing is."""
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise late("The exchange took longer than its time limit.")
+        return left if timeout is None else min(timeout, left)
+
+
+class _BoundedStream(httpcore.NetworkStream):
+    """A connection whose every read, write and TLS handshake ends by the deadline, so no
+    sequence of small answers (a head a byte at a time, endless ``100 Continue``) outlasts it."""
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._stream, self._deadline = stream, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        seconds = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        return _BoundedStream(self._stream.start_tls(ssl_context, server_hostname, seconds), self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _BoundedBackend(httpcore.NetworkBackend):
+    """httpcore's sockets, every connection under the deadline."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        self._sockets, self._deadline = httpcore.SyncBackend(), deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        seconds = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        stream = self._sockets.connect_tcp(host, port, seconds, local_address, socket_options)
+        return _BoundedStream(stream, self._deadline)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("Only TCP connections are made.")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
 
 def _resolve(host: str, port: int) -> list[str]:
@@ -110,6 +204,10 @@ def is_allowed(address: str, *, allow_loopback: bool = False) -> bool:
     )
 
 
+def _late(message: str) -> FetchRefused:
+    return FetchRefused("FETCH_TIMEOUT", message)
+
+
 class Fetcher:
     """Fetches one URL at a time under the rules above (thread-safe: a client per fetch)."""
 
@@ -124,6 +222,7 @@ class Fetcher:
         total_seconds: float = 15.0,
         resolve: Resolver = _resolve,
         tls: ssl.SSLContext | None = None,  # the tests' own authority; else the system's
+        lookups: Lookups | None = None,
     ) -> None:
         self.ports = ports
         self.allow_loopback = allow_loopback
@@ -133,38 +232,48 @@ class Fetcher:
             connect=connect_seconds, read=read_seconds, write=read_seconds, pool=1.0
         )
         self._resolve = resolve
+        self._lookups = lookups or Lookups()
         # Built once: loading the certificate authorities costs 20 ms, a fifth of a link's work.
         self._verify = tls if tls is not None else httpx.create_ssl_context(trust_env=False)
 
-    def _lookup(self, host: str, port: int) -> list[str]:
-        """The name's addresses, within the connect time limit (the system resolver has none of
-        its own; a lookup that hangs is left to finish on its thread)."""
-        lookup = _LOOKUPS.submit(self._resolve, host, port)
-        try:
-            return lookup.result(timeout=self._timeout.connect)
-        except concurrent.futures.TimeoutError:
-            raise FetchRefused("DNS_FAILED", f"{host} did not resolve in time.") from None
+    def _client(self, deadline: _Deadline) -> httpx.Client:
+        """A client whose connections end by ``deadline``. httpx takes no network backend of
+        its own, so its transport's pool is built again around ours (the one private name of
+        httpx used, here alone)."""
+        transport = httpx.HTTPTransport(verify=self._verify, trust_env=False)
+        transport._pool = httpcore.ConnectionPool(
+            ssl_context=self._verify, network_backend=_BoundedBackend(deadline)
+        )
+        return httpx.Client(
+            transport=transport, trust_env=False, follow_redirects=False, timeout=self._timeout
+        )
 
     def allowed(self, address: str) -> bool:
         """Whether an address may be connected to."""
         return is_allowed(address, allow_loopback=self.allow_loopback)
 
-    def vet(self, host: str, port: int) -> str:
+    def vet(
+        self, host: str, port: int, *, lookups: Lookups | None = None, seconds: float | None = None
+    ) -> str:
         """The address to connect to for ``host`` on ``port``: the port must be allowed and every
         address the name resolves to must be allowed; FetchRefused (BAD_URL, DNS_FAILED or
         BLOCKED_ADDRESS) otherwise. The connection must go to the address returned (pinned), not
         to the name, so that a second DNS answer cannot move it. The capture browser's proxy
-        (cardvault.adapters.browser_proxy) vets its connections here too."""
+        (cardvault.adapters.browser_proxy) vets its connections here too, with ``lookups`` of
+        its own. The lookup has the connect time limit, or ``seconds`` when less is left."""
         if port not in self.ports:
             raise FetchRefused(
                 "BAD_URL", f"Port {port} is not fetched (only {', '.join(map(str, self.ports))})."
             )
-        addresses = self._lookup(host, port)
+        limit = self._timeout.connect or 0.0
+        if seconds is not None:
+            limit = min(limit, seconds)
+        addresses = (lookups or self._lookups).resolve(self._resolve, host, port, limit)
         if not addresses or not all(self.allowed(a) for a in addresses):
             raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
         return addresses[0]
 
-    def _vet(self, url: str) -> tuple[httpx.URL, str, str]:
+    def _vet(self, url: str, deadline: _Deadline | None = None) -> tuple[httpx.URL, str, str]:
         """The URL to connect to (the host replaced by a vetted address), the Host header, and
         the host name for TLS; FetchRefused when the URL breaks a rule."""
         try:
@@ -177,7 +286,8 @@ class Fetcher:
         if parts.username is not None or parts.password is not None:
             raise FetchRefused("BAD_URL", "URLs with a user name or password are not fetched.")
         host = parts.hostname
-        pinned = self.vet(host, port)
+        left = None if deadline is None else deadline.left(None, _late)
+        pinned = self.vet(host, port, seconds=left)
         target = httpx.URL(url).copy_with(host=pinned)
         host_header = host if parts.port is None else f"{host}:{parts.port}"
         if ":" in host and not host.startswith("["):
@@ -206,14 +316,11 @@ class Fetcher:
         self, url: str, headers: dict[str, str] | None, max_bytes: int | None, truncate: bool
     ) -> Fetched:
         cap = self.max_bytes if max_bytes is None else max_bytes
-        deadline = time.monotonic() + self.total_seconds
-        with httpx.Client(
-            trust_env=False, follow_redirects=False, timeout=self._timeout, verify=self._verify
-        ) as client:
+        deadline = _Deadline()
+        deadline.start(self.total_seconds)  # one for every hop
+        with self._client(deadline) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                if time.monotonic() > deadline:
-                    raise FetchRefused("FETCH_TIMEOUT", "The fetch took longer than its time limit.")
-                target, host_header, host = self._vet(url)
+                target, host_header, host = self._vet(url, deadline)
                 request = client.build_request(
                     "GET",
                     target,
@@ -227,7 +334,7 @@ class Fetcher:
                         if response.status_code in _REDIRECTS and location:
                             url = urljoin(url, location)
                             continue
-                        body = self._read(response, deadline, cap, truncate)
+                        body = self._read(response, cap, truncate)
                     finally:
                         response.close()
                 except httpx.TimeoutException:
@@ -252,7 +359,7 @@ class Fetcher:
                 return sent
 
         def send(body: bytes, headers: dict[str, str]) -> Fetched:
-            deadline = time.monotonic() + self.total_seconds
+            deadline.start(self.total_seconds)  # each post has the whole time, no more
             request = client.build_request(
                 "POST",
                 target,
@@ -263,7 +370,7 @@ class Fetcher:
             try:
                 response = client.send(request, stream=True)
                 try:
-                    read = self._read(response, deadline, 1024, truncate=True)
+                    read = self._read(response, 1024, truncate=True)
                 finally:
                     response.close()
             except httpx.TimeoutException:
@@ -272,12 +379,11 @@ class Fetcher:
                 raise FetchRefused("FETCH_FAILED", f"Sending to {host} failed: {exc}") from None
             return Fetched(url=url, status=response.status_code, headers=response.headers, body=read)
 
-        with httpx.Client(
-            trust_env=False, follow_redirects=False, timeout=self._timeout, verify=self._verify
-        ) as client:
+        deadline = _Deadline()
+        with self._client(deadline) as client:
             yield post
 
-    def _read(self, response: httpx.Response, deadline: float, cap: int, truncate: bool) -> bytes:
+    def _read(self, response: httpx.Response, cap: int, truncate: bool) -> bytes:
         """The body, decoded from gzip or deflate here, never past ``cap`` bytes (a 1 kB
         compressed body can decode to gigabytes: each step decodes at most what the cap leaves)."""
         encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
@@ -286,9 +392,7 @@ class Fetcher:
             raise FetchRefused("FETCH_FAILED", f"Content-Encoding {', '.join(encodings)} is not read.")
         decoder = zlib.decompressobj(_DECODERS[encodings[0]]) if encodings else None
         chunks, size = [], 0
-        for raw in response.iter_raw():
-            if time.monotonic() > deadline:
-                raise FetchRefused("FETCH_TIMEOUT", "The fetch took longer than its time limit.")
+        for raw in response.iter_raw():  # each read ends by the deadline (_BoundedStream)
             try:
                 chunk = raw if decoder is None else decoder.decompress(raw, cap - size + 1)
                 while decoder is not None and decoder.unconsumed_tail and len(chunk) <= cap - size:

@@ -10,6 +10,7 @@ from cardvault.domain.db import after_commit
 from cardvault.domain.models import Webhook, WebhookDelivery
 from cardvault.domain.webhooks import deliveries, endpoints, events
 from cardvault.handlers.http import runtime
+from cardvault.handlers.http.operations import held_credential
 from cardvault.handlers.http.paging import page_json
 from cardvault.workers.webhooks import deliver_webhooks
 
@@ -56,7 +57,12 @@ def create_webhook(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int
     url, chosen = _checked_url(body["url"]), endpoints.check_events(body["events"])
     with runtime.current().db.transaction() as session:
         webhook, secret = endpoints.create(
-            session, account_id=user, url=url, events=chosen, description=body.get("description", "")
+            session,
+            account_id=user,
+            url=url,
+            events=chosen,
+            description=body.get("description", ""),
+            credential_id=held_credential(),
         )
         made = {"webhook": webhook_json(webhook), "secret": secret}
     return made, 201, {"Location": f"/v1/webhooks/{webhook.id}"}
@@ -84,6 +90,7 @@ def update_webhook(webhook_id: str, body: dict[str, Any], user: str) -> dict[str
             events=chosen,
             description=body.get("description"),
             enabled=body.get("enabled"),
+            credential_id=held_credential(),
         )
         return webhook_json(webhook)
 

@@ -63,7 +63,9 @@ def bind(settings: Settings, db: Database, store: BlobStore | None = None) -> No
     _context["settings"] = settings
     _context["db"] = db
     _context["store"] = store or store_from_settings(settings)
-    _context["fetcher"] = _fetcher_for(settings.fetch_ports, settings.fetch_allow_loopback)
+    _context["fetcher"] = _fetcher_for(
+        settings.fetch_ports, settings.fetch_allow_loopback, settings.fetch_seconds
+    )
     _context["webhook_fetcher"] = _webhook_fetcher_for(
         settings.fetch_ports, settings.fetch_allow_loopback, settings.webhook_timeout_seconds
     )
@@ -80,8 +82,8 @@ def _pacer_for(redis_url: str | None) -> Pacer:
 
 
 @functools.cache
-def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool) -> Fetcher:
-    return Fetcher(ports=ports, allow_loopback=allow_loopback)
+def _fetcher_for(ports: tuple[int, ...], allow_loopback: bool, seconds: float) -> Fetcher:
+    return Fetcher(ports=ports, allow_loopback=allow_loopback, total_seconds=seconds)
 
 
 @functools.cache
@@ -167,8 +169,8 @@ def fetcher() -> Fetcher:
 
 
 def webhook_fetcher() -> Fetcher:
-    """The outbound client that sends webhooks: the fetcher's rules, 15 s to answer (the
-    settings' webhook_timeout_seconds)."""
+    """The outbound client that sends webhooks: the fetcher's rules, 15 s for a whole post,
+    connecting included (the settings' webhook_timeout_seconds)."""
     return _context["webhook_fetcher"]  # type: ignore[return-value]
 
 

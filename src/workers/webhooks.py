@@ -3,6 +3,8 @@
 ``dispatch_webhooks`` is sent after each commit that recorded changes of an account with an
 enabled endpoint (cardvault.domain.changes announces it); ``deliver_webhooks`` sends an
 endpoint's due deliveries in batches and sends itself again, delayed, for the next attempt due.
+A batch is taken only on its account's turn (CARDVAULT_WEBHOOK_ACCOUNT_SENDS endpoints at once),
+and one that ends sends the account's endpoints left waiting.
 The sweeper covers what a lost message or a dead worker left: endpoints behind their account's
 changes, and deliveries due."""
 
@@ -18,6 +20,7 @@ from cardvault.adapters.fetcher import FetchRefused
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.webhooks import deliveries, events
+from cardvault.settings import Settings
 from cardvault.workers.broker import database, settings, webhook_fetcher
 
 log = logging.getLogger("cardvault.webhooks")
@@ -29,40 +32,60 @@ BATCH = 50  # deliveries an attempt takes of one endpoint
 
 @dramatiq.actor(actor_name="dispatch_webhooks", queue_name="webhooks", max_retries=10, time_limit=300_000)
 def dispatch_webhooks(account_id: str) -> None:
-    """Make the deliveries of the account's changes not yet dispatched, and send them."""
-    while True:
+    """Make the deliveries of the account's changes not yet dispatched, and send them once all
+    are made (a burst's coalesced delivery takes in every batch before it is sent)."""
+    endpoints: set[str] = set()
+    more = True
+    while more:
         with database().transaction() as session:
             made, more = events.dispatch(session, account_id=account_id)
-            endpoints = sorted({delivery.webhook_id for delivery in made})
-        for webhook_id in endpoints:
-            deliver_webhooks.send(webhook_id)
-        if not more:
-            return
+            endpoints.update(delivery.webhook_id for delivery in made)
+    for webhook_id in sorted(endpoints):
+        deliver_webhooks.send(webhook_id)
 
 
 changes.on_announce(dispatch_webhooks.send)
 
 
+def lease_ms(config: Settings) -> int:
+    """How long a batch is held: past its sending (posts start while the lease has a post's
+    time and a margin left, and each ends by its deadline), so it never expires under an
+    attempt (README: CARDVAULT_STALE_SECONDS)."""
+    return int(max(config.stale_seconds, 2 * config.webhook_timeout_seconds + 5) * 1000)
+
+
 @dramatiq.actor(actor_name="deliver_webhooks", queue_name="webhooks", max_retries=10, time_limit=180_000)
 def deliver_webhooks(webhook_id: str) -> None:
     """Send the endpoint's due deliveries, a batch over one connection, record what each met,
-    and send this again for the rest and for the next attempt due."""
+    and send this again for the rest, for the next attempt due and for the account's endpoints
+    that waited for their turn."""
     config = settings()
-    lease_ms = int(config.stale_seconds * 1000)
+    held_ms = lease_ms(config)
     with database().transaction() as session:
-        batch = deliveries.take(session, webhook_id=webhook_id, lease_ms=lease_ms, limit=BATCH)
+        batch = deliveries.take(
+            session,
+            webhook_id=webhook_id,
+            lease_ms=held_ms,
+            limit=BATCH,
+            account_sends=config.webhook_account_sends,
+        )
     if batch is None:
         return
-    # No post starts unless it ends, answered or timed out, within the lease: another worker
-    # takes a delivery over only once its lease is over (README: keep the stale time above the
-    # webhook timeout).
-    sent, unsent = send(batch, seconds=lease_ms / 1000 - config.webhook_timeout_seconds - 1)
-    with database().transaction() as session:
-        next_at = deliveries.settle(
-            session, webhook_id, sent, unsent=unsent, schedule=config.webhook_schedule
-        )
-    if batch.full or unsent:
-        deliver_webhooks.send(webhook_id)
+    sent: Sent = []
+    began = time.monotonic()
+    try:
+        unsent = send(batch, sent, seconds=held_ms / 1000 - config.webhook_timeout_seconds - 5)
+    except BaseException as exc:
+        # Cut short (the actor's time limit, a shutdown, a fault of ours): the attempt under
+        # way is a failure, counted like any other, and the rest go back unsent.
+        took = int((time.monotonic() - began) * 1000)
+        _settle(webhook_id, *_interrupted(batch, sent, exc, took), config)
+        raise
+    next_at = _settle(webhook_id, sent, unsent, config)
+    with database().transaction(write=False) as session:
+        waiting = deliveries.handed_on(session, webhook_id=webhook_id)
+    for waiting_id in waiting:
+        deliver_webhooks.send(waiting_id)
     if next_at is not None:
         deliver_webhooks.send_with_options(args=(webhook_id,), delay=max(0, next_at - now_ms()))
 
@@ -70,25 +93,43 @@ def deliver_webhooks(webhook_id: str) -> None:
 Sent = list[tuple[deliveries.Attempt, deliveries.Outcome]]
 
 
-def send(batch: deliveries.Batch, *, seconds: float) -> tuple[Sent, list[deliveries.Attempt]]:
+def _settle(webhook_id: str, sent: Sent, unsent: list[deliveries.Attempt], config: Settings) -> int | None:
+    with database().transaction() as session:
+        return deliveries.settle(session, webhook_id, sent, unsent=unsent, schedule=config.webhook_schedule)
+
+
+def _interrupted(
+    batch: deliveries.Batch, sent: Sent, exc: BaseException, took_ms: int
+) -> tuple[Sent, list[deliveries.Attempt]]:
+    """What a batch cut short met: its attempt under way failed, those after it unsent."""
+    done = len(sent)
+    if done == len(batch.attempts):
+        return sent, []
+    before = sum(outcome.duration_ms for _, outcome in sent)
+    error = f"FETCH_FAILED: the attempt was cut short ({type(exc).__name__})"
+    failed = deliveries.Outcome(status=None, error=error, duration_ms=max(0, took_ms - before))
+    return [*sent, (batch.attempts[done], failed)], batch.attempts[done + 1 :]
+
+
+def send(batch: deliveries.Batch, results: Sent, *, seconds: float) -> list[deliveries.Attempt]:
     """POST the batch's attempts one after another through the SSRF-safe fetcher, over one
-    connection to the vetted address; answer what each sent one met and those left unsent
-    (the time was up, or the endpoint said 410 or to slow down). An endpoint that cannot be
-    reached (refused, timed out) fails every attempt left with the same error: it would not
-    answer them either."""
+    connection to the vetted address, adding what each sent one met to ``results`` as it is
+    met; answer those left unsent (the time was up, or the endpoint said 410 or to slow down).
+    An endpoint that cannot be reached (refused, timed out) fails every attempt left with the
+    same error: it would not answer them either."""
     started, attempts = time.monotonic(), batch.attempts
-    results: Sent = []
     try:
         with webhook_fetcher().poster(batch.url) as post:
             for index, attempt in enumerate(attempts):
                 if results and time.monotonic() - started > seconds:
-                    return results, attempts[index:]
+                    return attempts[index:]
                 began = time.monotonic()
                 try:
                     answer = post(attempt.body.encode(), attempt.headers)
                 except FetchRefused as refused:
                     failed = _failed(refused, began)
-                    return results + [(left, failed) for left in attempts[index:]], []
+                    results.extend((left, failed) for left in attempts[index:])
+                    return []
                 outcome = deliveries.Outcome(
                     status=answer.status,
                     error=None,
@@ -97,11 +138,11 @@ def send(batch: deliveries.Batch, *, seconds: float) -> tuple[Sent, list[deliver
                 )
                 results.append((attempt, outcome))
                 if answer.status == 410 or answer.status in deliveries.SLOWING or outcome.retry_after_ms:
-                    return results, attempts[index + 1 :]
+                    return attempts[index + 1 :]
     except FetchRefused as refused:  # the URL itself: not public, no such name
         failed = _failed(refused, started)
-        return [(attempt, failed) for attempt in attempts], []
-    return results, []
+        results.extend((attempt, failed) for attempt in attempts)
+    return []
 
 
 def _failed(refused: FetchRefused, began: float) -> deliveries.Outcome:

@@ -14,6 +14,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InsufficientScope, InvalidInput, KeyLimitReached, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import ApiKey
+from cardvault.domain.webhooks import endpoints
 
 LAST_CHARS = 4  # shown in listings, so a person can tell their keys apart
 LAST_USED_STEP_MS = 60_000  # lastUsedAt is kept to within this much (one write a minute at most)
@@ -160,4 +161,6 @@ def revoke_key(session: Session, *, account_id: str, key_id: str) -> ApiKey:
     if row is None:
         raise NotFound("No such API key.")
     row.revoked_at = now_ms()
+    session.flush()
+    endpoints.disable_revoked(session, account_id=account_id)  # the webhooks it made end with it
     return row

@@ -20,6 +20,7 @@ from cardvault.domain.db import rows_changed
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account, ApiKey, OAuthClient, OAuthCode, OAuthGrant, OAuthToken
+from cardvault.domain.webhooks import endpoints
 
 ACCESS_TOKEN_SECONDS = 3600
 CODE_SECONDS = 120  # a browser carries the code straight back; RFC 6749 allows at most 10 minutes
@@ -268,6 +269,9 @@ def revoke_grant(session: Session, *, grant_id: str, now: int) -> None:
         .values(revoked_at=now)
     )
     _revoke_keys(session, ApiKey.grant_id == grant_id, now)
+    account_id = session.scalar(select(OAuthGrant.account_id).where(OAuthGrant.id == grant_id))
+    if account_id is not None:  # the webhooks the app made end with its grant
+        endpoints.disable_revoked(session, account_id=account_id)
 
 
 def _revoke_keys(session: Session, condition: ColumnElement[bool], now: int) -> None:
@@ -288,6 +292,7 @@ def revoke_account_grants(session: Session, *, account_id: str, now: int) -> Non
         .values(revoked_at=now)
     )
     _revoke_keys(session, (ApiKey.account_id == account_id) & ApiKey.grant_id.is_not(None), now)
+    endpoints.disable_revoked(session, account_id=account_id)
 
 
 def revoke_token(session: Session, *, token: str, client_id: str, now: int) -> None:

@@ -25,11 +25,18 @@ class Webhook(Base):
     previous_secret: Mapped[str | None] = mapped_column(String(128))
     previous_until: Mapped[int | None] = mapped_column(BigInteger)  # the previous one signs until then
     enabled: Mapped[bool] = mapped_column(Boolean)
-    disabled_reason: Mapped[str | None] = mapped_column(String(32))  # GONE, FAILING or USER
+    disabled_reason: Mapped[str | None] = mapped_column(String(32))  # GONE, FAILING, USER or REVOKED
     disabled_at: Mapped[int | None] = mapped_column(BigInteger)
     # The account's change sequence up to which changes became deliveries to this endpoint.
     position: Mapped[int] = mapped_column(BigInteger)
     paused_until: Mapped[int | None] = mapped_column(BigInteger)  # slowed down by 429/502/504
+    # The batch being sent to it (a delivery lease) and until when: an account's endpoints
+    # being sent to at once are counted, so its slow ones hold only so many worker threads.
+    sending_lease: Mapped[str | None] = mapped_column(String(32))
+    sending_until: Mapped[int | None] = mapped_column(BigInteger)
+    # The credential that made (or last enabled) it: an API key's id, or an app's grant id.
+    # Revoking it disables the endpoint (REVOKED). None: made before endpoints were tied.
+    credential_id: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
 

@@ -10,9 +10,12 @@ attempt scheduled as Standard Webhooks advises (now, 5 s, 5 min, 30 min, 2 h, 5 
 - A retry asked for (``retry``) and a ping make one attempt, outside the schedule.
 
 An endpoint's due deliveries are taken in batches under one lease and sent one after another
-over one connection. Attempts are at least once: a worker that dies while sending leaves its
-lease to expire, and the delivery is sent again with the same id (``webhook-id``), which
-receivers dedupe on."""
+over one connection; the lease outlasts the batch's sending (every post ends by its deadline),
+so no delivery is sent twice at once. An account's endpoints are sent to at most
+``account_sends`` at a time (the endpoint row holds its batch's lease): a slow endpoint holds
+that many worker threads and no more, and only its own account's deliveries wait. Attempts are
+at least once: a worker that dies while sending leaves its lease to expire, and the delivery is
+sent again with the same id (``webhook-id``), which receivers dedupe on."""
 
 from __future__ import annotations
 
@@ -80,14 +83,35 @@ class Batch:
     full: bool  # as many as were asked for: more may be due
 
 
-def take(session: Session, *, webhook_id: str, lease_ms: int, limit: int = 50) -> Batch | None:
+def _turn(session: Session, webhook_id: str, now: int, account_sends: int) -> Webhook | None:
+    """The endpoint, if it may be sent to now: no batch of its own under way, and fewer than
+    ``account_sends`` of its account's endpoints being sent to. The account's endpoints are
+    locked (in id order, as dispatching locks them) so two takers count in turn."""
+    account_id = session.scalar(select(Webhook.account_id).where(Webhook.id == webhook_id))
+    if account_id is None:
+        return None
+    hooks = session.scalars(
+        select(Webhook).where(Webhook.account_id == account_id).order_by(Webhook.id).with_for_update()
+    ).all()
+    sending = [hook for hook in hooks if hook.sending_until is not None and hook.sending_until > now]
+    webhook = next((hook for hook in hooks if hook.id == webhook_id), None)
+    if webhook is None or webhook in sending or len(sending) >= account_sends:
+        return None
+    return webhook
+
+
+def take(
+    session: Session, *, webhook_id: str, lease_ms: int, limit: int = 50, account_sends: int = 1
+) -> Batch | None:
     """Take the attempts of up to ``limit`` of the endpoint's deliveries that are due and not
     held (oldest due first, then in the feed's order), answering what to send; None when there
-    is nothing to send now. A delivery of a disabled endpoint fails (WEBHOOK_DISABLED) but a
+    is nothing to send now, or when it is not the endpoint's turn (a batch of its own under way,
+    or ``account_sends`` of its account's endpoints being sent to: the batch that ends hands the
+    turn on, ``handed_on``). A delivery of a disabled endpoint fails (WEBHOOK_DISABLED) but a
     ping; while the endpoint is paused its deliveries wait for the pause's end, but pings and
     retries asked for."""
     now = now_ms()
-    webhook = session.get(Webhook, webhook_id)
+    webhook = _turn(session, webhook_id, now, account_sends)
     if webhook is None:
         return None
     due_rows = session.scalars(
@@ -125,6 +149,7 @@ def take(session: Session, *, webhook_id: str, lease_ms: int, limit: int = 50) -
         attempts.append(Attempt(delivery.id, webhook.url, delivery.body, headers, lease))
     if not attempts:
         return None
+    webhook.sending_lease, webhook.sending_until = lease, now + lease_ms
     return Batch(webhook.url, attempts, full=len(due_rows) == limit)
 
 
@@ -147,6 +172,8 @@ def settle(
         return None
     held = {attempt.delivery_id: attempt.lease for attempt, _ in results}
     held.update((attempt.delivery_id, attempt.lease) for attempt in unsent)
+    if webhook.sending_lease in held.values():  # the endpoint's turn ends with its batch
+        webhook.sending_lease = webhook.sending_until = None
     rows = {
         delivery.id: delivery
         for delivery in session.scalars(
@@ -235,6 +262,24 @@ def due(session: Session, *, limit: int = 500) -> Sequence[str]:
     return session.scalars(
         select(WebhookDelivery.webhook_id)
         .where(
+            WebhookDelivery.status == "pending",
+            WebhookDelivery.next_attempt_at <= now,
+            (WebhookDelivery.lease_until.is_(None)) | (WebhookDelivery.lease_until < now),
+        )
+        .distinct()
+        .limit(limit)
+    ).all()
+
+
+def handed_on(session: Session, *, webhook_id: str, limit: int = 20) -> Sequence[str]:
+    """The endpoints of the webhook's account (itself included) with a delivery due and not
+    held: a batch that ends sends them, as their takers found it was not their turn."""
+    account_id = select(Webhook.account_id).where(Webhook.id == webhook_id).scalar_subquery()
+    now = now_ms()
+    return session.scalars(
+        select(WebhookDelivery.webhook_id)
+        .where(
+            WebhookDelivery.webhook_id.in_(select(Webhook.id).where(Webhook.account_id == account_id)),
             WebhookDelivery.status == "pending",
             WebhookDelivery.next_attempt_at <= now,
             (WebhookDelivery.lease_until.is_(None)) | (WebhookDelivery.lease_until < now),

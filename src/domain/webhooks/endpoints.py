@@ -2,7 +2,9 @@
 
 An endpoint starts at the account's last change: it is told of changes made after it exists.
 The account's change counter counts its enabled endpoints, so a transaction that records
-changes knows whether to announce them (cardvault.domain.changes)."""
+changes knows whether to announce them (cardvault.domain.changes); making one locks that row
+first, so concurrent makers count the account's endpoints in turn. An endpoint belongs to the
+credential that made it (an API key, or an app's grant): revoking that disables it (REVOKED)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from cardvault.adapters.fetcher import is_allowed
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, WebhookLimitReached
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Webhook, get_owned
+from cardvault.domain.models import ApiKey, OAuthGrant, Webhook, get_owned
 
 MAX_WEBHOOKS = 20
 ROTATION_MS = 24 * 3600 * 1000  # the previous secret signs this long after a rotation
@@ -120,9 +122,19 @@ def _count(session: Session, account_id: str, delta: int) -> int:
 
 
 def create(
-    session: Session, *, account_id: str, url: str, events: list[str], description: str
+    session: Session,
+    *,
+    account_id: str,
+    url: str,
+    events: list[str],
+    description: str,
+    credential_id: str | None = None,
 ) -> tuple[Webhook, str]:
-    """Make an endpoint, enabled, and answer it with its secret (shown this once)."""
+    """Make an endpoint, enabled, belonging to ``credential_id`` (the API key or grant the
+    request came with), and answer it with its secret (shown this once)."""
+    # Counted first: the counter row stays locked until COMMIT, so the count below sees every
+    # endpoint another maker committed (read committed), and twenty at once cannot make 21.
+    position = _count(session, account_id, 1)
     held = session.scalar(select(func.count()).select_from(Webhook).where(Webhook.account_id == account_id))
     if (held or 0) >= MAX_WEBHOOKS:
         raise WebhookLimitReached(
@@ -138,7 +150,8 @@ def create(
         description=description,
         secret=secret,
         enabled=True,
-        position=_count(session, account_id, 1),  # told of what changes from now on
+        position=position,  # told of what changes from now on
+        credential_id=credential_id,
         created_at=now,
         updated_at=now,
     )
@@ -166,9 +179,11 @@ def update(
     events: list[str] | None = None,
     description: str | None = None,
     enabled: bool | None = None,
+    credential_id: str | None = None,
 ) -> Webhook:
     """Change an endpoint. Enabling a disabled one starts it again from the account's last
-    change (what changed while it was off is in the changes feed)."""
+    change (what changed while it was off is in the changes feed), and makes it belong to
+    ``credential_id``, the credential that enabled it."""
     webhook = get(session, account_id=account_id, webhook_id=webhook_id, for_update=True)
     if url is not None:
         webhook.url = url
@@ -178,13 +193,16 @@ def update(
         webhook.description = description
     if enabled is not None and enabled != webhook.enabled:
         set_enabled(session, webhook, enabled, reason=None if enabled else "USER")
+        if enabled:
+            webhook.credential_id = credential_id
     webhook.updated_at = max(now_ms(), webhook.updated_at)
     return webhook
 
 
 def set_enabled(session: Session, webhook: Webhook, enabled: bool, *, reason: str | None) -> None:
     """Enable or disable an endpoint (``reason``: USER, GONE after a 410, FAILING after its
-    last retry), keeping the account's count of enabled endpoints."""
+    last retry, REVOKED with its credential), keeping the account's count of enabled
+    endpoints."""
     if webhook.enabled == enabled:
         return
     last = _count(session, webhook.account_id, 1 if enabled else -1)
@@ -195,6 +213,30 @@ def set_enabled(session: Session, webhook: Webhook, enabled: bool, *, reason: st
         webhook.position = last
     else:
         webhook.disabled_reason, webhook.disabled_at = reason, now
+
+
+def disable_revoked(session: Session, *, account_id: str) -> None:
+    """Disable (REVOKED) the account's enabled endpoints whose API key or grant is revoked:
+    called by every revocation, in its transaction."""
+    hooks = session.scalars(
+        select(Webhook)
+        .where(
+            Webhook.account_id == account_id, Webhook.enabled.is_(True), Webhook.credential_id.is_not(None)
+        )
+        .order_by(Webhook.id)
+        .with_for_update()
+    ).all()
+    held = {hook.credential_id for hook in hooks}
+    revoked = set(
+        session.scalars(select(ApiKey.id).where(ApiKey.id.in_(held), ApiKey.revoked_at.is_not(None)))
+    ) | set(
+        session.scalars(
+            select(OAuthGrant.id).where(OAuthGrant.id.in_(held), OAuthGrant.revoked_at.is_not(None))
+        )
+    )
+    for hook in hooks:
+        if hook.credential_id in revoked:
+            set_enabled(session, hook, False, reason="REVOKED")
 
 
 def delete(session: Session, *, account_id: str, webhook_id: str) -> None:

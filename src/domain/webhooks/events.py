@@ -12,7 +12,14 @@ latest change, so changes made before a dispatch are told together):
 - a tag operation or export: ``tag_operation.completed``/``failed`` and ``export.ready``/
   ``failed``, once, from the change that marked its end (its progress is told by the feed
   alone). Each event is decided by the change's marks, not by what the resource is when the
-  dispatcher reads it: a change made while it ran is not told as its end."""
+  dispatcher reads it: a change made while it ran is not told as its end.
+
+A burst is told as one ``changes.coalesced`` delivery per endpoint instead of one per event:
+when one dispatch tells an endpoint more than COALESCE_AT events, or its deliveries waiting
+would pass BACKLOG. Its data counts the events by type between two sequences; the receiver
+reads the feed for them. Until its first attempt it takes in what the next dispatches tell the
+endpoint, so a rename over a million cards, or an endpoint down for a day, is a few rows, not
+one per change (its body is fixed once an attempt has sent it)."""
 
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain import feed
@@ -31,6 +38,9 @@ from cardvault.domain.models import Change, ChangeCounter, Webhook, WebhookDeliv
 from cardvault.domain.webhooks.endpoints import subscribed
 
 DISPATCH_BATCH = 500
+COALESCED = "changes.coalesced"
+COALESCE_AT = 10  # events one dispatch tells an endpoint one by one, at most
+BACKLOG = 100  # an endpoint's deliveries waiting, past which what it is told is coalesced
 _ENDED = {
     "tagOperation": {"completed": "tag_operation.completed", "failed": "tag_operation.failed"},
     "export": {"ready": "export.ready", "failed": "export.failed"},
@@ -100,19 +110,75 @@ def dispatch(session: Session, *, account_id: str) -> tuple[list[WebhookDelivery
     resources = feed.resources(
         session, account_id=account_id, changes=[c for c in found if c.kind not in ("card", "folder")]
     )
+    waiting, open_ = _backlog(session, hooks)
     now, made = now_ms(), []
     for hook in hooks:
-        for change in found:
-            if change.sequence <= hook.position:
-                continue
-            for event, data in events_of(change, hook.position, resources):
-                if subscribed(hook, event):
-                    made.append(
-                        _delivery(hook, event, change.sequence, body(event, change.changed_at, data), now)
-                    )
+        told = [
+            (event, data, change)
+            for change in found
+            if change.sequence > hook.position
+            for event, data in events_of(change, hook.position, resources)
+            if subscribed(hook, event)
+        ]
+        if not told:
+            pass
+        elif hook.id in open_ or len(told) > COALESCE_AT or waiting.get(hook.id, 0) + len(told) > BACKLOG:
+            made.append(_coalesced(hook, open_.get(hook.id), told, now))
+        else:
+            made.extend(
+                _delivery(hook, event, change.sequence, body(event, change.changed_at, data), now)
+                for event, data, change in told
+            )
         hook.position = max(hook.position, found[-1].sequence)
     session.add_all(made)
     return made, len(found) == DISPATCH_BATCH
+
+
+def _backlog(session: Session, hooks: Sequence[Webhook]) -> tuple[dict[str, int], dict[str, WebhookDelivery]]:
+    """Each endpoint's count of deliveries waiting, and its coalesced delivery not yet tried
+    (locked: it takes in this dispatch's events), if any."""
+    ids = [hook.id for hook in hooks]
+    pending = WebhookDelivery.status == "pending"
+    counts = session.execute(
+        select(WebhookDelivery.webhook_id, func.count())
+        .where(WebhookDelivery.webhook_id.in_(ids), pending)
+        .group_by(WebhookDelivery.webhook_id)
+    ).all()
+    opened = session.scalars(
+        select(WebhookDelivery)
+        .where(
+            WebhookDelivery.webhook_id.in_(ids),
+            pending,
+            WebhookDelivery.event == COALESCED,
+            WebhookDelivery.attempts == 0,
+            WebhookDelivery.lease.is_(None),
+        )
+        .order_by(WebhookDelivery.id)
+        .with_for_update()
+    ).all()
+    return {webhook_id: int(count) for webhook_id, count in counts}, {d.webhook_id: d for d in opened}
+
+
+def _coalesced(
+    hook: Webhook, opened: WebhookDelivery | None, told: list[tuple[str, dict[str, Any], Change]], now: int
+) -> WebhookDelivery:
+    """The endpoint's coalesced delivery, made or taking in ``told`` (not empty): ``{fromSequence,
+    throughSequence, count, events}`` (the count of each event type)."""
+    data: dict[str, Any] = {"fromSequence": None, "throughSequence": None, "count": 0, "events": {}}
+    if opened is not None:
+        data = json.loads(opened.body)["data"]
+    counts: dict[str, int] = data["events"]
+    for event, _data, _change in told:
+        counts[event] = counts.get(event, 0) + 1
+    data["fromSequence"] = data["fromSequence"] or told[0][2].sequence
+    data["throughSequence"] = told[-1][2].sequence
+    data["count"] += len(told)
+    last_at = told[-1][2].changed_at
+    sent = body(COALESCED, last_at, {**data, "events": dict(sorted(counts.items()))})
+    if opened is None:
+        return _delivery(hook, COALESCED, data["throughSequence"], sent, now)
+    opened.body, opened.sequence, opened.updated_at = sent, data["throughSequence"], now
+    return opened
 
 
 def behind(session: Session, *, limit: int = 500) -> Sequence[str]:

@@ -29,7 +29,9 @@ def _lookup_key(rt: runtime.Runtime, key: str) -> runtime.Holder | None:
             if not is_busy(exc):
                 raise
             # lastUsedAt is a convenience: a busy database never fails the request for it.
-    return runtime.Holder(account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id)
+    return runtime.Holder(
+        account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id, key_id=holder.key_id
+    )
 
 
 def _lookup_token(rt: runtime.Runtime, token: str) -> tuple[runtime.Holder, float] | None:
@@ -62,4 +64,9 @@ async def authenticate(token: str) -> dict[str, Any] | None:
         if holder is None:
             return None
         rt.credential_cache.put(digest, holder, ends_at)
-    return {"sub": holder.account_id, "scope": list(holder.scopes), "grant": holder.grant_id}
+    return {
+        "sub": holder.account_id,
+        "scope": list(holder.scopes),
+        "grant": holder.grant_id,
+        "key": holder.key_id,
+    }

@@ -140,6 +140,14 @@ def held_grant() -> str | None:
     return str(grant) if grant else None
 
 
+def held_credential() -> str | None:
+    """The API key (its id) or, for an access token, the grant the current request came with:
+    what a webhook it makes belongs to."""
+    info = context.get("token_info") or {}
+    held = info.get("key") or info.get("grant")
+    return str(held) if held else None
+
+
 def held_scopes() -> tuple[str, ...]:
     """The scopes of the API key or access token the current request came with."""
     return tuple((context.get("token_info") or {}).get("scope") or ())

@@ -36,6 +36,7 @@ class Holder:
     account_id: str
     scopes: tuple[str, ...]
     grant_id: str | None = None  # an access token's grant, or that of a key an app made
+    key_id: str | None = None  # an API key's id; None for an access token
 
 
 class CredentialCache:

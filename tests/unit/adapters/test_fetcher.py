@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import socket
 import ssl
+import threading
 import time
 import tracemalloc
 import zlib
@@ -15,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
-from bench.servers import PageServer, page_server
-from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused
+from bench.servers import PageServer, page_server, trickle_server
+from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused, Lookups
 
 
 @pytest.fixture
@@ -225,3 +226,43 @@ def test_a_name_that_does_not_resolve_in_time_is_refused_in_time() -> None:
     with pytest.raises(FetchRefused) as refused:
         Fetcher(connect_seconds=0.1, resolve=hanging).fetch("http://slow.example/")
     assert refused.value.code == "DNS_FAILED"
+
+
+@pytest.mark.parametrize("mode", ["continue", "head"])
+def test_a_server_that_trickles_its_answer_fails_at_the_deadline(mode: str) -> None:
+    # 100 Continue (or one byte of the head) every 0.2 s for 8 s: each read is quick, but the
+    # whole exchange has 1 s, so the fetch and the post fail and the connection is closed.
+    with trickle_server(mode, every=0.2, times=40) as server:
+        fetcher = Fetcher(ports=(server.port,), allow_loopback=True, total_seconds=1.0)
+        with pytest.raises(FetchRefused) as fetched:
+            fetcher.fetch(server.url("/page"))
+        assert fetched.value.code == "FETCH_TIMEOUT"
+        with fetcher.poster(server.url()) as post, pytest.raises(FetchRefused) as posted:
+            post(b"{}", {"content-type": "application/json"})
+        assert posted.value.code == "FETCH_TIMEOUT"
+        deadline = time.monotonic() + 10
+        while server.hung_up < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.hung_up == 2  # both hung up on before the trickle ended
+        assert len(server.requests) == 2
+
+
+def test_a_silent_nameserver_filling_one_pool_leaves_another_and_its_queue_is_cancelled() -> None:
+    release, calls = threading.Event(), []
+
+    def silent(host: str, _port: int) -> list[str]:
+        calls.append(host)
+        release.wait(10)
+        return ["127.0.0.1"]
+
+    fetcher = Fetcher(allow_loopback=True, connect_seconds=0.2, resolve=silent, lookups=Lookups(threads=1))
+    for name in ("first.example", "queued.example"):
+        with pytest.raises(FetchRefused) as refused:
+            fetcher.vet(name, 80)
+        assert refused.value.code == "DNS_FAILED"
+    # The proxy's lookups have threads of their own: the same resolver answers there at once
+    # once it answers at all, while the fetcher's one thread is still held.
+    release.set()
+    assert fetcher.vet("other.example", 80, lookups=Lookups(threads=1)) == "127.0.0.1"
+    assert fetcher.vet("after.example", 80) == "127.0.0.1"  # queued after the one given up
+    assert "queued.example" not in calls  # given up while queued: never run

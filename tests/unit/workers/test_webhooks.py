@@ -48,7 +48,8 @@ def test_a_send_that_cannot_be_made_fails_every_attempt_of_the_batch(
     attempts = [
         Attempt(delivery_id=f"msg_{n}", url=url, body="{}", headers={}, lease="try_x") for n in range(2)
     ]
-    sent, unsent = webhooks.send(Batch(url, attempts, full=False), seconds=5)
+    sent: webhooks.Sent = []
+    unsent = webhooks.send(Batch(url, attempts, full=False), sent, seconds=5)
     assert [attempt for attempt, _ in sent] == attempts and unsent == []
     for _, outcome in sent:
         assert outcome.status is None and outcome.error is not None

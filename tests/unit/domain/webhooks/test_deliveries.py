@@ -74,7 +74,10 @@ def test_an_attempt_is_taken_once_until_its_lease_ends(database: Database, accou
         assert webhook_id not in deliveries.due(session)
         held = session.get(WebhookDelivery, delivery_id)
         assert held is not None
-        held.lease_until = now_ms() - 1  # its worker died
+        held.lease_until = now_ms() - 1  # its worker died: its endpoint's turn ended too
+        endpoint = session.get(Webhook, webhook_id)
+        assert endpoint is not None and endpoint.sending_until is not None
+        endpoint.sending_until = held.lease_until
     with database.transaction() as session:
         assert webhook_id in deliveries.due(session)
     assert _take(database, webhook_id) is not None

@@ -13,6 +13,7 @@ from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebhookDelivery
+from cardvault.domain.tags import operations
 from cardvault.domain.webhooks import endpoints, events
 
 
@@ -96,3 +97,62 @@ def test_the_last_stage_to_settle_tells_card_processed(database: Database, accou
             processing.finish(session, card_pk=card_pk, stage=stage, lease=taken.lease, state="completed")
         told = _dispatched(database, account_id)
         assert told == ([] if stage == stages[0] else [(every, "card.processed", card_id)])
+
+
+def _dispatch_all(database: Database, account_id: str) -> None:
+    with database.transaction() as session:
+        while events.dispatch(session, account_id=account_id)[1]:
+            pass
+
+
+def _rows(database: Database, webhook_id: str) -> list[WebhookDelivery]:
+    with database.transaction() as session:
+        query = select(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id)
+        return list(session.scalars(query))
+
+
+def test_a_rename_over_many_cards_is_one_coalesced_delivery_per_endpoint(
+    database: Database, account_id: str
+) -> None:
+    cards = 300
+    with database.transaction() as session:
+        for n in range(cards):
+            editing.add_card(session, account_id=account_id, content=f"card {n}", tags=["old"])
+    hooks = [_hook(database, account_id, ["*"]) for _ in range(3)]
+    taking_tags = _hook(database, account_id, ["tag.updated", "tag.deleted"])
+    with database.transaction() as session:
+        operation = operations.start_tag_operation(
+            session, account_id=account_id, kind="rename", tag="old", to="new"
+        )
+    while True:  # batches of 100 cards, each its own commit and its own dispatch
+        with database.transaction() as session:
+            more = operations.run_tag_batch(session, operation_id=operation.id, batch_size=100)
+        _dispatch_all(database, account_id)
+        if not more:
+            break
+    for webhook_id in hooks:
+        (row,) = _rows(database, webhook_id)  # not one per card
+        payload = json.loads(row.body)
+        assert payload["type"] == events.COALESCED
+        told = payload["data"]
+        assert told["events"]["card.updated"] == cards and told["count"] == sum(told["events"].values())
+        assert told["fromSequence"] <= told["throughSequence"] == row.sequence
+    # A few events are told one by one, as the endpoint takes them.
+    assert {row.event for row in _rows(database, taking_tags)} <= {"tag.updated", "tag.deleted"}
+
+
+def test_a_coalesced_delivery_once_tried_is_never_changed(database: Database, account_id: str) -> None:
+    webhook_id = _hook(database, account_id, ["*"])
+    with database.transaction() as session:
+        for n in range(events.COALESCE_AT + 1):
+            editing.add_card(session, account_id=account_id, content=f"burst {n}")
+    _dispatch_all(database, account_id)
+    (first,) = _rows(database, webhook_id)
+    with database.transaction() as session:
+        tried = session.get(WebhookDelivery, first.id)
+        assert tried is not None
+        tried.attempts = 1
+    _card(database, account_id, "after the first attempt")
+    _dispatch_all(database, account_id)
+    rows = {row.id: row for row in _rows(database, webhook_id)}
+    assert rows[first.id].body == first.body and len(rows) == 2
