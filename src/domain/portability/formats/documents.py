@@ -138,7 +138,7 @@ def _paths(nodes: dict[Any, tuple[str, Any]]) -> dict[Any, list[str]]:
 
 
 def _folders(
-    chunks: Chunks, prefix: str, place: str, kept: Callable[[dict[str, Any]], bool]
+    chunks: Chunks, prefix: str, place: str, kept: Callable[[dict[str, Any]], bool], passed: str = ""
 ) -> tuple[dict[Any, list[str]], list[Broken]]:
     """The folders' paths by id, and a failure per folder that cannot be one (a wrong-typed
     id) or is past FOLDERS_LIMIT or FOLDER_TEXT_LIMIT (its entries are taken without it)."""
@@ -146,7 +146,7 @@ def _folders(
     failures: list[Broken] = []
     number = characters = 0
     try:
-        for value in objects(chunks, prefix):
+        for value in objects(chunks, prefix, frozenset((passed,))):
             number += 1
             if not (isinstance(value, dict) and kept(value) and isinstance(value.get("name"), str)):
                 continue
@@ -216,7 +216,9 @@ def _pinned(open_file: Opener) -> set[str]:
 
 def linkwarden(open_file: Opener) -> Iterator[Item]:
     """Linkwarden's JSON backup."""
-    collections, failures = _folders(open_file(), "collections.item", "collection", lambda value: True)
+    collections, failures = _folders(
+        open_file(), "collections.item", "collection", lambda value: True, passed="links"
+    )
     pinned = _pinned(open_file)
 
     def make(place: str, value: dict[str, Any]) -> Entry | None:

@@ -194,15 +194,17 @@ class _Builder:
     parts (a deeper one is only counted); inside, the containers being built. Past the budget
     the built part is dropped and only the depth is counted until the value ends."""
 
-    def __init__(self, prefix: str, decoded: _Decoded, strings: _Strings) -> None:
+    def __init__(self, prefix: str, passed: frozenset[str], decoded: _Decoded, strings: _Strings) -> None:
         self.wanted = prefix.split(".") if prefix else []
+        self.passed = passed
+        self._passing = False  # the value at one of the passed keys is being skipped
         self.decoded, self.strings = decoded, strings
         self.done: list[Any] = []  # the values ended so far, taken by the reader
         self._path: list[str | None] = []  # each open container's part of the path (a key, "item")
         self._deeper = 0  # containers open below the path's depth, outside a value
         self._built: list[Any] = []  # the containers of the value being built, outermost first
         self._keys: list[str | None] = []  # each built object's key waiting for its value
-        self._skipped = 0  # containers still open of a value past its budget (0: none)
+        self._skipped = 0  # containers still open of a value skipped (past its budget, or passed)
         self._over = ""
         self._finished_value: Any = None  # the value built, once its outermost container ends
         self._values = self._characters = 0
@@ -245,7 +247,12 @@ class _Builder:
         if event == "map_key":
             self._keys[-1] = value
             self._count_text(value)
+            self._passing = len(self._built) == 1 and value in self.passed
             self._check()
+            return
+        if self._passing:  # a passed key's value: never built, nor counted
+            self._passing = False
+            self._skipped = 1 if event in _STARTS else 0
             return
         if event in _ENDS:
             self._built.pop()
@@ -311,7 +318,8 @@ class _Builder:
             return len(events)
         ended = steps.index(-self._skipped)
         self._skipped = 0
-        self._end(None)
+        if self._over:
+            self._end(None)
         return at + ended + 1
 
     def _end(self, value: Any) -> None:
@@ -326,8 +334,10 @@ class _Builder:
         self._over, self._finished_value = "", None
 
 
-def objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
-    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time:
+def objects(chunks: Chunks, prefix: str, passed: frozenset[str] = frozenset()) -> Iterator[Any]:
+    """The JSON values at ``prefix`` (ijson's path: ``bookmarks.item``), built one at a time
+    without the members named in ``passed`` (a Linkwarden collection's links, when only its
+    name is wanted): a value holding a string over STRING_LIMIT bytes as a TooLong, one holding bytes that are
     a value holding a string over STRING_LIMIT bytes as a TooLong, one holding bytes that are
     no text as a NotText, one past its budget as a TooBig. A file that is no JSON raises
     ijson.JSONError after every value before the fault (those ended in the slice it broke in
@@ -335,7 +345,7 @@ def objects(chunks: Chunks, prefix: str) -> Iterator[Any]:
     events: list[tuple[str, Any]] = ijson.sendable_list()
     parser = ijson.basic_parse_coro(events, use_float=True)
     decoded, strings = _Decoded(), _Strings()
-    builder = _Builder(prefix, decoded, strings)
+    builder = _Builder(prefix, passed, decoded, strings)
     try:
         for piece in _sliced(strings(decoded(chunks))):
             parser.send(piece)

@@ -104,3 +104,10 @@ def test_the_string_guard_replaces_exactly_the_strings_over_the_limit_wherever_c
         out = b"".join(guard(data[i : i + chunk] for i in range(0, len(data), chunk)))
     kept = json.loads(out)
     assert kept == expected(value)
+
+
+def test_a_passed_member_is_neither_built_nor_counted() -> None:
+    links = ",".join(['{"url": "u", "tags": [{"name": "t"}]}'] * 50_000)
+    data = f'{{"collections": [{{"id": 1, "links": [{links}], "name": "One"}}]}}'.encode()
+    found = list(streamed.objects(_chunked(data, 4096), "collections.item", frozenset({"links"})))
+    assert found == [{"id": 1, "name": "One"}]
