@@ -39,6 +39,9 @@ def test_lists_after_bookmarks_a_smart_list_and_a_cycle_of_parents() -> None:
     assert entry.folder == ["B", "A"] and entry.unmapped == ["lists (beyond the first)"]
 
 
+IN_ONE = '"lists": [1]'
+
+
 def _bookmark(fields: str) -> str:
     return (
         '{"content": {"type": "link", "url": "https://example.com/x"}'
@@ -61,7 +64,7 @@ def _bookmark(fields: str) -> str:
     ],
 )
 def test_a_wrong_typed_or_oversized_bookmark_fails_alone(fields: str, reason: str) -> None:
-    data = f'{{"bookmarks": [{_bookmark("")}, {_bookmark(fields)}, {_bookmark(chr(34) + "lists" + chr(34) + ": [1]")}],'
+    data = f'{{"bookmarks": [{_bookmark("")}, {_bookmark(fields)}, {_bookmark(IN_ONE)}],'
     data += '"lists": [{"id": 1, "name": "One"}]}'
     items = read_opened(documents.karakeep, data.encode())
     assert broken(items) == [("bookmark 2", reason)]
@@ -84,7 +87,7 @@ def test_a_list_with_a_wrong_typed_id_fails_alone(fields: str, reason: str) -> N
 
 def test_lists_past_the_bound_are_not_kept_and_their_bookmarks_are_taken_without_them() -> None:
     lists = ",".join(f'{{"id": {n}, "name": "L{n}"}}' for n in range(documents.FOLDERS_LIMIT + 5))
-    data = f'{{"lists": [{lists}], "bookmarks": [{_bookmark(chr(34) + "lists" + chr(34) + ": [1]")},'
+    data = f'{{"lists": [{lists}], "bookmarks": [{_bookmark(IN_ONE)},'
     data += f"{_bookmark(chr(34) + 'lists' + chr(34) + f': [{documents.FOLDERS_LIMIT + 2}]')}]}}"
     items = read_opened(documents.karakeep, data.encode())
     assert [place for place, _ in broken(items)] == [f"list {documents.FOLDERS_LIMIT + 1}"]

@@ -83,7 +83,8 @@ def test_an_item_of_millions_of_labels_fails_alone_in_bounded_memory() -> None:
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
             with archive.open("metadata_0_to_3.json", "w") as member:
-                member.write(b'[{"url": "https://example.com/a"}, {"url": "https://example.com/b", "labels": [')
+                member.write(b'[{"url": "https://example.com/a"}, ')
+                member.write(b'{"url": "https://example.com/b", "labels": [')
                 for _ in range(32):
                     member.write(b"{}," * (1024 * 1024 // 3))
                 member.write(b'{}]}, {"url": "https://example.com/c", "labels": ["kept"]}]')
