@@ -34,7 +34,6 @@ RECORD_LIMIT = 1024 * 1024  # the most characters one record may span (its field
 # lines as records). Process-wide, so set once, at import: no reader changes it under another.
 FIELD_LIMIT = RECORD_LIMIT + 1
 csv.field_size_limit(FIELD_LIMIT)
-_QUOTED = re.compile(r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\"""")
 
 
 def _budgeted(source: Iterator[str], spent: list[int]) -> Iterator[str]:
@@ -106,12 +105,45 @@ def _iso(value: str | None) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
+def _closing(text: str, quote: str, start: int) -> int:
+    """Where the string opened just before ``start`` ends (its quote, not after an odd run of
+    backslashes), or -1. A run of backslashes is counted back to the quote before it at most,
+    so every character is looked at once."""
+    at = start
+    while (found := text.find(quote, at)) != -1:
+        before = text[at:found]
+        if (len(before) - len(before.rstrip("\\"))) % 2 == 0:
+            return found
+        at = found + 1
+    return -1
+
+
 def _python_strings(text: str) -> list[str]:
-    """The strings of a Python list's repr (``['a', "it's"]``), read without evaluating it."""
-    found = []
-    for match in _QUOTED.finditer(text):
-        value = match.group(1) if match.group(1) is not None else match.group(2)
+    """The strings of a Python list's repr (``['a', "it's"]``), read without evaluating it.
+
+    One pass: a string that never closes means no later string of its quote closes either
+    (each later quote of its kind follows a backslash of the open one, so its own scan runs
+    in step with it to the end), so that kind is not looked for again; and the next quote of
+    each kind is kept until passed. (A regular expression retrying from each quote held the
+    GIL for hours on a 1 MiB field.)"""
+    found: list[str] = []
+    pos, ahead = 0, {"'": text.find("'"), '"': text.find('"')}  # each kind's next quote (-1: none)
+    while True:
+        for quote, place in ahead.items():
+            if place != -1 and place < pos:
+                ahead[quote] = text.find(quote, pos)
+        starts = [(place, quote) for quote, place in ahead.items() if place != -1]
+        if not starts:
+            break
+        place, quote = min(starts)
+        end = _closing(text, quote, place + 1)
+        if end == -1:
+            ahead[quote] = -1  # never closes: no later string of this kind does
+            pos = place + 1
+            continue
+        value = text[place + 1 : end]
         found.append(value.replace("\\'", "'").replace('\\"', '"').replace("\\\\", "\\"))
+        pos = end + 1
     return [value for value in found if value.strip()]
 
 

@@ -37,6 +37,7 @@ from typing import IO, Any
 import ijson
 
 from cardvault.domain.portability.formats import Broken, Chunks, Entry, Item, Opener, delimited, documents
+from cardvault.domain.portability.formats.streamed import objects
 
 DIRECTORY_LIMIT = 8 * 1024 * 1024  # bytes of the central directory (about 60,000 members' names)
 MEMBER_COUNT_LIMIT = 100_000
@@ -222,11 +223,12 @@ def _pocket_highlights(archive: _Archive) -> tuple[dict[str, list[str]], list[Br
                 yield chunk
 
         try:
-            for value in documents.objects(counted(archive.chunks(info)), "item"):
+            for value in objects(counted(archive.chunks(info)), "item"):
                 if isinstance(value, dict) and isinstance(value.get("url"), str):
+                    found_highlights = value.get("highlights")
                     quotes = [
                         h["quote"].strip()
-                        for h in value.get("highlights") or []
+                        for h in (found_highlights if isinstance(found_highlights, list) else [])
                         if isinstance(h, dict) and isinstance(h.get("quote"), str) and h["quote"].strip()
                     ]
                     found.setdefault(value["url"].strip(), []).extend(quotes)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
+import textwrap
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -59,3 +63,37 @@ def broken(items: list[Item]) -> list[tuple[str, str]]:
 
 def taken(items: list[Item]) -> list[Entry]:
     return [item for item in items if isinstance(item, Entry)]
+
+
+_MEASURED = """
+import json, resource, sys
+from cardvault.domain.portability.formats import Broken, documents, streamed, zipped
+
+def _size():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
+
+limit = _size() + int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))  # past it, MemoryError: the parser held too much
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+{code}
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+described = [[type(i).__name__, i.place, getattr(i, "reason", None)] for i in items]
+print(json.dumps({{"items": described, "grown": grown}}))
+"""
+
+
+def measured(code: str, address_space: int = 512 * 1024 * 1024) -> tuple[list[list[str | None]], int]:
+    """What ``code`` (which sets ``items``, a reader's list of items) read, and how far the peak
+    resident memory of the child process that ran it grew while it did: its address space is
+    capped, so a parse that holds what it should not fails with MemoryError, not the machine."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED.format(code=textwrap.dedent(code)), str(address_space)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=FIXTURES.parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    return found["items"], found["grown"]

@@ -4,10 +4,13 @@ their notes and notes on the article."""
 
 from __future__ import annotations
 
+import pytest
+
 from cardvault.domain.portability.formats import zipped
 from tests.unit.domain.portability.formats.conftest import (
     FIXTURES,
     broken,
+    measured,
     members_of,
     read_opened,
     taken,
@@ -69,3 +72,41 @@ def test_omnivore_metadata_files_are_read_in_the_order_of_their_numbers() -> Non
         "second",
         "third",
     ]
+
+
+def test_an_item_of_millions_of_labels_fails_alone_in_bounded_memory() -> None:
+    # The hostile review's ZIP: a few kilobytes whose metadata holds "labels": [{}, {}, ...]
+    # (32 MiB of them here): built whole, about 2 GB.
+    items, grown = measured(
+        """
+        import io, zipfile
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            with archive.open("metadata_0_to_3.json", "w") as member:
+                member.write(b'[{"url": "https://example.com/a"}, ')
+                member.write(b'{"url": "https://example.com/b", "labels": [')
+                for _ in range(32):
+                    member.write(b"{}," * (1024 * 1024 // 3))
+                member.write(b'{}]}, {"url": "https://example.com/c", "labels": ["kept"]}]')
+        data = out.getvalue()
+        assert len(data) < 100_000
+        items = list(zipped.omnivore(lambda: [data]))
+        """
+    )
+    assert items == [
+        ["Entry", "metadata_0_to_3.json, item 1", None],
+        [
+            "Broken",
+            "metadata_0_to_3.json, item 2",
+            "a list of it holds over 20,000 items, more than any export's entry: not taken",
+        ],
+        ["Entry", "metadata_0_to_3.json, item 3", None],
+    ]
+    assert grown < 48 * 1024 * 1024
+
+
+@pytest.mark.parametrize("labels", ["5", '{"a": "b"}', "[1, [2], {}]"])
+def test_wrong_typed_labels_are_left_out(labels: str) -> None:
+    metadata = f'[{{"url": "https://example.com/a", "labels": {labels}, "slug": ["x"], "state": []}}]'
+    items = read_opened(zipped.omnivore, zipped_bytes({"metadata_0_to_1.json": metadata.encode()}))
+    assert [(e.url, e.tags, e.archived) for e in taken(items)] == [("https://example.com/a", [], False)]

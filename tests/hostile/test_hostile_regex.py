@@ -1,0 +1,228 @@
+"""Every regular expression that reads an import, a link's page, a search query or what a card
+holds, run on its worst input at 1, 2 and 4 MiB, each case in a child process whose CPU time is
+capped far above what linear work needs (about a second for all three sizes) and far below what
+quadratic work would take (hours at 1 MiB: Readwise's tag lists took 10 s at 32 KB before they
+were read by a scanner). One C call of the regex engine holds the GIL, so a worker's time limit
+cannot stop it: the cap is the only bound, and a case killed by it fails here instead.
+
+Each case calls the code that uses the expression where it can (so the test follows the code),
+else the compiled expression the way the code calls it; its input is what makes that expression
+backtrack most: an open quote or run never closed, a prefix repeated without its suffix."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from bench.servers import ROOT
+from cardvault.adapters.pages import categories, encodings, head, schema_org, values
+from cardvault.domain import errors
+from cardvault.domain.cards import classify
+from cardvault.domain.portability import archive, import_checks, import_entries
+from cardvault.domain.portability.formats import delimited, known, zipped
+from cardvault.domain.search import query, words
+
+CPU_SECONDS = 60  # for one case's three sizes (linear ones take a second or two on a loaded core)
+SIZES = (1, 2, 4)  # MiB
+
+
+def _readwise(size: int) -> object:
+    """A Readwise CSV of records whose tags field is the hostile review's (just under the
+    record limit each): its size in MiB of such records."""
+    header = "Title,URL,ID,Document tags,Saved date,Reading progress,Location,Seen\n"
+    field = "'" + "\\'" * ((delimited.RECORD_LIMIT - 200) // 2)
+    record = f"A,https://example.com/a,1,{field},2024-01-01T00:00:00Z,0,new,False\n"
+    data = (header + record * max(1, size // len(record))).encode()
+    return list(delimited.readwise([data[i : i + 65536] for i in range(0, len(data), 65536)]))
+
+
+def _omnivore_notes(text: str) -> object:
+    """Omnivore's highlights file split into paragraphs (the expression zipped._omnivore_notes
+    splits with: its file is bounded to 1 MiB there) and each matched as a line of labels."""
+    return [zipped._LABELS.fullmatch(block.strip()) for block in re.split(r"\n\s*\n", text)]
+
+
+def _refused_or(parse: Callable[[str], Any], text: str) -> Any:
+    """What the parser makes of the text, or the error it refuses it with (a bad query)."""
+    try:
+        return parse(text)
+    except errors.CardVaultError as refused:
+        return refused
+
+
+def _repeat(unit: str, size: int, tail: str = "") -> str:
+    return unit * (size // len(unit)) + tail
+
+
+def _repeat_bytes(unit: bytes, size: int, tail: bytes = b"") -> bytes:
+    return unit * (size // len(unit)) + tail
+
+
+# Each case: its name, and what it does with an input of ``size`` characters (or bytes).
+CASES: dict[str, Callable[[int], Any]] = {
+    # Imports: the readers' own expressions and scanners.
+    "readwise csv: an unclosed tag list": _readwise,
+    "readwise tags: ' then escaped quotes": lambda n: delimited._python_strings("'" + _repeat("\\'", n)),
+    'readwise tags: " then escaped quotes': lambda n: delimited._python_strings('"' + _repeat('\\"', n)),
+    "readwise tags: many strings, an unclosed quote last": lambda n: delimited._python_strings(
+        _repeat("'a', ", n, '"')
+    ),
+    "raindrop highlights: a break then spaces": lambda n: delimited.raindrop(
+        [b'title,url,highlights\nA,https://example.com/a,"\n' + b" " * n + b'x"\n']
+    ),
+    "omnivore highlights: paragraphs of spaces": lambda n: _omnivore_notes(_repeat("\n \t ", n, "x")),
+    "omnivore highlights: labels then no label": lambda n: _omnivore_notes(_repeat("#a ", n, "x")),
+    "omnivore highlights: one long label run": lambda n: _omnivore_notes("#" + "a" * n + " #" + " " * n),
+    "zip member names: a folder never closed": lambda n: [
+        pattern.fullmatch(name)
+        for pattern in (
+            zipped._POCKET_PART,
+            zipped._POCKET_ANNOTATIONS,
+            zipped._POCKET_COLLECTION,
+            zipped._OMNIVORE_METADATA,
+            zipped._OMNIVORE_HIGHLIGHTS,
+            zipped._OMNIVORE_CONTENT,
+        )
+        for name in ("a" * n, "highlights/" + "a" * n + ".m", "metadata_" + "1" * n + "_to_", "a/" * (n // 2))
+    ],
+    "zip member names: a drive letter": lambda n: zipped._plain("C" * n + ":"),
+    "format sniffing: member names repeated without their ends": lambda n: [
+        pattern.search(name)
+        for pattern in known._MEMBERS.values()
+        for name in (
+            _repeat_bytes(b"metadata_1_to_", n),
+            b"metadata_" + b"1" * n,
+            _repeat_bytes(b"/collections/a", n),
+            b"/collections/" + b"a" * n,
+            _repeat_bytes(b"/part_1", n),
+            b"files/crd_" + b"a" * n,
+        )
+    ],
+    "format sniffing: a CSV header of one long line": lambda n: known.detect(("title," * (n // 6)).encode()),
+    "import checks: URLs, digests and colours": lambda n: [
+        pattern.fullmatch(text)
+        for pattern in (import_checks._URL, import_checks._SHA256, import_checks._COLOR)
+        for text in ("http://" + "a" * n + "\x00", "http://a" + "/" * n + " ", "f" * n + "g", "#" + "a" * n)
+    ],
+    "import entries: control characters and URL breakers": lambda n: [
+        pattern.sub("", text)
+        for pattern in (import_entries._CONTROL, import_entries._URL_BREAKERS)
+        for text in ("\x01" * n, "a" * n, _repeat("a\x00", n))
+    ],
+    "archive names: runs of unsafe characters": lambda n: [
+        archive.safe_name(text) for text in ("-" * n, "é" * n, _repeat("a-", n), _repeat("..", n))
+    ],
+    # Link pages: what reads a fetched page's bytes and values.
+    "page encoding: meta tags never closed": lambda n: [
+        encodings._META_CHARSET.search(body)
+        for body in (
+            _repeat_bytes(b"<meta ", n),
+            b"<meta charset" + b" " * n,
+            _repeat_bytes(b"<meta charset=", n),
+            b"<meta" + b"a" * n,
+        )
+    ],
+    "page head: an unclosed head and blocks": lambda n: [
+        head._HEAD_END.search(text) or head._BLOCK.search(text)
+        for text in (_repeat("</head ", n), "</head" + " " * n, _repeat("<", n), _repeat("<body", n))
+    ],
+    "page values: spaces, dates, durations, numbers": lambda n: [
+        values.clean_text(" \n\t" * (n // 3)),
+        values.iso_date("2024-01-01" + "1" * n),
+        values.readable_duration("PT1." + "1" * n + "X"),
+        values.readable_duration("P" + "1" * n),
+        values.number_text("1" * n + ".1"),
+        values._DURATION.match("PT" + "1" * n),
+    ],
+    "page categories: market hosts": lambda n: [
+        categories._MARKETS.search(host)
+        for host in (_repeat(".amazon", n), _repeat("amazon.de.", n), "amazon." + "a" * n)
+    ],
+    "page offers: currencies and amounts": lambda n: [
+        schema_org._CURRENCY.match("A" * n),
+        re.sub(r"[^\d.,]", "", _repeat("a1", n)),
+    ],
+    # Search queries.
+    "search query: qualifiers and quotes": lambda n: [
+        _refused_or(query.parse, text)
+        for text in (
+            "site:" + _repeat("a.", n, "!"),
+            "site:" + _repeat("0:", n, "g"),
+            "before:" + "1" * n,
+            '"' + "a " * (n // 2),
+            _repeat("-", n),
+            _repeat('a" ', n),
+        )
+    ],
+    "search words: letters, underscores and marks": lambda n: (
+        [words.split_words(text) for text in ("_" * n, _repeat("a_", n), "a" + "\u0301" * n)]
+        + [list(words.written_words(text, n)) for text in ("a" + "\u0301" * n, _repeat("_a\u0301", n))]
+    ),
+    # What a card holds (an imported note is classified like any other).
+    "card kinds: quotes and attributions": lambda n: [
+        classify.is_quote(text)
+        for text in ('"' + "a" * n, '"' + _repeat('" ', n), '"' + "-" * n + " ", '"a"' + " -" * (n // 2))
+    ],
+    "card kinds: URLs and colours": lambda n: [
+        classify.url_in("http://" + "a" * n + " b"),
+        classify.is_colour("#" + "a" * n),
+        classify.COLOUR_SEPARATORS.split(_repeat(" ,;", n, "x")),
+    ],
+}
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from tests.hostile.test_hostile_regex import CASES, SIZES
+    case = CASES[sys.argv[1]]
+    for size in SIZES:
+        started = time.process_time()
+        case(size * 1024 * 1024)
+        print(size, round(time.process_time() - started, 3), flush=True)
+    """
+)
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_expression_reads_its_worst_input_in_linear_time(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, name],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=_cap,  # a resource limit, set in the child before exec
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        check=False,
+    )
+    read = [int(line.split()[0]) for line in done.stdout.splitlines()]
+    assert read == list(SIZES), (
+        f"killed at the CPU cap ({CPU_SECONDS} s) having read {read} MiB: exit {done.returncode}\n"
+        f"{done.stdout}{done.stderr[-2000:]}"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_case_that_is_quadratic_is_killed_by_the_cap() -> None:
+    """The cap bites: the expression Readwise's tags were read with, at 1 MiB, never finishes."""
+    quadratic = r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\""""
+    code = f"import re; list(re.finditer(r'''{quadratic}''', \"'\" + \"\\\\'\" * 512 * 1024)); print('done')"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CPU, (5, 5)),
+        check=False,
+    )
+    assert "done" not in done.stdout and done.returncode != 0
