@@ -27,7 +27,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, delete, select
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import metrics
@@ -258,16 +258,8 @@ def _entry(now: int, outcome: Outcome) -> dict[str, Any]:
 def due(session: Session, *, limit: int = 500) -> Sequence[str]:
     """Endpoints with a delivery whose attempt is due and not held (a lost message, a dead
     worker)."""
-    now = now_ms()
     return session.scalars(
-        select(WebhookDelivery.webhook_id)
-        .where(
-            WebhookDelivery.status == "pending",
-            WebhookDelivery.next_attempt_at <= now,
-            (WebhookDelivery.lease_until.is_(None)) | (WebhookDelivery.lease_until < now),
-        )
-        .distinct()
-        .limit(limit)
+        select(WebhookDelivery.webhook_id).where(*_due_and_free(now_ms())).distinct().limit(limit)
     ).all()
 
 
@@ -275,18 +267,24 @@ def handed_on(session: Session, *, webhook_id: str, limit: int = 20) -> Sequence
     """The endpoints of the webhook's account (itself included) with a delivery due and not
     held: a batch that ends sends them, as their takers found it was not their turn."""
     account_id = select(Webhook.account_id).where(Webhook.id == webhook_id).scalar_subquery()
-    now = now_ms()
     return session.scalars(
         select(WebhookDelivery.webhook_id)
         .where(
             WebhookDelivery.webhook_id.in_(select(Webhook.id).where(Webhook.account_id == account_id)),
-            WebhookDelivery.status == "pending",
-            WebhookDelivery.next_attempt_at <= now,
-            (WebhookDelivery.lease_until.is_(None)) | (WebhookDelivery.lease_until < now),
+            *_due_and_free(now_ms()),
         )
         .distinct()
         .limit(limit)
     ).all()
+
+
+def _due_and_free(now: int) -> tuple[ColumnElement[bool], ...]:
+    """A pending delivery whose attempt is due and whose lease (if any) has run out."""
+    return (
+        WebhookDelivery.status == "pending",
+        WebhookDelivery.next_attempt_at <= now,
+        (WebhookDelivery.lease_until.is_(None)) | (WebhookDelivery.lease_until < now),
+    )
 
 
 PURGE_BATCH = 1000
