@@ -16,6 +16,7 @@ from sqlalchemy import func, select, update
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
+from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import Card, ImportJob
 from cardvault.domain.portability import import_checks, import_jobs
 from cardvault.workers import broker, embedded, restores
@@ -125,6 +126,7 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
             import_checks.check_record(archive.cards[0], restores.servable()),
             {},
             made,
+            quotas=NO_QUOTAS,
             on_made=made_card,
             on_whole=whole,
         )
