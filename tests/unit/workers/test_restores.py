@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
 from starlette.testclient import TestClient
 
 from cardvault.domain.clock import now_ms
@@ -227,7 +228,18 @@ def test_a_restore_stores_nothing_past_the_accounts_quota(
     files = {f"files/crd_{n}/big.txt": b"a" * BIG for n in range(1, 11)}
     data = _deflated(tmp_path, [_big_note(n, f"files/crd_{n}/big.txt") for n in range(1, 11)], files)
     assert len(data) < 40_000  # ten megabytes in a small archive
-    job = imported(quota_api, data, format="cardvault")
+    sums: list[str] = []
+
+    def summing(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if re.search(r"\bsum\s*\(", statement, re.IGNORECASE):
+            sums.append(statement)
+
+    event.listen(database.engine, "before_cursor_execute", summing)
+    try:
+        job = imported(quota_api, data, format="cardvault")
+    finally:
+        event.remove(database.engine, "before_cursor_execute", summing)
+    assert sums == []  # the quota is read from the account's counters, never summed
     assert (job["status"], job["created"], job["failed"]) == ("completed", 3, 7), job
     assert all("quota" in failure["reason"] for failure in job["failures"]), job["failures"]
     stored_bytes = _on_disk(tmp_path, quota_api.account_id)

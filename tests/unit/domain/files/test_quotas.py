@@ -22,7 +22,7 @@ from cardvault.domain.cards import trash
 from cardvault.domain.db import Database
 from cardvault.domain.errors import QuotaExceeded
 from cardvault.domain.files import held, uploads
-from cardvault.domain.files.quotas import Quotas, check_room, ensure_room
+from cardvault.domain.files.quotas import Quotas, check_room, ensure_room, take
 from cardvault.domain.models import Account, Card, Upload
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
@@ -274,9 +274,11 @@ class TestCounters:
         finally:
             event.remove(database.engine, "before_cursor_execute", capture)
         read = [s for s in statements if not re.match(r"\s*(BEGIN|COMMIT|ROLLBACK)", s, re.IGNORECASE)]
-        assert len(read) == 3  # the row read and locked, its pending bytes moved; read again, refused
+        # Passed: one conditional UPDATE of the row. Refused: that UPDATE (no row), then the row
+        # read for the error's figures.
+        assert [s.split()[0].upper() for s in read] == ["UPDATE", "UPDATE", "SELECT"], read
         assert all(re.search(r"\baccounts\b", s) for s in read), read
-        assert not [s for s in read if re.search(r"\b(cards|uploads)\b", s)], read
+        assert not [s for s in read if re.search(r"\b(cards|uploads)\b|\b(sum|count)\s*\(", s, re.I)], read
         with database.transaction() as session:  # the refused one counted nothing
             assert session.scalar(select(Account.pending_upload_bytes).where(Account.id == account_id)) == 60
             session.execute(  # this account has no upload row: put its counter back
@@ -312,6 +314,33 @@ class TestCounters:
             thread.join()
         assert sorted(answers) == ["issued"] * 5 + ["refused"] * 3
         assert assert_counters_hold(database, account_id) == [(500, 0)]
+
+    def test_bytes_stored_together_never_pass_the_stored_quota_together(
+        self, database: Database, account_id: str
+    ) -> None:
+        quotas, answers = Quotas(stored_bytes=5 * 100), list[str]()
+        ready = threading.Barrier(8)
+
+        def store_capture() -> None:
+            ready.wait()
+            try:
+                with database.transaction() as session:
+                    take(session, account_id=account_id, stored=100, quotas=quotas)
+                answers.append("counted")
+            except QuotaExceeded:
+                answers.append("refused")
+
+        threads = [threading.Thread(target=store_capture) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(answers) == ["counted"] * 5 + ["refused"] * 3
+        with database.transaction() as session:
+            assert session.scalar(select(Account.stored_file_bytes).where(Account.id == account_id)) == 500
+            session.execute(  # this account has no card: put its counter back
+                update(Account).where(Account.id == account_id).values(stored_file_bytes=0)
+            )
 
     @pytest.mark.parametrize(
         ("pending", "stored", "size", "refused"),
