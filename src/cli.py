@@ -298,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "import":
             from cardvault import importer
             from cardvault.adapters.blobs import store_from_settings
+            from cardvault.workers import restores
 
             store = store_from_settings(settings)
             # A ZIP is our export unless its members tell another service's (Pocket, Omnivore):
@@ -305,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             zipped = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
             told = args.format or detect(_head(args.archive))
             if told == RESTORED or (told is None and zipped):
-                return importer.run(db, store, account_id=account_id, path=args.archive)
+                quotas = restores.quotas_of(settings)
+                return importer.run(db, store, account_id=account_id, path=args.archive, quotas=quotas)
             return importer.run_export_of(
                 db,
                 store,

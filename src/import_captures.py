@@ -2,7 +2,11 @@
 screenshot (a WebP, decoded in the decoder's child, which makes its 256 px and 48 px renditions
 again), its archive (MHTML) and its reader view (UTF-8 Markdown), each checked and capped, stored
 under new keys of the card's own and recorded in the card, whose ``capture`` stage is then
-restored as completed rather than run again on today's page."""
+restored as completed rather than run again on today's page.
+
+Every byte stored counts toward the account's stored-files quota (cardvault.domain.files.held):
+the room is checked before the files are written and taken when the card records them; a
+capture past the quota is refused (the card fails alone) and its written files are doomed."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from cardvault.adapters.images import ImageRefused
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
+from cardvault.domain.files import quotas, uploads
 from cardvault.domain.portability import archive, import_checks, imports
 
 # What each of a capture's files may hold at most, and its stored type.
@@ -38,33 +43,46 @@ def restore(
     account_id: str,
     card_id: str,
     record: dict[str, Any],
+    quota: quotas.Quotas,
 ) -> int:
-    """Store the record's capture files and give them to the card; return how many files."""
+    """Store the record's capture files and give them to the card; return how many files
+    (QuotaExceeded when they would take the account past ``quota``)."""
     files = {
         role: _read(zipped, role, record[role])
         for role in archive.CAPTURE_ROLES
         if isinstance(record.get(role), dict)
     }
+    pictures = _pictures(decoder, files["screenshot"]) if "screenshot" in files else {}
+    with db.transaction(write=False) as session:  # no byte written past the quota
+        needed = sum(map(len, files.values())) + sum(map(len, pictures.values()))
+        quotas.ensure_fits(session, account_id=account_id, stored=needed, quotas=quota)
     lease = secrets.token_hex(16)
     base = f"accounts/{account_id}/captures/{card_id}/{lease}"
-    objects: dict[str, str] = {}
-    capture = record["linkCapture"]  # (checked: import_checks)
-    facts: dict[str, Any] = {"capturedAt": capture["capturedAt"] or now_ms()}
+    written: dict[str, tuple[str, bytes, str]] = {}  # column: key, bytes, type
     if "screenshot" in files:
-        pictures = _pictures(decoder, files["screenshot"])
         for column, data in (("screenshot_object", files["screenshot"]), *pictures.items()):
             key = f"accounts/{account_id}/renditions/{card_id}/{lease}-{column}.webp"
-            store.put(key, data, content_type="image/webp")
-            objects[column] = key
+            written[column] = (key, data, "image/webp")
     for role, extension in (("archive", "page.mhtml"), ("reader", "reader.md")):
         if role in files:
-            objects[f"{role}_object"] = f"{base}-{extension}"
-            store.put(objects[f"{role}_object"], files[role], content_type=CONTENT_TYPES[role])
-            facts[role] = {"size": len(files[role])}
+            written[f"{role}_object"] = (f"{base}-{extension}", files[role], CONTENT_TYPES[role])
+    capture = record["linkCapture"]  # (checked: import_checks)
+    facts: dict[str, Any] = {"capturedAt": capture["capturedAt"] or now_ms()}
+    facts.update({role: {"size": len(files[role])} for role in ("archive", "reader") if role in files})
     if "reader" in files:
         facts["reader"]["wordCount"] = capture["readerWords"] or len(files["reader"].decode().split())
-    with db.transaction() as session:
-        imports.restore_capture(session, account_id=account_id, card_id=card_id, objects=objects, facts=facts)
+    try:
+        for key, data, content_type in written.values():
+            store.put(key, data, content_type=content_type)
+        with db.transaction() as session:
+            objects = {column: (key, len(data)) for column, (key, data, _) in written.items()}
+            imports.restore_capture(
+                session, account_id=account_id, card_id=card_id, objects=objects, facts=facts, quotas=quota
+            )
+    except BaseException:  # what was written belongs to nobody
+        with db.transaction() as session:
+            uploads.doom(session, [key for key, _, _ in written.values()])
+        raise
     return len(files)
 
 

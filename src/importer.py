@@ -25,6 +25,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
+from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.portability import import_checks, import_jobs, imports
 from cardvault.domain.portability.formats.known import detect
 from cardvault.settings import Settings
@@ -51,9 +52,11 @@ def import_archive(
     *,
     account_id: str,
     path: Path,
+    quotas: Quotas,
     on_card: Callable[[int, int], None] = lambda done, total: None,
 ) -> Outcome:
-    """Restore the archive at ``path`` into the account; ``on_card(done, total)`` after each card."""
+    """Restore the archive at ``path`` into the account, within its ``quotas``; ``on_card(done,
+    total)`` after each card."""
     archive = import_checks.open_archive(path)
     outcome = Outcome()
     decoder = Decoder()
@@ -67,7 +70,7 @@ def import_archive(
             try:
                 record = import_checks.check_record(raw, servable)
                 outcome.files += restores.restore_card(
-                    db, store, decoder, archive, account_id, record, folder_ids, made
+                    db, store, decoder, archive, account_id, record, folder_ids, made, quotas=quotas
                 )
                 outcome.cards += 1
             except Exception as exc:  # one card's failure, whatever it is, never stops the rest
@@ -83,7 +86,9 @@ def import_archive(
     return outcome
 
 
-def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: TextIO = sys.stdout) -> int:
+def run(
+    db: Database, store: BlobStore, *, account_id: str, path: Path, quotas: Quotas, out: TextIO = sys.stdout
+) -> int:
     """The command: import with progress shown on ``out``; the exit status."""
     console = Console(file=out, no_color=None)
     live = console.is_terminal
@@ -97,7 +102,9 @@ def run(db: Database, store: BlobStore, *, account_id: str, path: Path, out: Tex
                 print(f"imported {done}/{total} cards", file=out, flush=True)
 
         try:
-            outcome = import_archive(db, store, account_id=account_id, path=path, on_card=shown)
+            outcome = import_archive(
+                db, store, account_id=account_id, path=path, quotas=quotas, on_card=shown
+            )
         except CardVaultError as exc:
             print(f"cardvault: {exc.message}", file=sys.stderr)
             return 1

@@ -39,7 +39,7 @@ from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
-from cardvault.domain.files import uploads
+from cardvault.domain.files import held, uploads
 from cardvault.domain.models import Card
 from cardvault.domain.portability import import_turns
 from cardvault.domain.processing import StageFailed, StageSkipped
@@ -306,7 +306,10 @@ def _record(
     card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object], imported: bool
 ) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
-    made from; else doom the objects it stored."""
+    made from; else doom the objects it stored. What the card keeps is counted in the account's
+    stored bytes, last (the account's row is the last lock: cardvault.domain.db)."""
+    fields = dict(fields)
+    sizes: dict[str, int] = fields.pop(held.SIZES, None) or {}  # type: ignore[assignment]  # (store_pictures')
 
     def change(session: Session) -> None:
         if work.WRITES_TAGS:
@@ -337,6 +340,11 @@ def _record(
             uploads.doom(session, made)
         if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
             after_commit(session, delete_doomed_objects.send)
+        if current and kept is not None and not skipped:
+            kept_sizes = {
+                column: n for column, n in sizes.items() if getattr(kept, column) == fields.get(column)
+            }
+            held.recount(session, kept, kept_sizes)
 
     _write(change)
 

@@ -4,7 +4,11 @@ any upload is, its caption file attached, its capture restored (cardvault.import
 what the pipeline made kept where the API can show it. Used by ``cardvault import`` (a card at
 a time, with a progress bar) and by the import actor for an archive imported over the API
 (``format: cardvault``), as a job that survives its worker: the card its current entry made is
-recorded with it, and removed again by the run after a killed one."""
+recorded with it, and removed again by the run after a killed one.
+
+Every byte a restore stores counts toward the account's storage quotas as an upload's would: a
+card whose files do not fit fails alone (QUOTA_EXCEEDED's message in the job's failures), with
+nothing of it kept. An archive whose records share a file fails its checks whole."""
 
 from __future__ import annotations
 
@@ -28,13 +32,20 @@ from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
+from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
 from cardvault.domain.portability import import_checks, import_jobs, imports
-from cardvault.settings import spec_document
+from cardvault.settings import Settings, spec_document
+from cardvault.workers.broker import settings
 from cardvault.workers.pipeline import send_stage
 
 SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
+
+
+def quotas_of(config: Settings) -> Quotas:
+    """The accounts' storage quotas, as the settings set them."""
+    return Quotas(config.quota_pending_bytes, config.quota_stored_bytes)
 
 
 def restore_card(
@@ -47,16 +58,18 @@ def restore_card(
     folder_ids: dict[str, str],
     made: list[str],
     *,
+    quotas: Quotas,
     on_made: Callable[[Session, str], None] | None = None,
     on_whole: Callable[[Session], None] | None = None,
 ) -> int:
-    """Restore one card (its id into ``made`` once created); return how many of its files
-    were restored. ``on_made`` runs in the transaction that creates the card, ``on_whole`` in
-    the one that finishes it (an import job's bookkeeping: either may raise to undo its step)."""
+    """Restore one card (its id into ``made`` once created), its files within ``quotas``;
+    return how many of its files were restored. ``on_made`` runs in the transaction that
+    creates the card, ``on_whole`` in the one that finishes it (an import job's bookkeeping:
+    either may raise to undo its step)."""
     file, content = None, record.get("content")
     restored = 0
     if isinstance(record.get("file"), dict):
-        checked = _stored(db, store, archive, account_id, record["file"], record, purpose="card")
+        checked = _stored(db, store, archive, account_id, record["file"], record, quotas, purpose="card")
         card_type = record.get("type")
         with db.transaction(write=False) as session:
             found = editing.check_file(
@@ -85,7 +98,15 @@ def restore_card(
     made.append(card_id)
     if isinstance(record.get("captions"), dict):
         upload_id, _ = _stored(
-            db, store, archive, account_id, record["captions"], record, purpose="captions", card_id=card_id
+            db,
+            store,
+            archive,
+            account_id,
+            record["captions"],
+            record,
+            quotas,
+            purpose="captions",
+            card_id=card_id,
         )
         with db.transaction(write=False) as session:
             checked_captions = captions.check(
@@ -98,7 +119,7 @@ def restore_card(
             restored += 1
     if any(isinstance(record.get(role), dict) for role in archive_format.CAPTURE_ROLES):
         restored += captured.restore(
-            db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record
+            db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record, quota=quotas
         )
     with db.transaction() as session:
         card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
@@ -116,11 +137,13 @@ def _stored(
     account_id: str,
     file: dict[str, Any],
     record: dict[str, Any],
+    quotas: Quotas,
     *,
     purpose: str,
     card_id: str | None = None,
 ) -> tuple[str, str]:
-    """Copy a file out of the archive into a new upload of the account; its fileKey and ETag."""
+    """Copy a file out of the archive into a new upload of the account, issued within its
+    quotas as any upload is; its fileKey and ETag."""
     path = file.get("path")
     entry = archive.files.get(path) if isinstance(path, str) else None
     if entry is None or not isinstance(entry.get("size"), int):
@@ -137,7 +160,13 @@ def _stored(
     with db.transaction() as session:
         if purpose == "card":
             issued = uploads.issue(
-                session, store, account_id=account_id, file_name=name, file_size=entry["size"], mime_type=mime
+                session,
+                store,
+                account_id=account_id,
+                file_name=name,
+                file_size=entry["size"],
+                mime_type=mime,
+                quotas=quotas,
             )
         else:
             issued = captions.issue_upload(
@@ -148,6 +177,7 @@ def _stored(
                 file_name=name,
                 file_size=entry["size"],
                 mime_type=mime,
+                quotas=quotas,
             )
         upload_id, key = issued.upload.id, issued.upload.object_key
     stored = store.write(key, archive.read(str(path)), content_type=mime)
@@ -245,7 +275,7 @@ def _restore_cards(
             return False
         account_id = job.account_id
         folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
-    check = servable()
+    check, quotas = servable(), quotas_of(settings())
     deadline = time.monotonic() + SLICE_SECONDS
     for index in range(position, len(archive.cards)):
         if time.monotonic() > deadline:
@@ -273,6 +303,7 @@ def _restore_cards(
                 record,
                 folder_ids,
                 made,
+                quotas=quotas,
                 on_made=made_card,
                 on_whole=whole,
             )

@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 from bench.servers import PageServer, page_server, redis_server, running_server, server_env
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
+from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, api_of_new_account, app_env, fresh_postgres_database
@@ -185,7 +186,9 @@ def test_an_export_carries_the_capture_and_an_import_restores_it_without_capturi
 
     other = api_of_new_account(api.client, database, "restored")
     out = io.StringIO()
-    assert importer.run(database, store, account_id=other.account_id, path=path, out=out) == 0
+    assert (
+        importer.run(database, store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out) == 0
+    )
     assert out.getvalue().splitlines()[-1] == "Imported 1 cards, 0 folders and 3 files."
     (listed,) = other.get("/v1/cards").json()["items"]
     restored = processed(other, listed["id"])

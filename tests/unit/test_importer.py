@@ -23,6 +23,7 @@ from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
 from cardvault.domain.portability import archive, import_checks
 from cardvault.settings import Settings
+from cardvault.workers.restores import quotas_of
 from tests.unit.domain.files.test_quotas import assert_counters_hold
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run
@@ -183,7 +184,11 @@ class TestHostileArchives:
     @staticmethod
     def restore(database: Database, settings: Settings, account_id: str, path: Path) -> importer.Outcome:
         return importer.import_archive(
-            database, store_from_settings(settings), account_id=account_id, path=path
+            database,
+            store_from_settings(settings),
+            account_id=account_id,
+            path=path,
+            quotas=quotas_of(settings),
         )
 
     @staticmethod

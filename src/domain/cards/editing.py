@@ -14,7 +14,7 @@ from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch
-from cardvault.domain.files import filetypes, quotas, uploads
+from cardvault.domain.files import filetypes, held, quotas, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
 from cardvault.domain.search.index import index_card, tag_words
@@ -282,6 +282,7 @@ def edit_card(
         session.flush()
         index_card(session, card)
         counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))
+        held.recount(session, card)  # the old page's image counts no more
     return Edited(card, stages)
 
 

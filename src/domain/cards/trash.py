@@ -71,18 +71,18 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     if card.deleted_at is None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
     session.delete(card)
-    quotas.count(session, account_id=account_id, stored=-(card.file_size or 0))
+    quotas.count(session, account_id=account_id, stored=-((card.file_size or 0) + card.held_bytes))
     holdings.release(session, {account_id: 1})
 
 
 def _delete_locked(
     session: Session, condition: ColumnElement[bool], limit: int
-) -> Sequence[Row[int, str, int | None, str]]:
+) -> Sequence[Row[int, str, int | None, str, int]]:
     """Lock up to ``limit`` matching cards in pk order (the lock order in cardvault.domain.db)
     and delete them (their tombstones noted for the feed); return their pk, account_id,
-    file_size and id, in that order."""
+    file_size, id and held bytes, in that order."""
     cards = session.execute(
-        select(Card.pk, Card.account_id, Card.file_size, Card.id)
+        select(Card.pk, Card.account_id, Card.file_size, Card.id, Card.held_bytes)
         .where(condition)
         .order_by(Card.pk)
         .limit(limit)
@@ -104,7 +104,7 @@ def empty_trash(session: Session, *, account_id: str) -> int:
     # moved to Trash meanwhile behind it stays for the next time.
     while cards := _delete_locked(session, in_trash & (Card.pk > after), PURGE_BATCH):
         deleted, after = deleted + len(cards), cards[-1].pk
-        freed += sum(card.file_size or 0 for card in cards)
+        freed += sum((card.file_size or 0) + card.held_bytes for card in cards)
     # Once, after every card: the account's row is the last lock (cardvault.domain.db).
     quotas.count(session, account_id=account_id, stored=-freed)
     holdings.release(session, {account_id: deleted})
@@ -114,6 +114,8 @@ def empty_trash(session: Session, *, account_id: str) -> int:
 def purge_expired(session: Session, *, retention_ms: int, limit: int = PURGE_BATCH) -> int:
     """Delete up to ``limit`` cards that have been in Trash longer than the retention; return how many."""
     deleted = _delete_locked(session, Card.deleted_at < now_ms() - retention_ms, limit)
-    quotas.count_deleted_files(session, [(card.account_id, card.file_size) for card in deleted])
+    quotas.count_deleted_files(
+        session, [(card.account_id, card.file_size, card.held_bytes) for card in deleted]
+    )
     holdings.release(session, Counter(card.account_id for card in deleted))
     return len(deleted)

@@ -30,7 +30,7 @@ from cardvault.domain.errors import (
     UnsupportedType,
     UploadChanged,
 )
-from cardvault.domain.files import quotas, uploads
+from cardvault.domain.files import held, uploads
 from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
@@ -149,8 +149,9 @@ def apply(session: Session, *, account_id: str, card_id: str, attached: Attached
     }
     card.captions_text = attached.text
     edited = _transcribe_again(session, card)
-    # After the tag counters its AI tags moved (the lock order in cardvault.domain.db).
-    quotas.count(session, account_id=account_id, pending=-upload.declared_size)
+    # After the tag counters its AI tags moved (the lock order in cardvault.domain.db): the
+    # upload leaves the pending bytes, the file (the one before leaving) joins the stored ones.
+    held.recount(session, card, {"captions_object": attached.size}, pending=-upload.declared_size)
     return edited
 
 
@@ -162,7 +163,9 @@ def remove(session: Session, *, account_id: str, card_id: str) -> Edited:
     if card.captions_object is None:
         return Edited(card)
     card.captions_object = card.captions = card.captions_text = None
-    return _transcribe_again(session, card)
+    edited = _transcribe_again(session, card)
+    held.recount(session, card)
+    return edited
 
 
 def _transcribe_again(session: Session, card: Card) -> Edited:

@@ -21,7 +21,7 @@ from cardvault.domain import processing
 from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
-from cardvault.domain.files import filetypes, quotas, uploads
+from cardvault.domain.files import filetypes, held, uploads
 from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
@@ -37,6 +37,7 @@ class Replacement:
     large: str  # object keys
     compact: str
     placeholder: str
+    sizes: dict[str, int]  # each rendition's bytes, by the card's column for it
 
     @property
     def keys(self) -> list[str]:
@@ -95,7 +96,14 @@ def render(
     store.put(large, made.large, content_type="image/webp")
     store.put(compact, made.compact, content_type="image/webp")
     store.put(placeholder, made.placeholder, content_type="image/webp")
-    return Replacement(upload_id=upload.id, large=large, compact=compact, placeholder=placeholder)
+    sizes = {
+        "thumbnail_object": len(made.large),
+        "compact_object": len(made.compact),
+        "placeholder_object": len(made.placeholder),
+    }
+    return Replacement(
+        upload_id=upload.id, large=large, compact=compact, placeholder=placeholder, sizes=sizes
+    )
 
 
 def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Edited:
@@ -108,7 +116,7 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     card.placeholder_object = replacement.placeholder
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
-    quotas.count(session, account_id=account_id, pending=-upload.declared_size)
+    held.recount(session, card, replacement.sizes, pending=-upload.declared_size)
     return Edited(card)
 
 
@@ -122,4 +130,6 @@ def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
     card.thumbnail_object = card.compact_object = card.placeholder_object = None
     card.thumbnail_overridden = False
     card.updated_at = now_ms()
-    return Edited(card, processing.queue(session, card, ["linkPreview"]) if card.url else ())
+    queued = processing.queue(session, card, ["linkPreview"]) if card.url else ()
+    held.recount(session, card)
+    return Edited(card, queued)

@@ -104,6 +104,10 @@ class Card(Base):
     archive_object: Mapped[str | None] = mapped_column(Text)
     reader_object: Mapped[str | None] = mapped_column(Text)
     capture: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # What the card's objects beyond its file hold (cardvault.domain.files.held): each one's
+    # bytes by its column, and their sum, which the account's stored bytes count.
+    held_sizes: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    held_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     is_favorited: Mapped[bool] = mapped_column(Boolean, default=False)
     completed_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)

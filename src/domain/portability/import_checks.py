@@ -101,6 +101,26 @@ def _document(
     return records
 
 
+def _one_owner_per_file(cards: list[dict[str, Any]]) -> None:
+    """Each file of the archive is one card's, in one role, as an export writes it: a file many
+    records named would be stored again for each (a 0.5 MB archive naming one 500 MB file
+    100,000 times), so such an archive is refused whole."""
+    owners = {"cards.json": "the archive's list of cards", "folders.json": "the archive's list of folders"}
+    for record in cards:
+        for role in archive.ROLES:
+            file = record.get(role)
+            path = file.get("path") if isinstance(file, dict) else None
+            if not isinstance(path, str):
+                continue
+            owner = f"the {role} of card {str(record.get('id'))[:64]}"
+            if path in owners:
+                raise InvalidInput(
+                    f"The archive's file {path[:200]!r} is named by {owners[path]} and by {owner}:"
+                    " each file of an archive belongs to one card."
+                )
+            owners[path] = owner
+
+
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -137,11 +157,13 @@ def open_archive(path: Path) -> Archive:
         for entry in entries:
             _check_entry(zf, entry)
         files = {e["path"]: e for e in entries}
+        cards = _document(zf, files, "cards.json", "cards")
+        _one_owner_per_file(cards)
         return Archive(
             zip=zf,
             manifest=manifest,
             files=files,
-            cards=_document(zf, files, "cards.json", "cards"),
+            cards=cards,
             folders=_document(zf, files, "folders.json", "folders"),
         )
     except (ValueError, RecursionError, zipfile.BadZipFile) as exc:  # json's errors are ValueErrors

@@ -19,7 +19,8 @@ from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import FolderExists, InvalidInput
-from cardvault.domain.files import uploads
+from cardvault.domain.files import held, uploads
+from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.portability.import_checks import strings_of, text_of, whole_of
@@ -156,14 +157,21 @@ def finish_card(
 
 
 def restore_capture(
-    session: Session, *, account_id: str, card_id: str, objects: Mapping[str, str], facts: dict[str, Any]
+    session: Session,
+    *,
+    account_id: str,
+    card_id: str,
+    objects: Mapping[str, tuple[str, int]],
+    facts: dict[str, Any],
+    quotas: Quotas,
 ) -> None:
-    """Give the card the capture objects an import stored (card columns to keys) and what
-    they are (``capture``'s facts)."""
+    """Give the card the capture objects an import stored (card columns to keys and bytes) and
+    what they are (``capture``'s facts); QuotaExceeded, nothing kept, past the quotas."""
     card = editing.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
-    for column, key in objects.items():
+    for column, (key, _) in objects.items():
         setattr(card, column, key)
     card.capture = facts
+    held.recount(session, card, {column: size for column, (_, size) in objects.items()}, quota=quotas)
 
 
 def _completed(session: Session, card: Card, names: Sequence[str]) -> None:

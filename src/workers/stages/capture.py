@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.capture import CaptureBusy, CaptureRefused, Shot
 from cardvault.adapters.pages.main_text import reader
 from cardvault.domain.clock import now_ms
+from cardvault.domain.files import held
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import CAPTURE_RETRY_MS, CAPTURE_WAIT
 from cardvault.domain.processing import StageFailed, StageSkipped
@@ -67,11 +68,13 @@ def _store(card: Card, lease: str, shot: Shot, outputs: tuple[str, ...]) -> dict
         },
     )
     facts: dict[str, object] = {"capturedAt": now_ms(), "finalUrl": shot.final_url}
+    sizes: dict[str, int] = fields[held.SIZES]  # type: ignore[assignment]  # (store_pictures')
     base = f"accounts/{card.account_id}/captures/{card.id}/{lease}"
     if "archive" in outputs and shot.archive is not None:
         fields["archive_object"] = f"{base}-page.mhtml"
         blob_store().put(str(fields["archive_object"]), shot.archive, content_type=ARCHIVE_TYPE)
         facts["archive"] = {"size": len(shot.archive)}
+        sizes["archive_object"] = len(shot.archive)
     elif "archive" in outputs:
         facts["archiveOmitted"] = shot.archive_omitted
     read = reader(shot.html, shot.final_url) if "reader" in outputs else None
@@ -81,6 +84,7 @@ def _store(card: Card, lease: str, shot: Shot, outputs: tuple[str, ...]) -> dict
         fields["reader_object"] = f"{base}-reader.md"
         blob_store().put(str(fields["reader_object"]), body, content_type=READER_TYPE)
         facts["reader"] = {"size": len(body), "wordCount": len(text.split())}
+        sizes["reader_object"] = len(body)
         fields["source_text"] = text[:TEXT_KEEP]
     fields["capture"] = facts
     return fields

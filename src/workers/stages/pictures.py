@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cardvault.adapters.images import ImageRefused, Renditions
+from cardvault.domain.files import held
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageFailed
 from cardvault.workers.broker import blob_store, decoder
@@ -33,14 +34,17 @@ def decode(path: Path, *, large: bool) -> Renditions:
 def store_pictures(card: Card, lease: str, pictures: Mapping[str, bytes | None]) -> dict[str, object]:
     """Store WebP pictures under names of this attempt's own (its lease): a new file never
     meets an old picture's cache, and what an outrun attempt stored (and dooms) is never what
-    a later one recorded. Answers the card's columns for them."""
+    a later one recorded. Answers the card's columns for them, and their bytes (held.SIZES),
+    which the account's stored bytes count once the card keeps them."""
     base = f"accounts/{card.account_id}/renditions/{card.id}/{lease}"
     fields: dict[str, object] = {}
+    sizes: dict[str, int] = {}
     for column, data in pictures.items():
         if data is not None:
             key = f"{base}-{_PICTURES[column]}"
             blob_store().put(key, data, content_type="image/webp")
-            fields[column] = key
+            fields[column], sizes[column] = key, len(data)
+    fields[held.SIZES] = sizes
     return fields
 
 

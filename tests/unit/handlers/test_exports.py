@@ -17,6 +17,7 @@ from sqlalchemy import update
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.domain.db import Database
+from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability.archive import ROLES
 from cardvault.domain.portability.exports import WEEK_MS
@@ -362,7 +363,12 @@ class TestImportReadsAnExportBack:
 
         other = new_api()
         out = io.StringIO()
-        assert importer.run(database, files_store, account_id=other.account_id, path=path, out=out) == 0
+        assert (
+            importer.run(
+                database, files_store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out
+            )
+            == 0
+        )
         assert out.getvalue().splitlines() == [
             "imported 8/8 cards",
             "Imported 8 cards, 2 folders and 5 files.",

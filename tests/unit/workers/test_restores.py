@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+import pytest
+from sqlalchemy import event, func, select, update
+from starlette.testclient import TestClient
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
+from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import Card, ImportJob
-from cardvault.domain.portability import import_checks, import_jobs
+from cardvault.domain.portability import archive, import_checks, import_jobs
+from cardvault.handlers.http.app import create_app
+from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, restores
+from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.imports import run_import
-from tests.conftest import Api
+from tests.conftest import Api, api_of_new_account, app_env
+from tests.unit.domain.files.test_quotas import assert_counters_hold
 from tests.unit.handlers.test_imports import imported, start
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_importer import _card, make_archive
@@ -125,6 +134,7 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
             import_checks.check_record(archive.cards[0], restores.servable()),
             {},
             made,
+            quotas=NO_QUOTAS,
             on_made=made_card,
             on_whole=whole,
         )
@@ -173,3 +183,101 @@ def _spooled(tmp_path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     assert zipfile.is_zipfile(io.BytesIO(data))
     return path
+
+
+BIG = 1_000_000  # bytes of each big file: ten of them are past a quota of three
+QUOTA = 3 * BIG
+
+
+def _big_note(number: int, path: str) -> dict[str, Any]:
+    fields = {"type": "document", "content": "", "fileName": "big.txt", "mimeType": "text/plain"}
+    return _card(number, **fields, file={"path": path})
+
+
+def _deflated(tmp_path: Path, cards: list[dict[str, Any]], files: dict[str, bytes]) -> bytes:
+    """The archive of these cards and files, compressed as an export could be: a few KB for
+    ten megabytes of repeated bytes."""
+    plain = zipfile.ZipFile(io.BytesIO(_archive(tmp_path, cards, files)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as packed:
+        for name in plain.namelist():
+            packed.writestr(name, plain.read(name))
+    return out.getvalue()
+
+
+@pytest.fixture
+def quota_api(tmp_path: Path, database: Database) -> Iterator[Api]:
+    """A new account of an app whose accounts may store QUOTA bytes."""
+    env = {**app_env(tmp_path, database), "CARDVAULT_QUOTA_STORED_BYTES": str(QUOTA)}
+    with TestClient(create_app(Settings.from_env(env), database), raise_server_exceptions=False) as client:
+        yield api_of_new_account(client, database, "quota")
+
+
+def _on_disk(tmp_path: Path, account_id: str) -> int:
+    """The bytes the store holds for the account once what belongs to nobody (the import's
+    file, the uploads copied into cards) is deleted: its cards' files and what they keep."""
+    embedded.wait_until_idle()
+    delete_doomed_objects.fn()
+    folder = tmp_path / "blobs" / "objects" / "accounts" / account_id
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def test_a_restore_stores_nothing_past_the_accounts_quota(
+    quota_api: Api, database: Database, tmp_path: Path
+) -> None:
+    files = {f"files/crd_{n}/big.txt": b"a" * BIG for n in range(1, 11)}
+    data = _deflated(tmp_path, [_big_note(n, f"files/crd_{n}/big.txt") for n in range(1, 11)], files)
+    assert len(data) < 40_000  # ten megabytes in a small archive
+    sums: list[str] = []
+
+    def summing(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if re.search(r"\bsum\s*\(", statement, re.IGNORECASE):
+            sums.append(statement)
+
+    event.listen(database.engine, "before_cursor_execute", summing)
+    try:
+        job = imported(quota_api, data, format="cardvault")
+    finally:
+        event.remove(database.engine, "before_cursor_execute", summing)
+    assert sums == []  # the quota is read from the account's counters, never summed
+    assert (job["status"], job["created"], job["failed"]) == ("completed", 3, 7), job
+    assert all("quota" in failure["reason"] for failure in job["failures"]), job["failures"]
+    stored_bytes = _on_disk(tmp_path, quota_api.account_id)
+    assert 3 * BIG <= stored_bytes <= QUOTA
+    counters = assert_counters_hold(database, quota_api.account_id, store=broker.blob_store())
+    assert counters == [(0, stored_bytes)]
+
+
+def test_an_archive_whose_cards_share_a_file_is_refused_whole(
+    quota_api: Api, database: Database, tmp_path: Path
+) -> None:
+    shared = "files/crd_1/big.txt"
+    data = _deflated(tmp_path, [_big_note(n, shared) for n in range(1, 11)], {shared: b"a" * BIG})
+    job = imported(quota_api, data, format="cardvault")
+    assert job["status"] == "failed" and shared in job["error"] and "belongs to one card" in job["error"]
+    assert _count(database, quota_api.account_id) == 0 and _on_disk(tmp_path, quota_api.account_id) == 0
+    assert assert_counters_hold(database, quota_api.account_id) == [(0, 0)]
+
+
+def test_a_restored_capture_counts_and_one_past_the_quota_is_refused(
+    quota_api: Api, database: Database, tmp_path: Path
+) -> None:
+    def link(number: int) -> dict[str, Any]:
+        url = f"https://example.com/{number}"
+        roles = {
+            role: {"path": f"{role}s/crd_{number}/{archive.CAPTURE_ROLES[role][1]}"}
+            for role in ("archive", "reader")
+        }
+        return _card(number, type="link", content=url, url=url, **roles)
+
+    page, reader = b"MIME-Version: 1.0\r\n" + b"p" * (BIG - 19), b"words " * 100_000  # 1 MB and 0.6 MB
+    files = {}
+    for number in (1, 2):
+        files[f"archives/crd_{number}/page.mhtml"], files[f"readers/crd_{number}/reader.md"] = page, reader
+    job = imported(quota_api, _deflated(tmp_path, [link(1), link(2)], files), format="cardvault")
+    assert (job["status"], job["created"], job["failed"]) == ("completed", 1, 1), job
+    assert "quota" in job["failures"][0]["reason"] and job["failures"][0]["entry"] == "card crd_2"
+    stored_bytes = _on_disk(tmp_path, quota_api.account_id)
+    assert stored_bytes == len(page) + len(reader)  # the refused card's capture: never written
+    counters = assert_counters_hold(database, quota_api.account_id, store=broker.blob_store())
+    assert counters == [(0, stored_bytes)]

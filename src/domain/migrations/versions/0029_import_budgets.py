@@ -5,14 +5,14 @@ sent a few per account at a time, the accounts in turn (``import_turns``: those 
 waiting, the least recently served first); ended imports are found by their end for the purge.
 
 Revision ID: 0029
-Revises: 0027
+Revises: 0028
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0029"
-down_revision = "0027"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 

@@ -3,6 +3,7 @@ before the quota counters get them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,53 @@ def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: P
         assert session.scalar(text("SELECT count(*) FROM uploads")) == len(uploads)
     db.migrate()
     assert counters() == [("acc_1", 30, 350), ("acc_2", 0, 7), ("acc_3", 0, 0)]
+    db.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_cards_keep_beyond_their_files_starts_counted_from_what_their_rows_know(
+    tmp_path: Path, backend: str
+) -> None:
+    db = at_revision(tmp_path, backend, "cardvault_held_bytes", "0026")
+    captions = json.dumps({"fileName": "a.vtt", "format": "vtt", "size": 300, "cueCount": 2})
+    capture = json.dumps({"capturedAt": 1, "archive": {"size": 5000}, "reader": {"size": 70, "wordCount": 9}})
+    cards = [  # pk, account, file size, caption file, capture (with its archive and reader objects)
+        (1, "acc_1", 100, captions, None),
+        (2, "acc_1", None, None, capture),
+        (3, "acc_2", 7, None, None),
+    ]
+    with db.transaction() as session:
+        for account in ("acc_1", "acc_2"):
+            session.execute(
+                text("INSERT INTO accounts (id, name, name_key, created_at) VALUES (:id, :id, :id, 1)"),
+                {"id": account},
+            )
+        for pk, account, size, caption_facts, capture_facts in cards:
+            session.execute(
+                text(
+                    "INSERT INTO cards (pk, id, account_id, type, content, is_favorited, created_at,"
+                    " updated_at, file_size, captions_object, captions, archive_object, reader_object,"
+                    " capture) VALUES (:pk, :id, :account, 'link', '', false, 1, 1, :size,"
+                    " :captions_object, :captions, :archive_object, :reader_object, :capture)"
+                ),
+                {
+                    "pk": pk,
+                    "id": f"crd_{pk}",
+                    "account": account,
+                    "size": size,
+                    "captions_object": "c" if caption_facts else None,
+                    "captions": caption_facts,
+                    "archive_object": "a" if capture_facts else None,
+                    "reader_object": "r" if capture_facts else None,
+                    "capture": capture_facts,
+                },
+            )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        held = session.execute(text("SELECT pk, held_bytes FROM cards ORDER BY pk")).all()
+        stored = session.execute(text("SELECT id, stored_file_bytes FROM accounts ORDER BY id")).all()
+    assert [tuple(row) for row in held] == [(1, 300), (2, 5070), (3, 0)]
+    assert [tuple(row) for row in stored] == [("acc_1", 100 + 300 + 5070), ("acc_2", 7)]
     db.dispose()
 
 
