@@ -63,7 +63,9 @@ def run_import(import_id: str, handed: str | None = None) -> None:
         return
     if file_format == RESTORED:  # our own archive: a card at a time, files and all
         restore = functools.partial(restores.restore_slice, db, store, decoder())
-        if restore(import_id=import_id, lease=lease, position=position, key=key):
+        if restore(
+            import_id=import_id, lease=lease, position=position, key=key, max_cards=settings().max_cards
+        ):
             run_import.send(import_id, lease)
         return
     head = store.read(key, HEAD_BYTES)

@@ -30,7 +30,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, after_commit
-from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.errors import CardLimitReached, CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
 from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
@@ -61,6 +61,7 @@ def restore_card(
     quotas: Quotas,
     on_made: Callable[[Session, str], None] | None = None,
     on_whole: Callable[[Session], None] | None = None,
+    max_cards: int | None = None,
 ) -> int:
     """Restore one card (its id into ``made`` once created), its files within ``quotas``;
     return how many of its files were restored. ``on_made`` runs in the transaction that
@@ -91,6 +92,7 @@ def restore_card(
             file=file,
             content=content if isinstance(content, str) else None,
             folder_ids=folder_ids,
+            max_cards=max_cards,
         )
         card_id = card.id
         if on_made is not None:
@@ -234,7 +236,15 @@ class _LeaseLost(Exception):
 
 
 def restore_slice(
-    db: Database, store: BlobStore, decoder: Decoder, *, import_id: str, lease: str, position: int, key: str
+    db: Database,
+    store: BlobStore,
+    decoder: Decoder,
+    *,
+    import_id: str,
+    lease: str,
+    position: int,
+    key: str,
+    max_cards: int | None = None,
 ) -> bool:
     """Restore the job's archive (at ``key``) from its card at ``position`` for a time slice;
     True when cards are left for the next slice. The archive is copied to a temporary file and
@@ -251,7 +261,7 @@ def restore_slice(
                 import_jobs.fail(session, import_id=import_id, error=exc.message)
             return False
         try:
-            return _restore_cards(db, store, decoder, archive, import_id, lease, position)
+            return _restore_cards(db, store, decoder, archive, import_id, lease, position, max_cards)
         except _LeaseLost:
             return False
         finally:
@@ -266,6 +276,7 @@ def _restore_cards(
     import_id: str,
     lease: str,
     position: int,
+    max_cards: int | None = None,
 ) -> bool:
     with db.transaction() as session:
         job = import_jobs.restoring(
@@ -306,9 +317,23 @@ def _restore_cards(
                 quotas=quotas,
                 on_made=made_card,
                 on_whole=whole,
+                max_cards=max_cards,
             )
         except _LeaseLost:
             raise
+        except CardLimitReached:  # as an import stops at a budget: this card and the rest are not restored
+            with db.transaction() as session:
+                place = f"card {str(raw.get('id'))[:64]}"
+                if not import_jobs.restore_stopped(
+                    session,
+                    import_id=import_id,
+                    lease=lease,
+                    start=index,
+                    place=place,
+                    max_cards=max_cards or 0,
+                ):
+                    raise _LeaseLost from None
+            return False
         except Exception as exc:  # one card's failure, whatever it is, never stops the rest
             why = exc.message if isinstance(exc, CardVaultError) else f"{type(exc).__name__}: {exc}"
             with db.transaction() as session:

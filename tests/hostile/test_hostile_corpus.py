@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select, text, update
 
 from cardvault.domain.db import Database
-from cardvault.domain.models import Base
+from cardvault.domain.models import Account, Base
 from cardvault.domain.webhooks import endpoints
 from cardvault.domain.webhooks import events as webhook_events
 from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
@@ -41,6 +41,10 @@ BAD_TAG = 400, "INVALID_TAG"
 NOT_FOUND = 404, "NOT_FOUND"
 UNSUPPORTED = 415, "UNSUPPORTED_MEDIA_TYPE"
 TOO_LARGE = 413, "CONTENT_TOO_LARGE"
+# The corpus's caps (its settings): a third account of the world holds as many cards, folders
+# and webhooks as it may, so its createCard, createFolder and createWebhook answer their 409s.
+MAX_CARDS, MAX_FOLDERS = 100, 4
+AT_THE_CAPS = {"auth": False, "headers": (("Authorization", "Bearer {fullKey}"),)}
 # Path placeholders of the spec, and the world's ids filled in when a case is sent.
 ID_KINDS = {
     "cardId": "Card",
@@ -684,6 +688,26 @@ def body_cases(b: Builder) -> None:
         field_cases(b, name, field_schema)
 
 
+# Webhook URLs that reach inside, or hide where they lead, in the forms a check can miss.
+HOSTILE_WEBHOOK_URLS = [
+    ("localhost", "https://localhost/x"),
+    ("unspecified", "https://0.0.0.0/x"),
+    ("unspecified-v6", "https://[::]/x"),
+    ("mapped-metadata", "https://[::ffff:169.254.169.254]/x"),
+    ("nat64-metadata", "https://[64:ff9b::a9fe:a9fe]/x"),
+    ("6to4-metadata", "https://[2002:a9fe:a9fe::]/x"),
+    ("shared-space", "https://100.64.0.1/x"),
+    ("link-local-zone", "https://[fe80::1%25eth0]/x"),
+    ("userinfo", "https://user:pw@hooks.example.com/x"),
+    ("backslash-userinfo", "https://hooks.example.com\\@10.0.0.1/x"),
+    ("port-not-allowed", "https://hooks.example.com:8443/x"),
+    ("port-out-of-range", "https://hooks.example.com:99999/x"),
+    ("non-ascii-host", "https://h\u00f6\u00f6ks.example.com/x"),
+    ("space", "https://hooks.example.com/a b"),
+    ("over-2048", "https://hooks.example.com/" + "a" * 2048),
+]
+
+
 def domain_cases(b: Builder) -> None:
     """Requests that pass the schema and are refused by the domain, changing nothing."""
     op = b.op
@@ -711,6 +735,11 @@ def domain_cases(b: Builder) -> None:
                 "read-only-key",
                 (403, "INSUFFICIENT_SCOPE"),
                 {"body": dump(VALID_BODIES["createCard"]), "auth": False, "headers": as_key("readKey")},
+            ),
+            (
+                "card-limit",
+                (409, "CARD_LIMIT_REACHED"),
+                {"body": dump(VALID_BODIES["createCard"]), **AT_THE_CAPS},
             ),
         ],
         "createUpload": [
@@ -784,6 +813,11 @@ def domain_cases(b: Builder) -> None:
         "createFolder": [
             ("exists-other-case", (409, "FOLDER_EXISTS"), {"body": dump({"name": "INBOX"})}),
             ("exists-padded", (409, "FOLDER_EXISTS"), {"body": dump({"name": "  Inbox  "})}),
+            (
+                "folder-limit",
+                (409, "FOLDER_LIMIT_REACHED"),
+                {"body": dump({"name": "One more"}), **AT_THE_CAPS},
+            ),
         ],
         "updateFolder": [("to-other-name", (409, "FOLDER_EXISTS"), {"body": dump({"name": "second"})})],
         "listCards": [
@@ -834,8 +868,21 @@ def domain_cases(b: Builder) -> None:
                 BAD,
                 {"body": dump({"url": "https://a.example/", "events": ["*", "card.created"]})},
             ),
+            ("unknown-event", BAD, {"body": dump({"url": "https://a.example/", "events": ["card.eaten"]})}),
+            *(
+                (f"url-{label}", BAD, {"body": dump({"url": url, "events": ["*"]})})
+                for label, url in HOSTILE_WEBHOOK_URLS
+            ),
+            (
+                "limit",
+                (409, "WEBHOOK_LIMIT_REACHED"),
+                {"body": dump(VALID_BODIES["createWebhook"]), **AT_THE_CAPS},
+            ),
         ],
-        "updateWebhook": [("private-url", BAD, {"body": dump({"url": "https://[fd00::1]/x"})})],
+        "updateWebhook": [
+            ("private-url", BAD, {"body": dump({"url": "https://[fd00::1]/x"})}),
+            *((f"url-{label}", BAD, {"body": dump({"url": url})}) for label, url in HOSTILE_WEBHOOK_URLS),
+        ],
         "retryWebhookDelivery": [
             (
                 "foreign-webhook",
@@ -1047,6 +1094,13 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         delivery.status, delivery.next_attempt_at = "failed", None
         session.flush()
         delivery_id = delivery.id
+    full = make_api()  # at every cap (the settings' MAX_CARDS and MAX_FOLDERS, twenty webhooks)
+    for number in range(MAX_FOLDERS):
+        assert full.post("/v1/folders", json={"name": f"Full {number}"}).status_code == 201
+    for _ in range(endpoints.MAX_WEBHOOKS):
+        assert full.post("/v1/webhooks", json=hook_body).status_code == 201
+    with database.transaction() as session:
+        session.execute(update(Account).where(Account.id == full.account_id).values(cards_held=MAX_CARDS))
     key = api.key
     world = {
         "cardId": card,
@@ -1091,6 +1145,7 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         "apikeyUpper": key_id.upper(),
         "readKey": read_key,
         "keysOnlyKey": keys_only_key,
+        "fullKey": full.key,
     }
     return api, world
 
@@ -1183,6 +1238,8 @@ def settings(tmp_path: Path, database: Database) -> Settings:
         "CARDVAULT_RATE_LIMIT_REFRESH_CARD": "off",
         "CARDVAULT_RATE_LIMIT_CAPTION_CHANGES": "off",
         "CARDVAULT_RATE_LIMIT_WEBHOOK_SENDS": "off",
+        "CARDVAULT_MAX_CARDS": str(MAX_CARDS),
+        "CARDVAULT_MAX_FOLDERS": str(MAX_FOLDERS),
     }
     return Settings.from_env({**app_env(tmp_path, database), **env})
 

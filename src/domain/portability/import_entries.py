@@ -72,6 +72,14 @@ class Stopped:
     reason: str
 
 
+def cards_stop(max_cards: int | None, done: str, unit: str) -> str:
+    """Why an import (or a restore) stopped at the cards the account may hold."""
+    return (
+        f"not {done}, nor any {unit} after it: the account holds the {max_cards} cards it may"
+        " (CARD_LIMIT_REACHED); delete cards, then import the rest"
+    )
+
+
 @dataclasses.dataclass
 class Batch:
     """What a batch's entries became: the stages their new cards wait for, how many cards
@@ -176,11 +184,7 @@ class _Taker:
         if existing is not None and self.job.on_duplicate == "skip":
             return "skipped"
         if existing is None and self.cards_room is not None and self.made >= self.cards_room:
-            self.stopped = Stopped(
-                entry.place,
-                f"not taken, nor any entry after it: the account holds the {self.budget.max_cards} cards"
-                " it may (CARD_LIMIT_REACHED); delete cards, then import the rest",
-            )
+            self.stopped = Stopped(entry.place, cards_stop(self.budget.max_cards, "taken", "entry"))
             return "stopped"
         tags = self._tags(entry.tags)
         notes = self._notes(entry)

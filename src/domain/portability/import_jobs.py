@@ -33,7 +33,14 @@ from cardvault.domain.models import ImportJob, get_owned
 from cardvault.domain.portability import imports
 from cardvault.domain.portability.formats import Item
 from cardvault.domain.portability.formats.known import NAMES
-from cardvault.domain.portability.import_entries import MAX_FAILURES, NO_BUDGET, Budget, Stopped, taken
+from cardvault.domain.portability.import_entries import (
+    MAX_FAILURES,
+    NO_BUDGET,
+    Budget,
+    Stopped,
+    cards_stop,
+    taken,
+)
 from cardvault.domain.portability.import_turns import wait_for_turns
 
 ACTIVE = ("pending", "running")
@@ -393,6 +400,24 @@ def card_restored(
         if len(job.failures) < MAX_FAILURES:
             job.failures = [*job.failures, {"entry": failure[0], "reason": failure[1][:500]}]
     job.heartbeat_at = job.updated_at = now_ms()
+    return True
+
+
+def restore_stopped(
+    session: Session, *, import_id: str, lease: str, start: int, place: str, max_cards: int
+) -> bool:
+    """End a restore at the card at ``start``, which the account had no room for (it holds
+    ``max_cards``), as an import stops at a budget: that card reported failed with why, the
+    job failed, the cards before it kept. False when this run no longer holds the job."""
+    job = _held(session, import_id, lease, start)
+    if job is None:
+        return False
+    stopped = Stopped(place, cards_stop(max_cards, "restored", "card"))
+    job.restoring_card_id = None
+    job.failed += 1
+    if len(job.failures) < MAX_FAILURES:
+        job.failures = [*job.failures, {"entry": stopped.place, "reason": stopped.reason[:500]}]
+    end(session, job, "failed", f"Stopped at {stopped.place}: it was {stopped.reason}.")
     return True
 
 

@@ -76,9 +76,11 @@ def add_card(
     file: uploads.TakenFile | None,
     content: str | None,
     folder_ids: Mapping[str, str],
+    max_cards: int | None = None,
 ) -> Card:
     """Create the card with its content, user tags, file, flags and folders (its AI fields,
-    archive and Trash come with ``finish_card``, after a caption file is attached)."""
+    archive and Trash come with ``finish_card``, after a caption file is attached);
+    CardLimitReached when the account holds ``max_cards`` already."""
     card = editing.add_card(
         session,
         account_id=account_id,
@@ -90,6 +92,7 @@ def add_card(
         source=text_of(record, "source"),
         file=file,
         created_at=whole_of(record, "createdAt"),
+        max_cards=max_cards,
     )
     card.is_favorited = record.get("isFavorited") is True
     card.completed_at = whole_of(record, "completedAt")

@@ -1,7 +1,8 @@
 """Imports within bounds (issue 42 #8): one account's backlog of imported stages never stands in
 front of another account's first stage (each account's turns, cardvault.domain.portability.
 import_turns); an import past the account's budgets (entries a day, cards held, folders) stops
-and says where and why; ended imports are purged after CARDVAULT_IMPORT_DAYS."""
+and says where and why, as a restore of our own archive does past the cards held; ended imports
+are purged after CARDVAULT_IMPORT_DAYS."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from cardvault.settings import Settings
 from cardvault.workers import broker, imports
 from cardvault.workers.imports import run_import
 from tests.conftest import app_env
+from tests.unit.test_importer import _card, make_archive
 
 
 def _bind(tmp_path: Path, database: Database, **env: str) -> None:
@@ -148,6 +150,29 @@ def test_an_import_stops_at_the_cards_an_account_may_hold_and_folders_past_their
             select(func.count()).select_from(Folder).where(Folder.account_id == account_id)
         )
         assert folders == 5
+    broker.broker.flush_all()
+
+
+def test_a_restore_stops_at_the_cards_an_account_may_hold_as_an_import_does(
+    tmp_path: Path, database: Database, account_id: str
+) -> None:
+    _bind(tmp_path, database, CARDVAULT_MAX_CARDS="250")
+    with database.transaction() as session:  # room for two more
+        session.execute(update(Account).where(Account.id == account_id).values(cards_held=248))
+    data = make_archive(tmp_path / "export.zip", [_card(n) for n in range(1, 6)]).read_bytes()
+    import_id = _job(database, account_id, data, "cardvault")
+    run_import.fn(import_id)
+    job = _job_row(database, import_id)
+    assert (job.status, job.found, job.created, job.failed) == ("failed", 5, 2, 1)
+    assert job.failures[-1]["entry"] == "card crd_3" and "CARD_LIMIT_REACHED" in job.failures[-1]["reason"]
+    assert job.error is not None and job.error.startswith("Stopped at card crd_3: it was not restored")
+    assert job.object_key is None  # ended: no run is sent again for the rest
+    with database.transaction(write=False) as session:
+        account = session.get(Account, account_id)
+        assert account is not None and account.cards_held == 250
+        made = session.scalar(select(func.count()).select_from(Card).where(Card.account_id == account_id))
+    print(f"restored {made} of 5 cards with room for 2")
+    assert made == 2
     broker.broker.flush_all()
 
 
