@@ -54,6 +54,21 @@ def _sign_in_link(db: Database, settings: Settings) -> str:
     return f"{settings.public_url}/sign-in/link?token={token}"
 
 
+def _shown_link(db: Database, settings: Settings) -> str:
+    """The sign-in link as serve's banner shows it: whole on a terminal (the person who started
+    it reads it once); elsewhere output is kept (a log collector, a file), and a live link there
+    is a credential, so it goes to a file of the data directory only its owner reads."""
+    link = _sign_in_link(db, settings)
+    if sys.stdout.isatty():
+        return link
+    kept = settings.data_dir / "sign_in_link"
+    kept.unlink(missing_ok=True)
+    descriptor = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(link + "\n")
+    return f"{logs.redact(link)} (the link is in {kept})"
+
+
 # The HTTP server refuses, with its own 400 text/plain before the app sees anything, a request
 # whose request line and headers keep growing past this, or that HTTP/1.1 itself forbids (a
 # NUL, CR or LF inside a header). h11 has such a bound; httptools, uvicorn's default parser,
@@ -76,9 +91,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     print(f"Card Vault listening on {local_url(host, port)}/v1 (docs at /v1/ui/)", flush=True)
     if db.dialect == "sqlite":  # the embedded default: its local account, ready to use
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
-        print(
-            f"Sign in to its card pages (once, within 15 minutes): {_sign_in_link(db, settings)}", flush=True
-        )
+        print(f"Sign in to its card pages (once, within 15 minutes): {_shown_link(db, settings)}", flush=True)
     db.dispose()
     with _metrics_folder(workers):
         uvicorn.run(
