@@ -23,7 +23,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.portability.formats.known import NAMES, RESTORED, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
-from cardvault.settings import Settings, SettingsError
+from cardvault.settings import Settings, SettingsError, is_loopback
 
 
 def _local_key(db: Database, data_dir: Path) -> str:
@@ -228,6 +228,19 @@ def main(argv: list[str] | None = None) -> int:
             # Cards' appUrl names the address served, in this process and the server's workers.
             os.environ["CARDVAULT_PUBLIC_URL"] = local_url(args.host, args.port)
             settings = Settings.from_env()
+        if (
+            not is_loopback(args.host)
+            and settings.metrics
+            and settings.redis_url is None
+            and not settings.metrics_token
+        ):
+            # The embedded default's /metrics is open: off loopback, anyone could read it.
+            print(
+                f"cardvault: --host {args.host} is not a loopback address, and GET /metrics is open "
+                "without CARDVAULT_METRICS_TOKEN: set it (or CARDVAULT_METRICS=false)",
+                file=sys.stderr,
+            )
+            return 2
         if args.workers > 1 and settings.database_url.startswith("sqlite"):
             print("cardvault: several API processes need PostgreSQL", file=sys.stderr)
             return 2
