@@ -23,7 +23,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.portability.formats.known import NAMES, RESTORED, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
-from cardvault.settings import Settings, SettingsError
+from cardvault.settings import Settings, SettingsError, is_loopback
 
 
 def _local_key(db: Database, data_dir: Path) -> str:
@@ -54,6 +54,21 @@ def _sign_in_link(db: Database, settings: Settings) -> str:
     return f"{settings.public_url}/sign-in/link?token={token}"
 
 
+def _shown_link(db: Database, settings: Settings) -> str:
+    """The sign-in link as serve's banner shows it: whole on a terminal (the person who started
+    it reads it once); elsewhere output is kept (a log collector, a file), and a live link there
+    is a credential, so it goes to a file of the data directory only its owner reads."""
+    link = _sign_in_link(db, settings)
+    if sys.stdout.isatty():
+        return link
+    kept = settings.data_dir / "sign_in_link"
+    kept.unlink(missing_ok=True)
+    descriptor = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(link + "\n")
+    return f"{logs.redact(link)} (the link is in {kept})"
+
+
 # The HTTP server refuses, with its own 400 text/plain before the app sees anything, a request
 # whose request line and headers keep growing past this, or that HTTP/1.1 itself forbids (a
 # NUL, CR or LF inside a header). h11 has such a bound; httptools, uvicorn's default parser,
@@ -76,9 +91,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     print(f"Card Vault listening on {local_url(host, port)}/v1 (docs at /v1/ui/)", flush=True)
     if db.dialect == "sqlite":  # the embedded default: its local account, ready to use
         print(f"API key of the local account: {_local_key(db, settings.data_dir)}", flush=True)
-        print(
-            f"Sign in to its card pages (once, within 15 minutes): {_sign_in_link(db, settings)}", flush=True
-        )
+        print(f"Sign in to its card pages (once, within 15 minutes): {_shown_link(db, settings)}", flush=True)
     db.dispose()
     with _metrics_folder(workers):
         uvicorn.run(
@@ -215,6 +228,19 @@ def main(argv: list[str] | None = None) -> int:
             # Cards' appUrl names the address served, in this process and the server's workers.
             os.environ["CARDVAULT_PUBLIC_URL"] = local_url(args.host, args.port)
             settings = Settings.from_env()
+        if (
+            not is_loopback(args.host)
+            and settings.metrics
+            and settings.redis_url is None
+            and not settings.metrics_token
+        ):
+            # The embedded default's /metrics is open: off loopback, anyone could read it.
+            print(
+                f"cardvault: --host {args.host} is not a loopback address, and GET /metrics is open "
+                "without CARDVAULT_METRICS_TOKEN: set it (or CARDVAULT_METRICS=false)",
+                file=sys.stderr,
+            )
+            return 2
         if args.workers > 1 and settings.database_url.startswith("sqlite"):
             print("cardvault: several API processes need PostgreSQL", file=sys.stderr)
             return 2

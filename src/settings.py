@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -185,6 +186,29 @@ def _port(env: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether an address to listen on is reached from this machine alone (any name but
+    ``localhost`` may resolve to another interface, and ``0.0.0.0`` is every one)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _worker_metrics(env: Mapping[str, str], token: str | None) -> tuple[str, int | None]:
+    """Where a worker answers its metrics; off loopback only behind the metrics token."""
+    host = env.get("CARDVAULT_WORKER_METRICS_HOST") or "127.0.0.1"
+    port = _port(env, "CARDVAULT_WORKER_METRICS_PORT")
+    if port is not None and token is None and not is_loopback(host):
+        raise SettingsError(
+            f"CARDVAULT_WORKER_METRICS_HOST={host} is not a loopback address: a worker's metrics "
+            "answered there need CARDVAULT_METRICS_TOKEN"
+        )
+    return host, port
+
+
 def _ports(env: Mapping[str, str], name: str, default: tuple[int, ...]) -> tuple[int, ...]:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -358,7 +382,8 @@ class Settings:
     # is set, and not served in production (Redis configured) without one.
     metrics: bool = True
     metrics_token: str | None = dataclasses.field(repr=False, default=None)
-    # A `cardvault worker`'s metrics, answered on a port of their own (None: not answered).
+    # A `cardvault worker`'s metrics, answered on a port of their own (None: not answered),
+    # behind the metrics token when it is set (and it must be, off loopback).
     worker_metrics_host: str = "127.0.0.1"
     worker_metrics_port: int | None = None
     # Traces (OpenTelemetry over OTLP/HTTP): off without an endpoint; the share of traces begun
@@ -385,6 +410,8 @@ class Settings:
         secret_key = env.get("CARDVAULT_SECRET_KEY") or _data_dir_secret(data_dir)
         if len(secret_key) < 32:
             raise SettingsError("CARDVAULT_SECRET_KEY must be at least 32 characters")
+        metrics_token = _metrics_token(env)
+        worker_metrics_host, worker_metrics_port = _worker_metrics(env, metrics_token)
         return cls(
             data_dir=data_dir,
             database_url=database_url,
@@ -411,9 +438,9 @@ class Settings:
             webhook_account_sends=_whole(env, "CARDVAULT_WEBHOOK_ACCOUNT_SENDS", 1),
             ai=_bool(env, "CARDVAULT_AI", True),
             metrics=_bool(env, "CARDVAULT_METRICS", True),
-            metrics_token=_metrics_token(env),
-            worker_metrics_host=env.get("CARDVAULT_WORKER_METRICS_HOST") or "127.0.0.1",
-            worker_metrics_port=_port(env, "CARDVAULT_WORKER_METRICS_PORT"),
+            metrics_token=metrics_token,
+            worker_metrics_host=worker_metrics_host,
+            worker_metrics_port=worker_metrics_port,
             otlp_endpoint=_otlp_endpoint(env),
             trace_sample=_share(env, "CARDVAULT_TRACE_SAMPLE", 1.0),
             ai_provider=AiProviderSettings.from_env(env),

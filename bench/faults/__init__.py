@@ -51,6 +51,7 @@ class Outcome:
     lost: list[str] = field(default_factory=list)  # acknowledged writes not found afterwards
     unsettled: list[str] = field(default_factory=list)  # jobs neither finished nor failed with a code
     recover_seconds: float = math.nan  # fault over -> the first write acknowledged again
+    refused_after: list[str] = field(default_factory=list)  # faults met by requests sent after it
     settle_seconds: float = math.nan  # fault over -> every job started has ended
     facts: dict[str, object] = field(default_factory=dict)  # what else the scenario counted
 
@@ -65,6 +66,7 @@ class Outcome:
             "lost": len(self.lost),
             "unsettled": len(self.unsettled),
             "recover_s": round(self.recover_seconds, 2),
+            "refused_after": len(self.refused_after),
             "settle_s": round(self.settle_seconds, 2),
             **self.facts,
         }
@@ -182,6 +184,9 @@ class Traffic:
         code = body.get("code") if isinstance(body, dict) else None
         passing = status == 503 and code in PASSING_CODES and isinstance(body.get("retryAt"), int)
         expected = status < 500 and code in self._expected
+        if not expected and self._over_at is not None and started >= self._over_at:
+            with self._lock:  # the fault is over: a passing fault now is one too many
+                self.outcome.refused_after.append(f"{status} {code}")
         self._sort(f"{status} {code}", f"{status} {response.text[:300]}", bad=not (passing or expected))
         time.sleep(PAUSE_AFTER_503)
 
@@ -248,11 +253,12 @@ class Service:
         if self.env.get("CARDVAULT_REDIS_URL"):
             self._start_worker()
             self._supervisor.start()
-        if not until(self._healthy, start_seconds, every=0.2):
+        if not until(self.healthy, start_seconds, every=0.2):
             self.stop()
             raise RuntimeError(f"the service did not start; see {self._workdir / 'service.log'}")
 
-    def _healthy(self) -> bool:
+    def healthy(self) -> bool:
+        """Whether an API process answers (raises once the API's parent has exited)."""
         if self.api is not None and self.api.poll() is not None:
             raise RuntimeError(f"the API process exited; see {self._workdir / 'service.log'}")
         try:
@@ -290,8 +296,14 @@ class Service:
 
 
 def _children(pid: int) -> list[int]:
+    """The process's children; none once it is gone (a worker whose child was killed exits
+    before its supervisor starts another)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return []
+    for task in tasks:
         try:
             found += [int(child) for child in (task / "children").read_text().split()]
         except FileNotFoundError:

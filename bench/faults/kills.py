@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.faults import (
     Outcome,
+    Service,
     Traffic,
     cards_and_renames,
     kill,
@@ -38,8 +39,8 @@ def processes_killed(
     settle_timeout: float = 60.0,
 ) -> Outcome:
     """Run the scenario on a fresh PostgreSQL database at ``database_url``: ``kills`` SIGKILLs,
-    each of an API process or of the worker's process, chosen at random (``seed``), a random
-    time within ``apart`` (seconds) after the last."""
+    of an API process and of the worker's process in turn (each kind half of them, whatever
+    chance does), at a random time within ``apart`` (seconds) after the last (``seed``)."""
     outcome = Outcome(f"SIGKILL of an API or worker process, {kills} times (link cards, tag renames)")
     chance = random.Random(seed)  # noqa: S311 - picks a victim and a moment, not a secret
     broker = RedisProcess(workdir)
@@ -62,10 +63,10 @@ def processes_killed(
                     deadline = time.monotonic() + 30
                     while not operations and time.monotonic() < deadline:
                         time.sleep(0.05)
-                    for _ in range(kills):
+                    for turn in range(kills):
                         time.sleep(chance.uniform(*apart))  # a random moment, not a wait for a result
-                        kind = "worker" if chance.random() < 0.5 and running.worker_children() else "api"
-                        victims = running.worker_children() if kind == "worker" else running.api_children()
+                        kind = ("api", "worker")[turn % 2]
+                        victims = _victims(running, kind)
                         if victims:
                             kill(chance.choice(victims))
                             killed[kind] += 1
@@ -79,3 +80,17 @@ def processes_killed(
         broker.kill()
     outcome.lost = stored_once(database_url, outcome.acknowledged)
     return outcome
+
+
+def _victims(running: Service, kind: str, wait: float = 60.0) -> list[int]:
+    """The processes of that kind, once there are some (and, for an API process, once the API
+    answers: killing the last one while the other boots would only make clients wait): a
+    process killed a moment ago may not be back yet (the worker's supervisor starts it again),
+    and its turn waits for it rather than passing to the other kind. Empty if none came back
+    within ``wait`` (seconds): the victims counted then fall short of what the test asks."""
+    deadline = time.monotonic() + wait
+    while True:
+        victims = running.worker_children() if kind == "worker" else running.api_children()
+        if (victims and (kind == "worker" or running.healthy())) or time.monotonic() > deadline:
+            return list(victims)
+        time.sleep(0.05)

@@ -15,6 +15,8 @@ first imported, so the variable must be set before then.
 from __future__ import annotations
 
 import errno
+import hmac
+import json
 import logging
 import os
 import threading
@@ -214,18 +216,32 @@ def exposition(*read_now: Collector) -> bytes:
     return (generate_latest(REGISTRY) if not multiprocess() else b"") + generate_latest(registry)
 
 
-def serve(host: str, port: int, *read_now: Collector) -> ThreadingHTTPServer | None:
+def serve(host: str, port: int, *read_now: Collector, token: str | None = None) -> ThreadingHTTPServer | None:
     """Answer ``GET /metrics`` on a port of its own, from a thread (a worker process's: workers
-    answer no HTTP otherwise); None when another process holds the port (the worker processes
-    of one ``cardvault worker`` share a metrics folder, so the one that answers shows them all)."""
+    answer no HTTP otherwise), asking for the bearer ``token`` when there is one (as the API's
+    /metrics does); None when another process holds the port (the worker processes of one
+    ``cardvault worker`` share a metrics folder, so the one that answers shows them all)."""
 
     class Answer(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             found = self.path.split("?", 1)[0] == "/metrics"
-            body = exposition(*read_now) if found else b"not found\n"
-            self.send_response(200 if found else 404)
-            self.send_header("Content-Type", CONTENT_TYPE if found else "text/plain")
+            if found and token is not None and not _bearer_is(self.headers.get("Authorization", ""), token):
+                self._answer(
+                    401, "application/json", _UNAUTHENTICATED, {"WWW-Authenticate": 'Bearer realm="metrics"'}
+                )
+            elif found:
+                self._answer(200, CONTENT_TYPE, exposition(*read_now))
+            else:
+                self._answer(404, "text/plain", b"not found\n")
+
+        def _answer(
+            self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 
@@ -241,6 +257,23 @@ def serve(host: str, port: int, *read_now: Collector) -> ThreadingHTTPServer | N
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="cardvault-metrics", daemon=True).start()
     return server
+
+
+# The API's error body (no request id: the port answers nothing else).
+_UNAUTHENTICATED = json.dumps(
+    {
+        "code": "UNAUTHENTICATED",
+        "error": "The metrics need the bearer token set in CARDVAULT_METRICS_TOKEN.",
+        "details": None,
+        "requestId": None,
+        "retryAt": None,
+    }
+).encode()
+
+
+def _bearer_is(sent: str, token: str) -> bool:
+    scheme, _, value = sent.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
 
 
 @contextmanager

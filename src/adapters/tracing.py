@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterator
+import hmac
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import Token
 from typing import Any, ParamSpec, TypeVar
@@ -24,9 +26,12 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace.sampling import ParentBased, SamplingResult, TraceIdRatioBased
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 
+from cardvault.logs import redact
 from cardvault.settings import Settings
 
 T = TypeVar("T")
@@ -43,15 +48,43 @@ def configure(settings: Settings, service: str) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     exporter = OTLPSpanExporter(endpoint=settings.otlp_endpoint.rstrip("/") + "/v1/traces")
-    use(BatchSpanProcessor(exporter), sample=settings.trace_sample, service=service)
+    key = settings.secret_key.encode()
+    use(BatchSpanProcessor(exporter), sample=settings.trace_sample, service=service, key=key)
 
 
-def use(processor: SpanProcessor, *, sample: float = 1.0, service: str = "cardvault") -> TracerProvider:
+class KeyedRatio(TraceIdRatioBased):
+    """Keep ``rate`` of the traces, chosen by a keyed hash of the whole trace id. The SDK's own
+    sampler compares the id's last 64 bits as they are, so a caller who picks the id (a
+    traceparent ending in sixteen zeros) picks the outcome; under the service's secret, the
+    same in every process, the API and its workers still keep the same traces."""
+
+    def __init__(self, rate: float, key: bytes) -> None:
+        super().__init__(rate)
+        self._key = key
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        digest = hmac.new(self._key, trace_id.to_bytes(16, "big"), hashlib.sha256).digest()
+        mixed = int.from_bytes(digest[:8], "big")
+        return super().should_sample(parent_context, mixed, name, kind, attributes, links, trace_state)
+
+
+def use(
+    processor: SpanProcessor, *, sample: float = 1.0, service: str = "cardvault", key: bytes = b"cardvault"
+) -> TracerProvider:
     """Trace through ``processor`` from now on (``configure``, or a test's in-memory exporter)."""
     global _provider
     # A caller's traceparent cannot force a trace past the share: its sampled flag is heeded
     # at the same ratio (a caller's unsampled trace is left unsampled).
-    ratio = TraceIdRatioBased(sample)
+    ratio = KeyedRatio(sample, key)
     provider = TracerProvider(
         resource=Resource.create({"service.name": service}),
         sampler=ParentBased(ratio, remote_parent_sampled=ratio),
@@ -94,8 +127,15 @@ def hashed(account_id: str) -> str:
 @contextmanager
 def span(name: str, kind: SpanKind = SpanKind.INTERNAL, **attributes: Any) -> Iterator[Span]:
     """A span around the block; an exception marks it failed and passes on."""
-    with tracer().start_as_current_span(name, kind=kind, attributes=attributes) as current:
-        yield current
+    # The SDK's own recording would keep the exception's text as it is (``failed`` redacts it).
+    with tracer().start_as_current_span(
+        name, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            failed(current, exc)
+            raise
 
 
 def traced(name: str, kind: SpanKind = SpanKind.CLIENT) -> Callable[[Callable[P, T]], Callable[P, T]]:
@@ -162,7 +202,20 @@ def end(opened: Opened | None, exc: BaseException | None = None) -> None:
 
 
 def failed(current: Span, exc: BaseException) -> None:
-    current.record_exception(exc)
+    """Mark the span failed, with the exception as the logs would show it: its message and
+    traceback redacted (a token in a URL, a password in a database URL)."""
+    if not current.is_recording():
+        return
+    stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    current.add_event(
+        "exception",
+        {
+            "exception.type": type(exc).__qualname__,
+            "exception.message": redact(str(exc)),
+            "exception.stacktrace": redact(stack),
+            "exception.escaped": True,
+        },
+    )
     current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
 
 

@@ -24,6 +24,9 @@ _broker.bind(_settings, _database)
 _broker.broker.add_middleware(Sweeper())
 if _settings.worker_metrics_port is not None:  # the first worker process to bind it answers for all
     metrics.serve(
-        _settings.worker_metrics_host, _settings.worker_metrics_port, metrics.Queues(_broker.queues)
+        _settings.worker_metrics_host,
+        _settings.worker_metrics_port,
+        metrics.Queues(_broker.queues),
+        token=_settings.metrics_token,
     )
 heap.settle()  # once every actor is declared and bound (cardvault.heap)

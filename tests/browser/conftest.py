@@ -32,9 +32,13 @@ def _install_chromium() -> str:
     if prefix and shutil.which("sudo") is None:
         return "not root and no sudo"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
+    wait = ["-o", "DPkg::Lock::Timeout=300"]  # another apt-get (a second tier, cron) may hold the lock
+    for command in (
+        ["apt-get", *wait, "update", "-q"],
+        ["apt-get", *wait, "install", "-y", "-q", "chromium"],
+    ):
         result = subprocess.run([*prefix, *command], env=env, capture_output=True, text=True, timeout=900)
-        if result.returncode != 0 and command[1] == "install":
+        if result.returncode != 0 and "install" in command:
             return f"{' '.join(command)} failed: {result.stderr.strip()[-500:]}"
     return ""
 

@@ -384,3 +384,22 @@ def test_swagger_ui_runs_under_its_own_policy(site: Site, context: BrowserContex
     page.get_by_role("button", name="Authorize").first.click()
     expect(page.get_by_text("Available authorizations")).to_be_visible()
     assert blocked == []
+
+
+def test_the_printed_sign_in_link_signs_in_only_when_its_button_is_pressed(
+    site: Site, context: BrowserContext
+) -> None:
+    link = (Path(site.env["CARDVAULT_DATA_DIR"]) / "sign_in_link").read_text().strip()
+    page = context.new_page()
+    for _ in range(2):  # a previewer's look, then the person's: neither spends it
+        response = page.goto(link)
+        assert response is not None and response.status == 200
+        assert not any("cv_session" in cookie["name"] for cookie in context.cookies())
+    with page.expect_response(f"{site.base}/sign-in/link") as answered:
+        page.get_by_role("button", name="Sign in").click()
+    assert answered.value.status == 303
+    expect(page.get_by_role("heading", name="Signed in")).to_be_visible()
+    assert any("cv_session" in cookie["name"] for cookie in context.cookies())
+    page.goto(link)
+    page.get_by_role("button", name="Sign in").click()  # once
+    expect(page.get_by_role("heading", name="Sign-in link not valid")).to_be_visible()

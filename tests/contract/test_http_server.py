@@ -170,14 +170,37 @@ def test_several_api_processes_answer_metrics_that_count_every_process(tmp_path:
     assert pids == {None}  # summed over the processes, not shown one by one
 
 
+def printed_link(tmp_path: Path) -> str:
+    """The sign-in link serve's banner names: off a terminal, redacted, and in a file of its own."""
+    printed = (tmp_path / "server.log").read_text()
+    shown = re.search(
+        r"Sign in to its card pages \(once, within 15 minutes\): (\S+) \(the link is in (\S+)\)", printed
+    )
+    assert shown is not None, printed
+    link = Path(shown[2]).read_text().strip()
+    assert shown[1] == link.split("token=")[0] + "token=[redacted]" and link.split("token=")[1] not in printed
+    assert Path(shown[2]).stat().st_mode & 0o777 == 0o600
+    return link
+
+
+def click_link(browser: httpx.Client, link: str) -> httpx.Response:
+    """Open the link's page and press its button, as a person does (opening it spends nothing)."""
+    page = browser.get(link)
+    assert page.status_code == 200, page.text
+    csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text)
+    assert csrf is not None, page.text
+    form = {"csrf": csrf[1], "token": link.split("token=")[1]}
+    return browser.post(link.split("?")[0], data=form)
+
+
 def test_the_embedded_default_prints_a_sign_in_link_that_opens_its_cards_pages(tmp_path: Path) -> None:
-    """A fresh clone's first run: the local account has no password, so serve prints a link
+    """A fresh clone's first run: the local account has no password, so serve names a link
     that signs a browser in once, and a card's appUrl then opens."""
     with running_server(server_env(tmp_path), tmp_path) as (base, _):
         printed = (tmp_path / "server.log").read_text()
         key = re.search(r"API key of the local account: (\S+)", printed)
-        link = re.search(r"Sign in to its card pages \(once, within 15 minutes\): (\S+)", printed)
-        assert key is not None and link is not None, printed
+        assert key is not None, printed
+        link = [printed_link(tmp_path)]
         card = httpx.post(
             f"{base}/cards",
             json={"content": "Opened from a fresh clone"},
@@ -185,19 +208,20 @@ def test_the_embedded_default_prints_a_sign_in_link_that_opens_its_cards_pages(t
         ).json()
         with httpx.Client(follow_redirects=True) as browser:
             assert browser.get(card["appUrl"]).url.path == "/sign-in"  # signed out: sent to sign in
-            signed_in = browser.get(link[1])
+            assert browser.head(link[0]).status_code == 200  # a mail scanner's look spends nothing
+            signed_in = click_link(browser, link[0])
             assert signed_in.status_code == 200 and signed_in.url.path == "/sign-in", signed_in.text
             page = browser.get(card["appUrl"])
             assert page.status_code == 200 and "Opened from a fresh clone" in page.text
-            assert browser.get(link[1]).status_code == 400  # once
+            assert click_link(browser, link[0]).status_code == 400  # once
 
 
 def test_the_servers_log_is_json_lines_that_name_each_request_and_show_no_secret(tmp_path: Path) -> None:
     """Every path that logs, with a secret in each: a key in Authorization (taken and refused),
     Basic credentials, a sign-in link's token, a session cookie, a signed upload URL and a
     webhook's signing secret. The log (standard error off a terminal) is JSON lines naming each
-    request; none of them shows a secret. (Serve's banner prints the local key and link to the
-    person who started it: it is output, not a log line.)"""
+    request; none of them shows a secret. (Serve's banner prints the local key, which is in the
+    data directory too; off a terminal it names the sign-in link redacted, and its file.)"""
     with running_server(server_env(tmp_path), tmp_path) as (base, key):
         root = base.removesuffix("/v1")
         auth = {"Authorization": f"Bearer {key}"}
@@ -205,10 +229,9 @@ def test_the_servers_log_is_json_lines_that_name_each_request_and_show_no_secret
         refused_key = key[:-8] + ("AAAAAAAA" if not key.endswith("AAAAAAAA") else "BBBBBBBB")
         httpx.get(f"{base}/cards", headers={"Authorization": f"Bearer {refused_key}"})
         httpx.get(f"{base}/cards", headers={"Authorization": "Basic dXNlcjpodW50ZXIyLXNlY3JldA=="})
-        printed = (tmp_path / "server.log").read_text()
-        link = re.search(r"Sign in to its card pages \(once, within 15 minutes\): (\S+)", printed)
-        assert link is not None
-        opened = httpx.get(link[1])
+        link = printed_link(tmp_path)
+        with httpx.Client() as browser:
+            opened = click_link(browser, link)
         session = opened.cookies.get("cv_session") or ""
         httpx.get(f"{root}/sign-in", cookies={"cv_session": session})
         data = b"a text file\n"
@@ -227,7 +250,7 @@ def test_the_servers_log_is_json_lines_that_name_each_request_and_show_no_secret
         "the key": key,
         "the refused key": refused_key,
         "Basic credentials": "dXNlcjpodW50ZXIyLXNlY3JldA==",
-        "the link's token": link[1].rsplit("=", 1)[1],
+        "the link's token": link.rsplit("=", 1)[1],
         "the session": session,
         "the upload URL's signature": ticket["uploadUrl"].rsplit("/", 1)[1],
         "the webhook secret": made["secret"].removeprefix("whsec_"),
@@ -237,6 +260,7 @@ def test_the_servers_log_is_json_lines_that_name_each_request_and_show_no_secret
         name for name, secret in secrets_sent.items() if any(secret in json.dumps(line) for line in lines)
     ]
     assert in_log == []
+    assert secrets_sent["the link's token"] not in logged  # nor in the banner
     requests = [line for line in lines if line["logger"] == "cardvault.requests"]
     (first,) = [line for line in requests if line.get("requestId") == listed.headers["X-Request-Id"]]
     assert (first["operation"], first["status"], first["method"], first["path"]) == (

@@ -1,5 +1,5 @@
-"""Faults, processes killed: 50 SIGKILLs at random moments, each of one of the two API processes
-or of the worker's process (restarted by a supervisor, as systemd would), while clients create
+"""Faults, processes killed: 50 SIGKILLs at random moments, in turn of one of the two API processes
+and of the worker's process (restarted by a supervisor, as systemd would), while clients create
 link cards and start tag renames. Only a request whose process died under it loses its
 connection; every acknowledged card is stored once, and every card and operation a killed
 worker held is taken over and finished (bench.faults.kills)."""
@@ -20,4 +20,4 @@ def test_fifty_kills_lose_no_write_and_every_job_settles(tmp_path: Path) -> None
     outcome = processes_killed(tmp_path, url, kills=50)
     assert outcome.problems() == [], outcome.row()
     assert outcome.answers["202"] >= 1, "no tag operation was started"
-    assert outcome.facts["api_killed"] >= 10 and outcome.facts["worker_killed"] >= 10, outcome.facts
+    assert outcome.facts == {"api_killed": 25, "worker_killed": 25}  # in turn, not by chance

@@ -4,7 +4,8 @@ two API processes and a worker while every connection to the database is killed 
 server of the test's own is stopped, cleanly and as in a crash, for two seconds and started
 again. Every answer is a card, an export, or the error body of a passing fault (503 with
 ``retryAt``), never a 500 or a hang; every card acknowledged is stored once; writes are
-acknowledged again at once after the fault; every card's processing and every export ends
+acknowledged again at once after the fault (no request sent after it is refused: counted, not
+timed, since a loaded machine stretches any bound); every card's processing and every export ends
 within seconds of it (each export ready), though a job left for the sweeper would wait its
 stale period (30 s here); and no 503 uses up a rate limit (a start of an export retried through
 the outage is not refused for the day)."""
@@ -27,7 +28,7 @@ def test_killed_connections_lose_no_write_and_every_job_ends_at_once(tmp_path: P
     url = fresh_postgres_database("cardvault_faults_pg", "the PostgreSQL fault tests")
     outcome = connections_killed(tmp_path, url, kills=6, settle_seconds=SETTLE_SECONDS)
     assert outcome.problems() == [], outcome.row()
-    assert outcome.recover_seconds < 2, outcome.row()
+    assert outcome.refused_after == [], outcome.row()
 
 
 @pytest.mark.postgres
@@ -41,4 +42,4 @@ def test_a_restarted_server_loses_no_write_and_every_job_ends_at_once(tmp_path: 
     outcome = server_restarted(tmp_path, mode=mode, settle_seconds=SETTLE_SECONDS)
     assert outcome.problems() == [], outcome.row()
     assert outcome.answers["503 SERVICE_UNAVAILABLE"] > 0, "no request met the outage"
-    assert outcome.recover_seconds < 2, outcome.row()
+    assert outcome.refused_after == [], outcome.row()

@@ -486,44 +486,46 @@ class TestRegressionCardPageRendersOffTheEventLoop:
     def test_a_hostile_card_page_does_not_hold_up_other_requests(
         self, browser: TestClient, person: Person, database: Database, fresh_process: TestClient
     ) -> None:
-        """card_page renders Markdown on the event loop. markdown-it takes ~50 µs a character
-        on unclosed image/link brackets: a 512 KiB text card of "![" holds every request of the
-        process for ~26 s on each view. Here 120 KB (~3 s) are enough to show it."""
+        """card_page rendered Markdown on the event loop, and markdown-it takes ~50 µs a character
+        on unclosed image/link brackets: a 512 KiB text card of "![" held every request of the
+        process for ~26 s on each view. Such a text is shown as plain text now (rendered, it
+        would be too dear), and a request sent while it is viewed is answered. (How long the
+        answer took is no test: a loaded machine stretches any wall-clock bound.)"""
         with database.transaction() as session:
             card_id = editing.add_card(
                 session, account_id=person.account_id, content="![" * 60_000, card_type="text"
             ).id
         sign_in(browser, person)
-        result: list[int] = []
-        viewer = threading.Thread(target=lambda: result.append(browser.get(f"/cards/{card_id}").status_code))
+        result: list[Any] = []
+        viewer = threading.Thread(target=lambda: result.append(browser.get(f"/cards/{card_id}")))
         viewer.start()
-        time.sleep(0.5)  # the page is rendering now
-        started = time.perf_counter()
         metadata = browser.get("/.well-known/oauth-authorization-server")
-        waited = time.perf_counter() - started
         viewer.join()
-        assert metadata.status_code == 200 and result == [200]
-        assert waited < 1.0, f"a metadata request waited {waited:.1f} s behind a card page"
+        (page,) = result
+        assert metadata.status_code == 200 and page.status_code == 200
+        assert '<pre class="plain">' + "![" * 10 in page.text
 
 
 class TestRegressionCardHeading:
     def test_a_long_opening_heading_line_renders_quickly(
         self, browser: TestClient, person: Person, database: Database
     ) -> None:
-        """_MARKDOWN_HEADING, ``#{1,6}[ \\t]+(.+?)[ \\t#]*`` under fullmatch, backtracks
+        """_MARKDOWN_HEADING, ``#{1,6}[ \\t]+(.+?)[ \\t#]*`` under fullmatch, backtracked
         quadratically on a first line of many ``#`` (or spaces) before a last character: 40,000
-        take ~3 s, a 512 KiB first line several minutes, on the event loop (every request of the
-        process waits)."""
+        took ~3 s, a 512 KiB first line several minutes, on the event loop (every request of the
+        process waits). Counted in this process's CPU time (the server is a thread of it), which
+        a loaded machine does not stretch as it does the wall clock: linear, the page of the
+        longest first line takes a fraction of the bound; quadratic, minutes."""
         with database.transaction() as session:
             card_id = editing.add_card(
-                session, account_id=person.account_id, content="# " + "#" * 40_000 + "x", card_type="text"
+                session, account_id=person.account_id, content="# " + "#" * 500_000 + "x", card_type="text"
             ).id
         sign_in(browser, person)
-        started = time.perf_counter()
+        started = time.process_time()
         page = browser.get(f"/cards/{card_id}")
-        took = time.perf_counter() - started
+        took = time.process_time() - started
         assert page.status_code == 200
-        assert took < 1.0, f"the card page took {took:.1f} s"
+        assert took < 20, f"the card page took {took:.1f} s of CPU"
 
     @pytest.mark.parametrize("url", ["https://[x/", "https://[::1", "http://[a]b/", "https://a]/"])
     def test_a_link_card_whose_url_the_api_took_has_a_page(

@@ -172,6 +172,20 @@ def test_a_bad_setting_is_named_at_start_up(tmp_path: Path) -> None:
     assert result.returncode == 2 and "CARDVAULT_DATABASE_URL" in result.stderr
 
 
+def test_the_embedded_default_off_loopback_is_refused_without_the_metrics_token(tmp_path: Path) -> None:
+    # Its GET /metrics is open: on every interface anyone could read it.
+    for host in ("0.0.0.0", "::", "192.0.2.7"):  # noqa: S104 - the cases
+        result = run(tmp_path, "serve", "--host", host)
+        assert result.returncode == 2 and "CARDVAULT_METRICS_TOKEN" in result.stderr, result.stderr
+        assert "Card Vault listening" not in result.stdout
+
+
+def test_a_worker_whose_metrics_port_is_off_loopback_is_refused_without_the_token(tmp_path: Path) -> None:
+    redis = {"CARDVAULT_REDIS_URL": "redis://127.0.0.1:1/0", "CARDVAULT_WORKER_METRICS_PORT": "9100"}
+    result = run(tmp_path, "worker", CARDVAULT_WORKER_METRICS_HOST="0.0.0.0", **redis)  # noqa: S104
+    assert result.returncode == 2 and "CARDVAULT_METRICS_TOKEN" in result.stderr, result.stderr
+
+
 def test_several_api_processes_are_refused_without_redis(tmp_path: Path) -> None:
     # Rate limits counted in each process's memory would let N processes allow N times as much.
     url = "postgresql+psycopg://nobody@127.0.0.1:1/none"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cardvault.settings import Settings, SettingsError
+from cardvault.settings import Settings, SettingsError, is_loopback
 
 
 def test_defaults_to_the_embedded_sqlite_file_in_the_data_dir(tmp_path: Path) -> None:
@@ -185,3 +185,39 @@ def test_capture_is_on_with_every_output_and_can_be_narrowed(tmp_path: Path) -> 
         2,
         "/opt/chromium/chrome",
     )
+
+
+EVERY_INTERFACE = "0.0.0.0"  # noqa: S104 - the address under test, never bound here
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        *[("127.0.0.1", True), ("127.8.9.1", True), ("::1", True), ("[::1]", True), ("localhost", True)],
+        *[
+            (EVERY_INTERFACE, False),
+            ("::", False),
+            ("", False),
+            ("192.0.2.7", False),
+            ("metrics.internal", False),
+        ],
+    ],
+)
+def test_only_loopback_addresses_are_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_a_workers_metrics_port_off_loopback_needs_the_metrics_token(tmp_path: Path) -> None:
+    env = {"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_WORKER_METRICS_PORT": "9100"}
+    with pytest.raises(SettingsError, match="CARDVAULT_METRICS_TOKEN"):
+        Settings.from_env({**env, "CARDVAULT_WORKER_METRICS_HOST": EVERY_INTERFACE})
+    token = "metrics-token-0123456789"
+    off = Settings.from_env(
+        {**env, "CARDVAULT_WORKER_METRICS_HOST": EVERY_INTERFACE, "CARDVAULT_METRICS_TOKEN": token}
+    )
+    assert (off.worker_metrics_host, off.worker_metrics_port, off.metrics_token) == (
+        EVERY_INTERFACE,
+        9100,
+        token,
+    )
+    assert Settings.from_env(env).worker_metrics_host == "127.0.0.1"  # loopback: the token is optional

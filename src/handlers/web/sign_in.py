@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from cardvault.adapters.limiter import Policy
-from cardvault.domain.auth import accounts, web_sessions
+from cardvault.domain.auth import accounts, credentials, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import RateLimited, ServiceBusy
 from cardvault.domain.guards import rate_limits
@@ -193,18 +193,38 @@ def _spend_link(rt: runtime.Runtime, token: str) -> str | None:
         return web_sessions.sign_in_with_link(session, token=token, now=now_ms())
 
 
-async def sign_in_link(request: Request) -> Response:
-    """Spend a one-time sign-in link (``cardvault serve`` prints one on the embedded default)
-    and show the signed-in page with the session started."""
+_LINK_NOT_VALID = (
+    "This sign-in link was used already, has expired, or is not one. Restart the server "
+    "for a new one, or sign in with an email and password."
+)
+
+
+async def sign_in_link_page(request: Request) -> Response:
+    """The page a one-time sign-in link opens (``cardvault serve`` prints one on the embedded
+    default): a button that spends it. Opening it spends nothing, so a mail scanner's or a
+    previewer's GET or HEAD leaves the link to the person it was for."""
     token = request.query_params.get("token", "")
-    started = await anyio.to_thread.run_sync(_spend_link, runtime.current(), token)
-    if started is None:
+    if not credentials.is_well_formed(token, credentials.SIGN_IN_LINK):
+        return _message(400, "Sign-in link not valid", _LINK_NOT_VALID)
+    csrf, fresh = pages.csrf_token(request)
+    page = pages.render("sign_in_link.html", title="Sign in", signed_in_as=None, csrf=csrf, token=token)
+    return pages.with_csrf_cookie(page, fresh)
+
+
+async def sign_in_link(request: Request) -> Response:
+    """Spend the link the page's form sent (from this site, with its CSRF token) and go on to
+    the signed-in page with the session started."""
+    try:
+        form = await pages.read_form(request)
+    except pages.FormRefused as refused:
+        return _message(400, "Sign-in failed", str(refused))
+    if not pages.is_csrf_valid(request, form):
         return _message(
-            400,
-            "Sign-in link not valid",
-            "This sign-in link was used already, has expired, or is not one. Restart the server "
-            "for a new one, or sign in with an email and password.",
+            403, "Sign-in failed", "This form expired or came from another site. Open the link again."
         )
+    started = await anyio.to_thread.run_sync(_spend_link, runtime.current(), pages.first(form, "token"))
+    if started is None:
+        return _message(400, "Sign-in link not valid", _LINK_NOT_VALID)
     response = pages.redirect("/sign-in")
     pages.set_cookie(response, "cv_session", started, max_age=web_sessions.SESSION_SECONDS, same_site="lax")
     return response

@@ -88,3 +88,37 @@ def test_a_workers_metrics_are_answered_on_a_port_of_their_own_by_one_process() 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_workers_port_with_the_metrics_token_answers_only_with_it() -> None:
+    import httpx
+
+    from bench.servers import free_port
+
+    port, token = free_port(), "metrics-token-0123456789"
+    server = metrics.serve("127.0.0.1", port, token=token)
+    assert server is not None
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        for sent in (
+            {},
+            {"Authorization": "Bearer wrong-token-0123456789"},
+            {"Authorization": f"Basic {token}"},
+        ):
+            refused = httpx.get(url, headers=sent)
+            assert (
+                refused.status_code == 401 and refused.headers["www-authenticate"] == 'Bearer realm="metrics"'
+            )
+            assert refused.json() == {
+                "code": "UNAUTHENTICATED",
+                "error": "The metrics need the bearer token set in CARDVAULT_METRICS_TOKEN.",
+                "details": None,
+                "requestId": None,
+                "retryAt": None,
+            }
+            assert "cardvault_" not in refused.text
+        answer = httpx.get(url, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200 and "cardvault_" in answer.text
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,6 +3,7 @@ context a message carries: collected by the SDK's in-memory exporter while traci
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +57,49 @@ def test_a_message_carries_the_senders_context_and_its_span_is_a_child(
     actor, sent = exporter.get_finished_spans()[::-1]
     assert actor.name == "actor x" and actor.parent is not None
     assert actor.parent.span_id == sent.context.span_id and actor.status.status_code == StatusCode.ERROR
+
+
+def test_a_callers_trace_ids_ending_in_zeros_are_kept_at_the_share_like_any() -> None:
+    exporter = InMemorySpanExporter()
+    tracing.use(SimpleSpanProcessor(exporter), sample=0.1)
+    chance = random.Random(7)  # fixed ids, and a fixed key: the same outcome every run
+    try:
+        for zeros in (True, False):
+            for _ in range(400):
+                trace_id = f"{chance.getrandbits(64):016x}" + (
+                    "0" * 16 if zeros else f"{chance.getrandbits(64):016x}"
+                )
+                tracing.end(tracing.begin("actor x", {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}))
+            kept = len(exporter.get_finished_spans())
+            assert 20 <= kept <= 60, (zeros, kept)  # about 40 of 400 (the SDK's own sampler kept all 400)
+            exporter.clear()
+    finally:
+        tracing.stop()
+
+
+def test_every_process_keeps_the_same_traces_under_the_same_key() -> None:
+    ids = [random.Random(3).getrandbits(128) for _ in range(1)] + list(range(1, 200))
+    decide = [
+        tracing.KeyedRatio(0.5, b"secret"),
+        tracing.KeyedRatio(0.5, b"secret"),
+        tracing.KeyedRatio(0.5, b"other"),
+    ]
+    outcomes = [[sampler.should_sample(None, i, "x").decision for i in ids] for sampler in decide]
+    assert outcomes[0] == outcomes[1] != outcomes[2]
+
+
+SECRET = "cvk_" + "A1b2" * 9
+
+
+def test_an_exception_on_a_span_is_redacted_like_a_log_line(exporter: InMemorySpanExporter) -> None:
+    with pytest.raises(RuntimeError), tracing.span("fetching"):
+        raise RuntimeError(f"failed https://user:hunter2@example.com/?token=abc with {SECRET}")
+    tracing.end(tracing.begin("actor x", None), ValueError(f"key {SECRET}"))
+    for span in exporter.get_finished_spans():
+        assert span.status.status_code == StatusCode.ERROR
+        (event,) = span.events
+        said = dict(event.attributes or {})
+        assert event.name == "exception" and said["exception.type"] in ("RuntimeError", "ValueError")
+        text = f"{said['exception.message']} {said['exception.stacktrace']} {span.status.description}"
+        assert "[redacted]" in said["exception.message"]
+        assert SECRET not in text and "hunter2" not in text and "token=abc" not in text

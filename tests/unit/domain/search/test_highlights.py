@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from cardvault.domain.search.highlights import MAX_FRAGMENTS, SCANNED, WIDTH, Budget, fragments, highlights
+from cardvault.domain.search.highlights import (
+    CARD_COMPARISONS,
+    MAX_FRAGMENTS,
+    PAGE_COMPARISONS,
+    SCANNED,
+    WIDTH,
+    Budget,
+    fragments,
+    highlights,
+)
 from cardvault.domain.search.query import Text, parse
 
 
@@ -63,3 +72,34 @@ def test_a_page_reads_no_more_than_its_budget() -> None:
     first = highlights({"content": "cake " * 10, "notes": "cake " * 10}, parse("cake"), budget)
     assert first["content"] and first["notes"]  # 50 + 50 characters: within the budget
     assert highlights({"content": "cake"}, parse("cake"), budget)["content"] == []
+
+
+WORST = "a " * 32_760 + "b"  # a field of one-letter words, a phrase of sixteen ending at its last
+PHRASE = parse('"' + "a " * 15 + 'b"')
+
+
+def test_the_worst_field_is_read_whole_at_one_comparison_a_word() -> None:
+    budget = Budget()
+    found = highlights({"content": WORST}, PHRASE, budget)
+    (fragment,) = found["content"]
+    assert marked(fragment) == ["a " * 15 + "b"] and fragment["text"].endswith("a b")
+    assert budget.comparisons.spent == 32_761 + 1 <= CARD_COMPARISONS  # each word, and the occurrence
+
+
+def test_a_page_of_the_worst_cards_stops_at_its_comparisons() -> None:
+    budget, shown = Budget(characters=10**9), []
+    for _ in range(100):
+        shown.append(bool(highlights({"content": WORST, "notes": WORST}, PHRASE, budget)["content"]))
+    assert budget.comparisons.spent <= PAGE_COMPARISONS
+    cards = PAGE_COMPARISONS // CARD_COMPARISONS
+    assert shown == [True] * cards + [False] * (100 - cards)
+
+
+def test_a_card_spends_at_most_its_share_and_keeps_what_it_found() -> None:
+    budget = Budget(characters=10**9)
+    fields = {"title": "cake " + "x " * 32_000, "content": "x " * 1_000 + "cake", "notes": "cake"}
+    found = highlights(fields, parse("cake"), budget)
+    assert [marked(fragment) for fragment in found["title"]] == [["cake"]]  # read to its end
+    assert found["content"] == found["notes"] == []  # past the card's share
+    assert budget.comparisons.spent <= CARD_COMPARISONS
+    assert highlights({"content": "x " * 1_000 + "cake"}, parse("cake"), budget)["content"]  # the next card's

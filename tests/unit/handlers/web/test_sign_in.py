@@ -262,25 +262,60 @@ class TestSignInLink:
         with database.transaction() as session:
             return web_sessions.issue_sign_in_link(session, account_id=account_id, now=now_ms())
 
+    def _spend(self, browser: TestClient, token: str):  # type: ignore[no-untyped-def]
+        """Open the link's page and press its button, as a person does."""
+        page = browser.get(f"/sign-in/link?token={token}")
+        assert page.status_code == 200, page.text
+        return browser.post("/sign-in/link", data={"csrf": csrf_of(page.text), "token": token})
+
     def test_signs_the_browser_in_once_and_the_card_pages_open(
         self, browser: TestClient, database: Database, api: Api
     ) -> None:
         card = api.post("/v1/cards", json={"content": "A note to open"}).json()
         token = self._link(database, api.account_id)
-        opened = browser.get(f"/sign-in/link?token={token}")
+        opened = self._spend(browser, token)
         assert opened.status_code == 303 and opened.headers["location"] == "/sign-in"
-        cookie = opened.headers["set-cookie"]
+        cookie = next(v for k, v in opened.headers.multi_items() if v.startswith("__Host-cv_session="))
         assert (
             cookie.startswith("__Host-cv_session=cvs_") and "HttpOnly" in cookie and "SameSite=lax" in cookie
         )
         page = browser.get(card["appUrl"].removeprefix(PUBLIC_URL))
         assert page.status_code == 200 and "A note to open" in page.text
         browser.cookies.clear()
-        again = browser.get(f"/sign-in/link?token={token}")
-        assert again.status_code == 400 and "set-cookie" not in {k.lower() for k in again.headers}
+        again = self._spend(browser, token)
+        assert again.status_code == 400 and "cv_session" not in again.headers.get("set-cookie", "")
         assert "used already" in again.text
+
+    def test_opening_it_with_get_or_head_spends_nothing(
+        self, browser: TestClient, database: Database, api: Api
+    ) -> None:
+        token = self._link(database, api.account_id)
+        for _ in range(3):  # a mail scanner, a link previewer, the person's browser
+            assert browser.head(f"/sign-in/link?token={token}").status_code == 200
+            shown = browser.get(f"/sign-in/link?token={token}")
+            assert shown.status_code == 200 and '<form method="post" action="/sign-in/link"' in shown.text
+            assert "cv_session" not in shown.headers.get("set-cookie", "")
+        assert self._spend(browser, token).status_code == 303  # still there for the person
+
+    def test_a_post_without_the_pages_csrf_token_or_from_another_site_spends_nothing(
+        self, browser: TestClient, database: Database, api: Api
+    ) -> None:
+        token = self._link(database, api.account_id)
+        csrf = csrf_of(browser.get(f"/sign-in/link?token={token}").text)
+        forged = [
+            ({"token": token}, {}),
+            ({"token": token, "csrf": "0" * 64}, {}),
+            ({"token": token, "csrf": csrf}, {"Origin": "https://evil.example"}),
+        ]
+        for data, headers in forged:
+            refused = browser.post("/sign-in/link", data=data, headers=headers)
+            assert refused.status_code == 403 and "cv_session" not in refused.headers.get("set-cookie", "")
+        assert self._spend(browser, token).status_code == 303
 
     @pytest.mark.parametrize("token", ["", "cvl_short", "cvs_" + "a" * 36])
     def test_anything_else_is_refused_with_a_page(self, browser: TestClient, token: str) -> None:
         refused = browser.get("/sign-in/link", params={"token": token})
         assert refused.status_code == 400 and refused.headers["content-type"].startswith("text/html")
+        csrf = csrf_of(browser.get("/sign-in").text)
+        posted = browser.post("/sign-in/link", data={"csrf": csrf, "token": token})
+        assert posted.status_code == 400 and "not valid" in posted.text
