@@ -144,7 +144,7 @@ export async function firstDay(): Promise<string[]> {
   });
   if (hook.data) {
     const secret: string = hook.data.secret;
-    const reason: "USER" | "GONE" | "FAILING" | null = hook.data.webhook.disabledReason;
+    const reason: "USER" | "GONE" | "FAILING" | "REVOKED" | null = hook.data.webhook.disabledReason;
     out.push(secret.slice(0, 6), String(reason));
     await client.DELETE("/webhooks/{webhookId}", { params: { path: { webhookId: hook.data.webhook.id } } });
   }
