@@ -1,7 +1,12 @@
 """Webhooks survive their worker being killed mid-delivery, in production's shape (PostgreSQL,
 Redis, an API process and `cardvault worker` processes): after kill -9 the next worker sends
 what was left, every card's event arrives, and the only deliveries that arrive twice are those
-the killed worker had on the wire, with the same webhook-id (at least once, as documented)."""
+the killed worker had on the wire, with the same webhook-id (at least once, as documented).
+
+An endpoint takes one batch at a time (its account's turn is held by the batch's lease), so
+what waits behind the hanging delivery is sent only once the killed worker's lease has ended.
+Each card is made once the one before has its delivery: a dispatch telling more than
+events.COALESCE_AT events at once would coalesce them into one delivery with no card's id."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +27,7 @@ from tests.contract.production import kill
 from tests.contract.production import worker as start_worker
 
 CARDS = 20
+WAIT = 120  # seconds a step may take on a loaded machine before the test gives up
 
 
 @pytest.fixture
@@ -30,8 +37,8 @@ def production(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, str, PageS
         env = {
             **server_env(tmp_path, url),
             "CARDVAULT_REDIS_URL": redis_url,
-            "CARDVAULT_STALE_SECONDS": "4",  # a killed worker's lease ends soon
-            "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS": "2",  # inside the lease
+            "CARDVAULT_STALE_SECONDS": "4",  # a killed worker's stages are taken over soon
+            "CARDVAULT_WEBHOOK_TIMEOUT_SECONDS": "5",  # the hanging post outlasts the kill
             "CARDVAULT_SWEEP_SECONDS": "0.5",
             "CARDVAULT_TEST_FETCH_LOOPBACK": "true",
             "CARDVAULT_FETCH_PORTS": str(receiver.port),
@@ -59,18 +66,18 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
     made = httpx.post(
         f"{base}/webhooks", headers=headers, json={"url": receiver.url("/hook"), "events": ["card.created"]}
     ).json()
-    secret = made["secret"]
-    cards = set()
-    for number in range(CARDS):
-        answer = httpx.post(f"{base}/cards", headers=headers, json={"content": f"card {number}"})
-        cards.add(answer.json()["cardId"])
+    webhook_id, secret = made["webhook"]["id"], made["secret"]
+    cards: set[str] = set()
     log = tmp_path / "workers.log"
     worker = start_worker(env, log)
     try:
-        deadline = time.monotonic() + 60
-        while len(receiver.received) < 3:  # the hanging one on the wire, and others
+        cards.add(_card(base, headers, webhook_id, len(cards), log))
+        deadline = time.monotonic() + WAIT
+        while not receiver.received:  # the hanging one on the wire
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.01)
+        while len(cards) < 3:  # and others waiting behind it, for the endpoint's turn
+            cards.add(_card(base, headers, webhook_id, len(cards), log))
         kill(worker)
         # What the killed worker had sent may still be reaching the receiver: counted once
         # arrivals have stopped (its sockets are closed; nothing else sends yet).
@@ -85,10 +92,12 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
         kill(worker)
     worker = start_worker(env, log)
     try:
-        deadline = time.monotonic() + 60
+        while len(cards) < CARDS:  # dispatched while the dead worker's lease holds the turn
+            cards.add(_card(base, headers, webhook_id, len(cards), log))
+        deadline = time.monotonic() + WAIT
         # Every delivery settled: the one the killed worker held is sent again once its lease
-        # has ended, after every card may have been told once.
-        while _pending(base, headers, made["webhook"]["id"]):
+        # has ended, with those that waited for the endpoint's turn.
+        while _pending(base, headers, webhook_id):
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.1)
         told = _told(receiver, secret)
@@ -101,14 +110,29 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_repeats_only_what_was_on
     assert repeated <= on_the_wire and repeated  # the hanging one at least, sent again
 
 
+def _card(base: str, headers: dict[str, str], webhook_id: str, number: int, log: Path) -> str:
+    """Make a card, and wait until the endpoint has its delivery (the card is told alone)."""
+    answer = httpx.post(f"{base}/cards", headers=headers, json={"content": f"card {number}"})
+    deadline = time.monotonic() + WAIT
+    while len(_deliveries(base, headers, webhook_id)) <= number:
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.05)
+    card_id: str = answer.json()["cardId"]
+    return card_id
+
+
 def _pending(base: str, headers: dict[str, str], webhook_id: str) -> int:
     """How many of the endpoint's deliveries have not ended (all of them until they exist)."""
-    page = httpx.get(
-        f"{base}/webhooks/{webhook_id}/deliveries", headers=headers, params={"limit": 100}
-    ).json()
-    if len(page["items"]) < CARDS:
+    items = _deliveries(base, headers, webhook_id)
+    if len(items) < CARDS:
         return CARDS
-    return sum(delivery["status"] == "pending" for delivery in page["items"])
+    return sum(delivery["status"] == "pending" for delivery in items)
+
+
+def _deliveries(base: str, headers: dict[str, str], webhook_id: str) -> list[dict[str, Any]]:
+    page = httpx.get(f"{base}/webhooks/{webhook_id}/deliveries", headers=headers, params={"limit": 100})
+    items: list[dict[str, Any]] = page.json()["items"]
+    return items
 
 
 def _told(receiver: PageServer, secret: str) -> dict[str, list[tuple[str, int]]]:
