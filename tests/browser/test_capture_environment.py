@@ -56,9 +56,7 @@ def _capture_processes(marker: str) -> list[int]:
     every process under it, of those under this one."""
     parents = _parents()
     ours = _descendants(os.getpid(), parents)
-    drivers = {
-        parents[pid] for pid in ours if (env := _environment(pid)) and marker in env["<cmdline>"]
-    }
+    drivers = {parents[pid] for pid in ours if (env := _environment(pid)) and marker in env["<cmdline>"]}
     return [*drivers, *(pid for driver in drivers for pid in _descendants(driver, parents))]
 
 
