@@ -1,8 +1,10 @@
 """The capture browser holds none of the worker's secrets: with a secret key, database and Redis
 URLs with passwords, storage and AI keys in the worker's environment, a capture runs, and the
 environments of the Playwright driver and of every Chromium process under it (read from
-``/proc/<pid>/environ``, found as descendants of this process) hold none of them, and no
-variable outside the allowlist."""
+``/proc/<pid>/environ``) hold none of them, and no variable outside the allowlist. The capture's
+processes are told from the others under this process (a decoder child or a server an earlier
+test of this worker left running has an environment of its own) by the browser's marker: the
+marked processes' parent is the driver, and the driver's descendants are Chromium's."""
 
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ SECRETS = {
 }
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process under ``pid``, from /proc's parent links."""
+def _parents() -> dict[int, int]:
+    """Each process's parent, from /proc."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -36,12 +38,26 @@ def _descendants(pid: int) -> list[int]:
             except OSError:  # (it ended meanwhile)
                 continue
             parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def _descendants(pid: int, parents: dict[int, int]) -> list[int]:
+    """Every process under ``pid``."""
     found, frontier = [], [pid]
     while frontier:
         children = [child for child, parent in parents.items() if parent in frontier]
         found += children
         frontier = children
     return found
+
+
+def _capture_processes(marker: str) -> list[int]:
+    """The capture's driver (the parent of the processes with the browser's ``marker``) and
+    every process under it, of those under this one."""
+    parents = _parents()
+    ours = _descendants(os.getpid(), parents)
+    drivers = {parents[pid] for pid in ours if (env := _environment(pid)) and marker in env["<cmdline>"]}
+    return [*drivers, *(pid for driver in drivers for pid in _descendants(driver, parents))]
 
 
 def _environment(pid: int) -> dict[str, str] | None:
@@ -65,9 +81,12 @@ def test_neither_the_driver_nor_any_chromium_process_holds_a_secret(
     chromium_path: str, secret_worker: None
 ) -> None:
     processes: dict[int, dict[str, str]] = {}
+    browser: CaptureBrowser | None = None
 
     def seen_while_the_page_loads() -> tuple[int, dict[str, str], bytes]:
-        processes.update({pid: env for pid in _descendants(os.getpid()) if (env := _environment(pid))})
+        assert browser is not None
+        found = _capture_processes(browser._marker)
+        processes.update({pid: env for pid in found if (env := _environment(pid))})
         return 200, {"Content-Type": "text/plain"}, b""
 
     with page_server() as pages:
