@@ -28,20 +28,17 @@ import contextlib
 import dataclasses
 import ipaddress
 import logging
-import math
 import socket
 import ssl
-import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
 from opentelemetry.trace import SpanKind
 
-from cardvault.adapters import tracing
+from cardvault.adapters import deadlines, tracing
 
 # httpx logs each request at INFO: a worker's log is not the place for every page it reads.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -89,77 +86,6 @@ class Lookups:
         except concurrent.futures.TimeoutError:
             lookup.cancel()
             raise FetchRefused("DNS_FAILED", f"{host} did not resolve in time.") from None
-
-
-class _Deadline:
-    """When an exchange must be over (monotonic seconds); moved by each fetch or post."""
-
-    def __init__(self) -> None:
-        self.at = math.inf
-
-    def start(self, seconds: float) -> None:
-        self.at = time.monotonic() + seconds
-
-    def left(self, timeout: float | None, late: Callable[[str], Exception]) -> float:
-        """The operation's own time limit cut to what is left of the deadline; ``late`` when
-        nothing is."""
-        left = self.at - time.monotonic()
-        if left <= 0:
-            raise late("The exchange took longer than its time limit.")
-        return left if timeout is None else min(timeout, left)
-
-
-class _BoundedStream(httpcore.NetworkStream):
-    """A connection whose every read, write and TLS handshake ends by the deadline, so no
-    sequence of small answers (a head a byte at a time, endless ``100 Continue``) outlasts it."""
-
-    def __init__(self, stream: httpcore.NetworkStream, deadline: _Deadline) -> None:
-        self._stream, self._deadline = stream, deadline
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        seconds = self._deadline.left(timeout, httpcore.ConnectTimeout)
-        return _BoundedStream(self._stream.start_tls(ssl_context, server_hostname, seconds), self._deadline)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _BoundedBackend(httpcore.NetworkBackend):
-    """httpcore's sockets, every connection under the deadline."""
-
-    def __init__(self, deadline: _Deadline) -> None:
-        self._sockets, self._deadline = httpcore.SyncBackend(), deadline
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        seconds = self._deadline.left(timeout, httpcore.ConnectTimeout)
-        stream = self._sockets.connect_tcp(host, port, seconds, local_address, socket_options)
-        return _BoundedStream(stream, self._deadline)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("Only TCP connections are made.")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 def _resolve(host: str, port: int) -> list[str]:
@@ -236,13 +162,13 @@ class Fetcher:
         # Built once: loading the certificate authorities costs 20 ms, a fifth of a link's work.
         self._verify = tls if tls is not None else httpx.create_ssl_context(trust_env=False)
 
-    def _client(self, deadline: _Deadline) -> httpx.Client:
+    def _client(self, deadline: deadlines.Deadline) -> httpx.Client:
         """A client whose connections end by ``deadline``. httpx takes no network backend of
         its own, so its transport's pool is built again around ours (the one private name of
         httpx used, here alone)."""
         transport = httpx.HTTPTransport(verify=self._verify, trust_env=False)
         transport._pool = httpcore.ConnectionPool(
-            ssl_context=self._verify, network_backend=_BoundedBackend(deadline)
+            ssl_context=self._verify, network_backend=deadlines.BoundedBackend(deadline)
         )
         return httpx.Client(
             transport=transport, trust_env=False, follow_redirects=False, timeout=self._timeout
@@ -273,7 +199,7 @@ class Fetcher:
             raise FetchRefused("BLOCKED_ADDRESS", f"{host} resolves to an address that is not public.")
         return addresses[0]
 
-    def _vet(self, url: str, deadline: _Deadline | None = None) -> tuple[httpx.URL, str, str]:
+    def _vet(self, url: str, deadline: deadlines.Deadline | None = None) -> tuple[httpx.URL, str, str]:
         """The URL to connect to (the host replaced by a vetted address), the Host header, and
         the host name for TLS; FetchRefused when the URL breaks a rule."""
         try:
@@ -316,7 +242,7 @@ class Fetcher:
         self, url: str, headers: dict[str, str] | None, max_bytes: int | None, truncate: bool
     ) -> Fetched:
         cap = self.max_bytes if max_bytes is None else max_bytes
-        deadline = _Deadline()
+        deadline = deadlines.Deadline()
         deadline.start(self.total_seconds)  # one for every hop
         with self._client(deadline) as client:
             for _ in range(MAX_REDIRECTS + 1):
@@ -379,7 +305,7 @@ class Fetcher:
                 raise FetchRefused("FETCH_FAILED", f"Sending to {host} failed: {exc}") from None
             return Fetched(url=url, status=response.status_code, headers=response.headers, body=read)
 
-        deadline = _Deadline()
+        deadline = deadlines.Deadline()
         with self._client(deadline) as client:
             yield post
 
@@ -392,7 +318,7 @@ class Fetcher:
             raise FetchRefused("FETCH_FAILED", f"Content-Encoding {', '.join(encodings)} is not read.")
         decoder = zlib.decompressobj(_DECODERS[encodings[0]]) if encodings else None
         chunks, size = [], 0
-        for raw in response.iter_raw():  # each read ends by the deadline (_BoundedStream)
+        for raw in response.iter_raw():  # each read ends by the deadline (deadlines.BoundedStream)
             try:
                 chunk = raw if decoder is None else decoder.decompress(raw, cap - size + 1)
                 while decoder is not None and decoder.unconsumed_tail and len(chunk) <= cap - size:

@@ -77,6 +77,7 @@ COVERED_ELSEWHERE = {
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/environment.py": "tests/browser/test_capture_environment.py",
+    "adapters/deadlines.py": "tests/unit/adapters/test_fetcher.py",
     "import_captures.py": "tests/unit/test_importer.py",
     "workers/export_archive.py": "tests/unit/workers/test_exports.py",
     "adapters/decoder/jobs.py": "tests/unit/adapters/decoder/test_init.py",
