@@ -35,7 +35,7 @@ from cardvault.domain.files import captions, uploads
 from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
-from cardvault.domain.portability import import_checks, import_jobs, imports
+from cardvault.domain.portability import import_checks, import_jobs, imports, restore_jobs
 from cardvault.settings import Settings, spec_document
 from cardvault.workers.broker import settings
 from cardvault.workers.pipeline import send_stage
@@ -279,7 +279,7 @@ def _restore_cards(
     max_cards: int | None = None,
 ) -> bool:
     with db.transaction() as session:
-        job = import_jobs.restoring(
+        job = restore_jobs.restoring(
             session, import_id=import_id, lease=lease, start=position, found=len(archive.cards)
         )
         if job is None:
@@ -294,13 +294,13 @@ def _restore_cards(
         raw, made = archive.cards[index], list[str]()
 
         def made_card(session: Session, card_id: str, start: int = index) -> None:
-            if not import_jobs.card_made(
+            if not restore_jobs.card_made(
                 session, import_id=import_id, lease=lease, start=start, card_id=card_id
             ):
                 raise _LeaseLost
 
         def whole(session: Session, start: int = index) -> None:
-            if not import_jobs.card_restored(session, import_id=import_id, lease=lease, start=start):
+            if not restore_jobs.card_restored(session, import_id=import_id, lease=lease, start=start):
                 raise _LeaseLost
 
         try:
@@ -324,7 +324,7 @@ def _restore_cards(
         except CardLimitReached:  # as an import stops at a budget: this card and the rest are not restored
             with db.transaction() as session:
                 place = f"card {str(raw.get('id'))[:64]}"
-                if not import_jobs.restore_stopped(
+                if not restore_jobs.restore_stopped(
                     session,
                     import_id=import_id,
                     lease=lease,
@@ -339,7 +339,7 @@ def _restore_cards(
             with db.transaction() as session:
                 if made:
                     imports.discard_card(session, account_id=account_id, card_id=made[0])
-                if not import_jobs.card_restored(
+                if not restore_jobs.card_restored(
                     session,
                     import_id=import_id,
                     lease=lease,
@@ -348,5 +348,5 @@ def _restore_cards(
                 ):
                     raise _LeaseLost from None
     with db.transaction() as session:
-        import_jobs.restore_completed(session, import_id=import_id, lease=lease, start=len(archive.cards))
+        restore_jobs.restore_completed(session, import_id=import_id, lease=lease, start=len(archive.cards))
     return False

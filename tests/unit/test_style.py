@@ -68,6 +68,7 @@ COVERED_ELSEWHERE = {
     "domain/feed.py": "tests/unit/handlers/test_changes.py",
     "domain/portability/import_entries.py": "tests/unit/domain/portability/test_import_jobs.py",
     "domain/portability/import_turns.py": "tests/unit/workers/test_imports_bounds.py",
+    "domain/portability/restore_jobs.py": "tests/unit/workers/test_restores.py",
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
     "domain/cards/facets.py": "tests/unit/handlers/test_cards_search.py",
     "domain/cards/ranking.py": "tests/unit/domain/cards/test_listing.py",

@@ -22,7 +22,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import Card, ImportJob
-from cardvault.domain.portability import archive, import_checks, import_jobs
+from cardvault.domain.portability import archive, import_checks, import_jobs, restore_jobs
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, restores
@@ -115,14 +115,14 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
         assert import_jobs.claim(session, import_id=import_id, lease="first", handed=None, stale_ms=60_000)
     archive = import_checks.open_archive(_spooled(tmp_path, data))
     with database.transaction() as session:
-        import_jobs.restoring(session, import_id=import_id, lease="first", start=0, found=5)
+        restore_jobs.restoring(session, import_id=import_id, lease="first", start=0, found=5)
     made: list[str] = []
 
     def whole(_session: Any) -> None:
         raise _Killed  # the worker dies before the card is whole
 
     def made_card(session: Any, card_id: str) -> None:
-        assert import_jobs.card_made(session, import_id=import_id, lease="first", start=0, card_id=card_id)
+        assert restore_jobs.card_made(session, import_id=import_id, lease="first", start=0, card_id=card_id)
 
     with contextlib.suppress(_Killed):
         restores.restore_card(
