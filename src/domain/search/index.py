@@ -156,8 +156,8 @@ def indexed_words(session: Session, pks: Sequence[int]) -> dict[int, set[str]]:
     """The words of the cards' headlines and bodies in the full-text index, by card pk."""
     if not pks:
         return {}
-    found: dict[int, set[str]] = {}
     if session.get_bind().dialect.name == "sqlite":
+        found: dict[int, set[str]] = {}
         rows = session.execute(
             text("SELECT rowid, headline, body FROM card_search WHERE rowid IN :pks").bindparams(
                 bindparam("pks", expanding=True)
@@ -167,16 +167,17 @@ def indexed_words(session: Session, pks: Sequence[int]) -> dict[int, set[str]]:
         for pk, *texts in rows:
             found[pk] = {word for value in texts if value for word in value.split() if word != GAP}
         return found
+    # A row a card, its words in an array (not a row a word).
     rows = session.execute(
         text(
-            "SELECT DISTINCT s.card_pk, w FROM card_search s, unnest(tsvector_to_array(s.words)) AS w "
-            "WHERE s.card_pk = ANY(CAST(:pks AS bigint[])) AND s.part IN (0, 3) AND s.tag_key = ''"
+            "SELECT s.card_pk, array_agg(DISTINCT w) "
+            "FROM card_search s, unnest(tsvector_to_array(s.words)) AS w "
+            "WHERE s.card_pk = ANY(CAST(:pks AS bigint[])) AND s.part IN (0, 3) AND s.tag_key = '' "
+            "GROUP BY s.card_pk"
         ),
         {"pks": list(pks)},
     )
-    for pk, word in rows:
-        found.setdefault(pk, set()).add(word)
-    return found
+    return {pk: set(words) for pk, words in rows}
 
 
 def unindex_cards(session: Session, cards: Iterable[tuple[int, str]]) -> None:

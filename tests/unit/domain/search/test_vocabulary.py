@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, event, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from cardvault.domain.cards import editing, trash
@@ -250,3 +250,24 @@ def test_the_distance_counts_swaps_as_one_edit_and_stops_past_its_limit() -> Non
     assert vocabulary.distance("abcdef", "badcfe", 2) == 3  # three swaps: past the limit
     assert vocabulary.distance("same", "same", 0) == 0
     assert [vocabulary.allowance(w) for w in ("four", "fives", "eightchr", "ninechars")] == [0, 1, 1, 2]
+
+
+def test_one_lookup_of_many_words_sends_two_statements_on_postgresql(
+    database: Database, account_id: str
+) -> None:
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite runs in the process: a statement a word")
+    _add(database, account_id, "kubernetes postgres clusters")
+    words = ["kubernets", "postgers", "cluster", "nothing", "elsewhere", "another", "missing", "words"]
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        sent.append(statement)
+
+    event.listen(database.engine, "before_cursor_execute", count)
+    try:
+        found = _forms(database, account_id, *words)
+    finally:
+        event.remove(database.engine, "before_cursor_execute", count)
+    assert found["kubernets"].typos == (("kubernetes", 1),) and found["cluster"].stems == (("clusters", 1),)
+    assert len([s for s in sent if "search_words" in s]) == 2
