@@ -28,10 +28,11 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, event, select
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.pending import Pending
 from cardvault.domain.statements import driver_rows
 
 log = logging.getLogger("cardvault.changes")
@@ -39,8 +40,8 @@ KINDS = ("card", "folder", "tag", "tagOperation", "export")
 # Marks: the resource was created; it settled (a card's processing, a tag operation or export
 # ended). Each keeps the last sequence it was made at, so a webhook endpoint is told it once.
 CREATED, SETTLED = 1, 2
-_PENDING = "cardvault.changes"  # session.info's key: {(account_id, kind, id): (action, marks)}
-_SAVEPOINTS = "cardvault.changes.savepoints"  # {id(savepoint): the pending changes when it began}
+# session.info's pending changes: {(account_id, kind, id): (action, marks)}
+_PENDING: Pending[tuple[str, str, str], tuple[str, int]] = Pending("cardvault.changes")
 _TRACKED: dict[type, str] = {
     Card: "card",
     Folder: "folder",
@@ -55,11 +56,9 @@ def install(sessions: sessionmaker[Session]) -> None:
     (and only the outermost COMMIT records)."""
     event.listen(sessions, "after_flush", _collect)
     event.listen(sessions, "before_commit", _record)
-    event.listen(sessions, "after_transaction_create", _savepoint_begins)
-    event.listen(sessions, "after_soft_rollback", _rolled_back)
+    _PENDING.install(sessions)
 
 
-_Pending = dict[tuple[str, str, str], tuple[str, int]]
 _listeners: list[Callable[[str], object]] = []
 
 
@@ -79,7 +78,7 @@ def note(
     marks: int = 0,
 ) -> None:
     """Note changes a statement made in bulk, to be recorded with the transaction's others."""
-    pending: _Pending = session.info.setdefault(_PENDING, {})
+    pending = _PENDING.of(session)
     for resource_id in ids:
         key = (account_id, kind, resource_id)
         was, had = pending.get(key, (action, 0))
@@ -107,14 +106,10 @@ def _collect(session: Session, _context: Any) -> None:
 
 
 def _record(session: Session) -> None:
-    if session.in_nested_transaction():
-        # A savepoint released: its changes are the outer transaction's, recorded at its COMMIT.
-        released = session.get_nested_transaction()
-        session.info.get(_SAVEPOINTS, {}).pop(id(released), None)
+    if _PENDING.released(session):  # a savepoint's changes are recorded at the outer COMMIT
         return
     session.flush()  # what the COMMIT would flush is collected first
-    session.info.pop(_SAVEPOINTS, None)
-    pending: _Pending = session.info.pop(_PENDING, {})
+    pending = _PENDING.take(session)
     if not pending:
         return
     by_account: dict[str, list[_Made]] = {}
@@ -139,27 +134,6 @@ def _announce(accounts: list[str], _session: Session) -> None:
                 listener(account_id)
             except Exception:  # the sweeper dispatches what a lost announcement left behind
                 log.warning("announcing changes of %s failed", account_id, exc_info=True)
-
-
-def _savepoint_begins(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.nested:
-        pending = dict(session.info.get(_PENDING, {}))
-        session.info.setdefault(_SAVEPOINTS, {})[id(transaction)] = (transaction, pending)
-
-
-def _rolled_back(session: Session, previous: SessionTransaction) -> None:
-    if previous.parent is None:  # the whole transaction: nothing of it is recorded
-        session.info.pop(_PENDING, None)
-        session.info.pop(_SAVEPOINTS, None)
-        return
-    # A savepoint no longer active and not released (a release drops its entry) was rolled
-    # back, perhaps by a failed flush inside it: what was noted since it began is undone.
-    saved: dict[int, tuple[SessionTransaction, _Pending]] = session.info.get(_SAVEPOINTS, {})
-    undone = [key for key, (transaction, _) in saved.items() if not transaction.is_active]
-    if undone:
-        session.info[_PENDING] = saved[undone[0]][1]  # the outermost one's (made first)
-        for key in undone:
-            del saved[key]
 
 
 # Written as SQL for the driver: a change is recorded in every writing transaction, and its

@@ -4,8 +4,10 @@ Lock order (PostgreSQL; SQLite runs one writer at a time): a writer takes locks 
 back up: an operation or folder row; then the account's tag lock (``lock_tags``); then cards,
 several only in ascending pk (``ORDER BY pk FOR UPDATE``); then child rows (card_tags,
 folder_cards, card_search) only of cards it holds; then the account's tag counters
-(cardvault.domain.tags.counts), in name_key order; last the account's row, for its storage
-counters (cardvault.domain.files.quotas), several accounts' in id order. Every wait then points
+(cardvault.domain.tags.counts), in name_key order; then the account's row, for its storage
+counters (cardvault.domain.files.quotas), several accounts' in id order; at COMMIT, the
+search vocabulary's rows (cardvault.domain.search.vocabulary), in (account, word) order, and
+last the change counters (cardvault.domain.changes), in account order. Every wait then points
 down the same order, so no two transactions can wait for each other (a deadlock). Whoever
 changes the tag counts holds the tag lock (shared; a tag batch exclusive), so no count moves
 while a batch runs."""
@@ -34,6 +36,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 from cardvault.adapters import metrics
 from cardvault.domain import changes
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, StorageFull
+from cardvault.domain.search import vocabulary
 
 T = TypeVar("T")
 log = logging.getLogger("cardvault.db")
@@ -70,6 +73,10 @@ SESSION_SETTINGS = {
     # generic plan, blind to how common a tag or a word is, took 815 ms for a list that the
     # plan made for its values answers in 1 ms (planning costs about 1 ms).
     "plan_cache_mode": "force_custom_plan",
+    # Typo candidates (cardvault.domain.search.vocabulary) are words at least this alike by
+    # trigrams (pg_trgm's %, default 0.3): one edit in the middle of a five-letter word leaves
+    # 0.2 (a swap of neighbours: 2 trigrams of 10 shared).
+    "pg_trgm.similarity_threshold": "0.2",
 }
 
 
@@ -204,6 +211,8 @@ class Database:
         )
         self._single_sessions = sessionmaker(single, expire_on_commit=False)
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
+        # Before the changes feed's: the change counters are the last lock a writer takes.
+        vocabulary.install(self._write_sessions)
         changes.install(self._write_sessions)
         self._disposed = False
         event.listen(engine, "checkin", self._close_once_disposed)

@@ -74,6 +74,7 @@ COVERED_ELSEWHERE = {
     "domain/cards/ranking.py": "tests/unit/domain/cards/test_listing.py",
     "health.py": "tests/unit/handlers/test_system.py",
     "domain/search/matching.py": "tests/unit/handlers/test_cards_search.py",
+    "domain/search/stopwords.py": "tests/unit/domain/search/test_vocabulary.py",
     "workers/actors.py": "tests/unit/workers/test_embedded.py",
     "adapters/capture/__init__.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",
@@ -104,7 +105,10 @@ COVERED_ELSEWHERE = {
     "domain/models/ownership.py": DECLARATIONS,
     "domain/models/pipeline.py": DECLARATIONS,
     "domain/models/portability.py": DECLARATIONS,
+    "domain/models/search.py": DECLARATIONS,
     "domain/models/tags.py": DECLARATIONS,
+    # Its savepoints: the changes feed's and the vocabulary's tests (test_vocabulary.py too).
+    "domain/pending.py": "tests/unit/domain/test_changes.py",
     "domain/portability/export_runs.py": "tests/unit/workers/test_exports.py",
     "domain/portability/exports.py": "tests/unit/workers/test_exports.py",
     "domain/portability/import_checks.py": "tests/unit/test_importer.py",

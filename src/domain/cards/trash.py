@@ -17,6 +17,7 @@ from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash
 from cardvault.domain.files import quotas
 from cardvault.domain.models import Card
+from cardvault.domain.search.index import unindex_cards
 from cardvault.domain.tags import counts
 
 PURGE_BATCH = 500
@@ -70,6 +71,7 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.deleted_at is None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
+    unindex_cards(session, [(card.pk, card.account_id)])
     session.delete(card)
     quotas.count(session, account_id=account_id, stored=-((card.file_size or 0) + card.held_bytes))
     holdings.release(session, {account_id: 1})
@@ -90,6 +92,7 @@ def _delete_locked(
     ).all()
     if cards:
         pks = [card.pk for card in cards]
+        unindex_cards(session, [(card.pk, card.account_id) for card in cards])
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
         for card in cards:
             changes.note(session, account_id=card.account_id, kind="card", ids=[card.id], action="delete")

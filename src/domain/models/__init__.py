@@ -22,6 +22,7 @@ from cardvault.domain.models.guards import IdempotencyKey
 from cardvault.domain.models.ownership import get_owned
 from cardvault.domain.models.pipeline import CardStage, ImportTurn
 from cardvault.domain.models.portability import ExportItem, ExportJob, ImportJob
+from cardvault.domain.models.search import SearchWord
 from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
@@ -46,6 +47,7 @@ __all__ = [
     "OAuthCode",
     "OAuthGrant",
     "OAuthToken",
+    "SearchWord",
     "SignInLink",
     "TagCounter",
     "TagOperation",

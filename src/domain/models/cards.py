@@ -81,6 +81,9 @@ class Card(Base):
     transcript_source: Mapped[str | None] = mapped_column(String(16))  # subtitles, captions, speech
     # Which engine wrote the AI summary and tags: {"kind", "model", "language"}.
     ai_engine: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # How many distinct words its headline and body have in the full-text index (its length to
+    # relevance), kept by cardvault.domain.search.index.
+    search_words: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The text of a link's page or of a document, the AI stage's input (read with the card only).
     source_text: Mapped[str | None] = mapped_column(Text, deferred=True)
     colors: Mapped[list[str] | None] = mapped_column(JSON)  # an image's main colours, "#rrggbb"

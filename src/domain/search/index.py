@@ -13,12 +13,14 @@ token no query can hold), so a phrase never runs from one text into the next."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from cardvault.domain.models import Card
+from cardvault.domain.search import vocabulary
 from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
 
 BODY, TAGS, AI_TAGS, HEADLINE = 0, 1, 2, 3  # card_search.part on PostgreSQL
@@ -62,6 +64,17 @@ def word_runs(texts: Iterable[str | None]) -> list[list[str]]:
 def tsvector(runs: list[list[str]]) -> str | None:
     """A tsvector's text with each word's positions, the texts a position apart, within the
     index's budget (PostgreSQL holds no more: words past it are left out); None for no word."""
+    return _vector_text(_positions(runs))
+
+
+def _vector_text(positions: dict[str, list[int]]) -> str | None:
+    if not positions:
+        return None
+    return " ".join(f"'{word}':{','.join(map(str, kept))}" for word, kept in positions.items())
+
+
+def _positions(runs: list[list[str]]) -> dict[str, list[int]]:
+    """Each word's positions, as far as the index's budget goes."""
     positions: dict[str, list[int]] = {}
     budget = _INDEX_BUDGET
     at = 0
@@ -78,9 +91,7 @@ def tsvector(runs: list[list[str]]) -> str | None:
                 budget -= 2
                 kept.append(at)
         at += 1  # the gap
-    if not positions:
-        return None
-    return " ".join(f"'{word}':{','.join(map(str, kept))}" for word, kept in positions.items())
+    return positions
 
 
 def fts_text(runs: list[list[str]]) -> str:
@@ -89,31 +100,91 @@ def fts_text(runs: list[list[str]]) -> str:
 
 
 def index_card(session: Session, card: Card) -> None:
-    """Write the card's words into the full-text index, replacing what was there."""
+    """Write the card's words into the full-text index, replacing what was there, and count
+    the words that came and went into the account's vocabulary (cardvault.domain.search.vocabulary)
+    and their number into ``card.search_words``."""
     headline, body = word_runs(headline_texts(card)), word_runs(body_texts(card))
+    # A card without indexed words (a new one) has no rows to read.
+    before = indexed_words(session, [card.pk]).get(card.pk, set()) if card.search_words else set()
+    pk = {"pk": card.pk}
     if session.get_bind().dialect.name == "sqlite":
-        session.execute(text("DELETE FROM card_search WHERE rowid = :pk"), {"pk": card.pk})
+        after = {word for run in (*headline, *body) for word in run}
+        session.execute(text("DELETE FROM card_search WHERE rowid = :pk"), pk)
         session.execute(
             text("INSERT INTO card_search (rowid, headline, body) VALUES (:pk, :headline, :body)"),
-            {"pk": card.pk, "headline": fts_text(headline), "body": fts_text(body)},
+            {**pk, "headline": fts_text(headline), "body": fts_text(body)},
         )
-        return
-    for part, runs in ((BODY, body), (HEADLINE, headline)):
-        words = tsvector(runs)
-        if words is None:
+        if len(after) != card.search_words:
             session.execute(
-                text("DELETE FROM card_search WHERE card_pk = :pk AND part = :part AND tag_key = ''"),
-                {"pk": card.pk, "part": part},
+                text("UPDATE cards SET search_words = :n WHERE pk = :pk"), {**pk, "n": len(after)}
             )
-        else:
-            session.execute(
-                text(
-                    "INSERT INTO card_search (card_pk, part, tag_key, words) "
-                    "VALUES (:pk, :part, '', CAST(:words AS tsvector)) "
-                    "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
-                ),
-                {"pk": card.pk, "part": part, "words": words},
-            )
+    else:
+        parts = ((BODY, _positions(body)), (HEADLINE, _positions(headline)))
+        after = {word for _, positions in parts for word in positions}
+        # The card's count goes with the first statement (the ORM would flush it in one more).
+        counted = (
+            "WITH counted AS (UPDATE cards SET search_words = :n WHERE pk = :pk) "
+            if len(after) != card.search_words
+            else ""
+        )
+        for part, positions in parts:
+            words = _vector_text(positions)
+            if words is None:
+                gone = "DELETE FROM card_search WHERE card_pk = :pk AND part = :part AND tag_key = ''"
+                session.execute(text(counted + gone), {**pk, "part": part, "n": len(after)})
+            else:
+                session.execute(
+                    text(
+                        f"{counted}INSERT INTO card_search (card_pk, part, tag_key, words) "
+                        "VALUES (:pk, :part, '', CAST(:words AS tsvector)) "
+                        "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
+                    ),
+                    {**pk, "part": part, "words": words, "n": len(after)},
+                )
+            counted = ""
+    set_committed_value(card, "search_words", len(after))
+    vocabulary.count(
+        session,
+        account_id=card.account_id,
+        added=after - before,
+        removed=before - after,
+        language=vocabulary.card_language(card.ai_engine),
+    )
+
+
+def indexed_words(session: Session, pks: Sequence[int]) -> dict[int, set[str]]:
+    """The words of the cards' headlines and bodies in the full-text index, by card pk."""
+    if not pks:
+        return {}
+    if session.get_bind().dialect.name == "sqlite":
+        found: dict[int, set[str]] = {}
+        rows = session.execute(
+            text("SELECT rowid, headline, body FROM card_search WHERE rowid IN :pks").bindparams(
+                bindparam("pks", expanding=True)
+            ),
+            {"pks": list(pks)},
+        )
+        for pk, *texts in rows:
+            found[pk] = {word for value in texts if value for word in value.split() if word != GAP}
+        return found
+    # A row a card, its words in an array (not a row a word).
+    rows = session.execute(
+        text(
+            "SELECT s.card_pk, array_agg(DISTINCT w) "
+            "FROM card_search s, unnest(tsvector_to_array(s.words)) AS w "
+            "WHERE s.card_pk = ANY(CAST(:pks AS bigint[])) AND s.part IN (0, 3) AND s.tag_key = '' "
+            "GROUP BY s.card_pk"
+        ),
+        {"pks": list(pks)},
+    )
+    return {pk: set(words) for pk, words in rows}
+
+
+def unindex_cards(session: Session, cards: Iterable[tuple[int, str]]) -> None:
+    """Before cards (pk, account_id) are deleted for good: their words leave the vocabulary."""
+    accounts = dict(cards)
+    for pk, words in indexed_words(session, list(accounts)).items():
+        vocabulary.count(session, account_id=accounts[pk], removed=words)
 
 
 def tag_words(name: str) -> str:

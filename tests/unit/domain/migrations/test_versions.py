@@ -149,7 +149,8 @@ def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -
         command.downgrade(config, "0010")
         connection.commit()
     columns = ("captions", "screenshot", "screenshot_compact", "screenshot_placeholder", "archive", "reader")
-    assert before - triggers() == {
+    later = {"search_word_grams_insert", "search_word_grams_delete"}  # 0030's, undone on the way
+    assert before - triggers() == later | {
         f"cards_{column}_object_{change}" for column in columns for change in ("deleted", "replaced")
     }
     db.migrate()
@@ -443,4 +444,74 @@ def test_a_sqlite_database_with_tagged_cards_migrates_through_the_table_copies(t
     with db.transaction(write=False) as session:
         assert session.execute(text("SELECT card_pk, name FROM card_tags")).all() == [(1, "X")]
         assert session.scalar(text("PRAGMA foreign_keys")) == 1  # enforced again
+    db.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_vocabulary_starts_counted_from_the_index_rows(tmp_path: Path, backend: str) -> None:
+    from cardvault.domain.search import vocabulary
+    from cardvault.domain.search.index import fts_text, tsvector, word_runs
+
+    db = at_revision(tmp_path, backend, "cardvault_search_words", "0029")
+    cards = [  # pk, account, headline, body, ai_engine
+        (1, "acc_1", "Kubernetes notes", "running the cluster", None),
+        (2, "acc_1", None, "kubernetes läuft", '{"kind": "offline", "language": "de"}'),
+        (3, "acc_2", "Distant account", None, None),
+        (4, "acc_1", None, None, None),  # no words
+    ]
+    with db.transaction() as session:
+        for account in ("acc_1", "acc_2"):
+            session.execute(
+                text("INSERT INTO accounts (id, name, name_key, created_at) VALUES (:a, :a, :a, 1)"),
+                {"a": account},
+            )
+        for pk, account, headline, body, engine in cards:
+            session.execute(
+                text(
+                    "INSERT INTO cards (pk, id, account_id, type, content, is_favorited, created_at, "
+                    "updated_at, ai_engine) VALUES (:pk, :id, :a, 'text', '', false, 1, 1, :engine)"
+                ),
+                {"pk": pk, "id": f"crd_{pk}", "a": account, "engine": engine},
+            )
+            head, rest = word_runs([headline]), word_runs([body])
+            if backend == "sqlite":
+                session.execute(
+                    text("INSERT INTO card_search (rowid, headline, body) VALUES (:pk, :h, :b)"),
+                    {"pk": pk, "h": fts_text(head), "b": fts_text(rest)},
+                )
+                continue
+            for part, runs in ((0, rest), (3, head)):
+                if (vector := tsvector(runs)) is not None:
+                    session.execute(
+                        text(
+                            "INSERT INTO card_search (card_pk, part, tag_key, words) "
+                            "VALUES (:pk, :part, '', CAST(:v AS tsvector))"
+                        ),
+                        {"pk": pk, "part": part, "v": vector},
+                    )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        held = session.execute(text("SELECT account_id, word, stem, cards FROM search_words")).all()
+        lengths = session.execute(text("SELECT pk, search_words FROM cards ORDER BY pk")).all()
+        found = vocabulary.forms(session, "acc_1", ["kubernets", "run"], typos=["kubernets"])
+    assert sorted(map(tuple, held)) == [
+        ("acc_1", "cluster", "cluster", 1),
+        ("acc_1", "kubernetes", "kubernet", 2),
+        ("acc_1", "lauft", "lauft", 1),  # stemmed as German
+        ("acc_1", "notes", "note", 1),
+        ("acc_1", "running", "run", 1),
+        ("acc_2", "account", "account", 1),
+        ("acc_2", "distant", "distant", 1),
+    ]  # "the" is a stop word
+    assert [tuple(row) for row in lengths] == [(1, 5), (2, 2), (3, 2), (4, 0)]
+    assert found["kubernets"].typos == (("kubernetes", 2),) and found["run"].stems == (("running", 1),)
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0029")
+        connection.commit()
+    with db.engine.connect() as connection:
+        assert "search_words" not in inspect(connection).get_table_names()
+        assert "search_words" not in {column["name"] for column in inspect(connection).get_columns("cards")}
     db.dispose()
