@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, exists, literal_column, select, tuple_, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
@@ -94,6 +94,8 @@ class Unsettled:
     card_pk: int
     stage: str
     imported: bool
+    pending: bool = False  # (not running): its message may still wait in its queue
+    updated_at: int = 0  # its last sign of life: when it was queued or sent again, for a pending one
 
 
 def stages_for(card: Card) -> tuple[str, ...]:
@@ -250,6 +252,10 @@ def release(
     )
 
 
+# (card type, stage, the stage it waits for), every pair the pipeline's table names.
+_FOLLOWING = sorted((kind, row.name, first) for row in BY_NAME.values() for kind, first in row.after.items())
+
+
 def unsettled(
     session: Session, *, older_than: int, imported_older_than: int | None = None, limit: int = 500
 ) -> list[Unsettled]:
@@ -258,23 +264,38 @@ def unsettled(
     one's worker died, since a live worker beats for every attempt it runs (``beat``). A
     pending imported stage waits behind an import's whole backlog: it is sent again only with
     no sign of life since ``imported_older_than`` (default: ``older_than``), and one waiting
-    for its account's turn (cardvault.domain.portability.import_turns) is the turns' to send."""
+    for its account's turn (cardvault.domain.portability.import_turns) is the turns' to send.
+    A pending stage that waits for a stage still pending or running (a link's preview for its
+    page) has no message to lose: that stage sends it when it settles. Sent again every stale
+    time, a backlog's followers were most of the sweeper's messages (35,346 for 2,668 stages
+    after 25 worker restarts), each one a worker's turn spent on a stage not yet due."""
     imported_older_than = older_than if imported_older_than is None else imported_older_than
+    before = aliased(CardStage)
+    waiting_for_the_stage_it_follows = exists().where(  # sent when that one settles: no message lost
+        Card.pk == CardStage.card_pk,
+        before.card_pk == CardStage.card_pk,
+        before.state.in_(("pending", "running")),
+        tuple_(Card.type, CardStage.stage, before.stage).in_(_FOLLOWING),
+    )
     waiting_for_its_turn = CardStage.turn_account_id.is_not(None) & CardStage.turn_at.is_(None)
     waiting_behind_an_import = waiting_for_its_turn | (
         (CardStage.state == "pending") & CardStage.imported & (CardStage.updated_at >= imported_older_than)
     )
     rows = session.execute(
-        select(CardStage.card_pk, CardStage.stage, CardStage.imported)
+        select(CardStage.card_pk, CardStage.stage, CardStage.imported, CardStage.state, CardStage.updated_at)
         .where(
             CardStage.state.in_(("pending", "running")),
             CardStage.updated_at < older_than,
             ~waiting_behind_an_import,
+            ~((CardStage.state == "pending") & waiting_for_the_stage_it_follows),
         )
         .order_by(CardStage.updated_at)
         .limit(limit)
     )
-    return [Unsettled(pk, stage, imported) for pk, stage, imported in rows]
+    return [
+        Unsettled(pk, stage, imported, state == "pending", updated_at)
+        for pk, stage, imported, state, updated_at in rows
+    ]
 
 
 def beat(session: Session, attempts: Mapping[str, tuple[int, str]]) -> None:

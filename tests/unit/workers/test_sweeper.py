@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dramatiq
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
@@ -116,6 +116,13 @@ def queue_ai_stage(database: Database, account_id: str, updated_ago_ms: int) -> 
             update(CardStage).where(CardStage.card_pk == card.pk).values(updated_at=now_ms() - updated_ago_ms)
         )
         return card.pk
+
+
+def queue_sent_at(card_pk: int, ready_at: int) -> None:
+    """Put an AI stage's message on its queue as if sent at ``ready_at`` (ms)."""
+    queue = broker.broker.queues["files"]  # type: ignore[attr-defined]
+    message = broker.broker.get_actor("ai_stage").message(card_pk)
+    queue.put(message.copy(options={**message.options, "ready_at": ready_at}).encode())
 
 
 def test_a_booting_worker_resends_everything_under_way_and_starts_the_purges(
@@ -231,3 +238,66 @@ def test_an_export_no_worker_holds_is_sent_again_once_per_stale_period(
     assert sent().count(("run_export", (job_id,))) == 1
     wait_for_passes(sweeper, 3)
     assert ("run_export", (job_id,)) not in sent()
+
+
+def test_a_stage_waiting_for_the_one_it_follows_is_not_sent_again_until_that_one_settles(
+    sweeping: Callable[[float], Sweeper], database: Database, new_account: Callable[[], str]
+) -> None:
+    # A link's preview, capture and AI wait for its page (the page's settle sends them): with
+    # no sign of life for the stale time they lost no message, and only the page is sent again.
+    sweeper = sweeping(0.05)
+    wait_for_passes(sweeper)
+    sent()
+    with database.transaction() as session:
+        card = editing.add_card(session, account_id=new_account(), content="https://example.com/a")
+        processing.queue(session, card)
+        pk = card.pk
+        stages = set(session.scalars(select(CardStage.stage).where(CardStage.card_pk == pk)))
+        session.execute(update(CardStage).where(CardStage.card_pk == pk).values(updated_at=now_ms() - AGO))
+    assert {"linkMetadata", "linkPreview", "capture", "ai"} <= stages
+    wait_for_passes(sweeper, 2)
+    assert {actor for actor, args in sent() if args == (pk,)} == {"link_metadata_stage"}
+    # The page settled and its worker died before sending what follows: those are sent again,
+    # the AI (it waits for the capture) not yet.
+    with database.transaction() as session:
+        session.execute(
+            update(CardStage)
+            .where(CardStage.card_pk == pk, CardStage.stage == "linkMetadata")
+            .values(state="completed", lease=None)
+        )
+        session.execute(update(CardStage).where(CardStage.card_pk == pk).values(updated_at=now_ms() - AGO))
+    wait_for_passes(sweeper, 2)
+    assert {actor for actor, args in sent() if args == (pk,)} == {"link_preview_stage", "capture_stage"}
+
+
+def test_a_pending_stage_whose_message_still_waits_in_its_queue_is_not_sent_again(
+    sweeping: Callable[[float], Sweeper], database: Database, new_account: Callable[[], str]
+) -> None:
+    # Behind a long queue a stage is quiet but lost nothing: sent again only once its queue
+    # has moved past it (a worker took its message, and died) or is empty.
+    sweeper = sweeping(0.05)
+    wait_for_passes(sweeper)
+    sent()
+    pk = queue_ai_stage(database, new_account(), 0)
+    queued_at = now_ms() - AGO
+    queue_sent_at(pk, queued_at - 1_000)  # its message
+    with database.transaction() as session:
+        session.execute(update(CardStage).where(CardStage.card_pk == pk).values(updated_at=queued_at))
+    wait_for_passes(sweeper, 2)
+    assert sent().count(("ai_stage", (pk,))) == 1, "sent again while its message waits"
+    # Its message was taken (by sent()), and the stage stays quiet another stale time.
+    with database.transaction() as session:
+        session.execute(update(CardStage).where(CardStage.card_pk == pk).values(updated_at=queued_at))
+    wait_for_passes(sweeper, 2)
+    assert ("ai_stage", (pk,)) in sent()
+    # A running stage's worker died: it is sent again, whatever its queue holds.
+    other = queue_ai_stage(database, new_account(), 0)
+    queue_sent_at(other, queued_at - 1_000)
+    with database.transaction() as session:
+        session.execute(
+            update(CardStage)
+            .where(CardStage.card_pk == pk)
+            .values(state="running", lease="x" * 32, updated_at=queued_at)
+        )
+    wait_for_passes(sweeper, 2)
+    assert ("ai_stage", (pk,)) in sent()
