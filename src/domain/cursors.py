@@ -31,9 +31,10 @@ def encode_cursor(secret: str, *, scope: str, position: list[int | str]) -> str:
     return f"{payload}.{_sign(secret, scope, payload)}"
 
 
-def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int | str]:
-    """Return the position in a cursor, or raise InvalidCursor if it is not one of ours for
-    this scope."""
+def decode_cursor(secret: str, token: str, *, scope: str, size: int | tuple[int, ...]) -> list[int | str]:
+    """Return the position in a cursor (of ``size`` values, or one of the sizes given), or raise
+    InvalidCursor if it is not one of ours for this scope."""
+    sizes = (size,) if isinstance(size, int) else size
     payload, _, signature = token.partition(".")
     if not hmac.compare_digest(signature.encode(), _sign(secret, scope, payload).encode()):
         raise InvalidCursor(
@@ -42,7 +43,7 @@ def decode_cursor(secret: str, token: str, *, scope: str, size: int) -> list[int
         )
     position = json.loads(_b64decode(payload))
     if not (
-        isinstance(position, list) and len(position) == size and all(type(v) in (int, str) for v in position)
+        isinstance(position, list) and len(position) in sizes and all(type(v) in (int, str) for v in position)
     ):
         raise InvalidCursor("The cursor is not valid.")
     return position

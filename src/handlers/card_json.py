@@ -11,10 +11,12 @@ from sqlalchemy.orm import Session
 from cardvault.domain import links, processing
 from cardvault.domain.cards import colors
 from cardvault.domain.cards.extended import ExtendedView
+from cardvault.domain.cards.ranking import Explanation
 from cardvault.domain.cards.reading import CardView
 from cardvault.domain.files import captions, filetypes
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageView
+from cardvault.domain.search.planning import Plan
 from cardvault.handlers.http import runtime
 
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
@@ -222,4 +224,26 @@ def done_card_json(session: Session, card: Card) -> dict[str, Any]:
         "completedAt": card.completed_at,
         "isHidden": False,
         **links.done_json(card.type, card.link_meta, card.metadata_title),
+    }
+
+
+def explanation_json(plan: Plan | None, explained: Explanation | None) -> dict[str, Any] | None:
+    """The SearchExplanation schema of a card in a search's order (None without words to find)."""
+    if plan is None or explained is None:
+        return None
+    terms = [
+        {
+            "term": " OR ".join(" ".join(found.words) for found in term.texts if found.form == "typed"),
+            "found": held.held,
+            "where": ("headline" if held.headline else "body") if held.held else None,
+            "asTyped": held.typed,
+            "weight": round(term.weight, 4),
+        }
+        for term, held in zip(plan.terms, explained.terms, strict=True)
+    ]
+    return {
+        "bucket": "everyTerm" if explained.every else "someTerms",
+        "tier": explained.tier,
+        "score": round(explained.score, 4),
+        "terms": terms,
     }

@@ -99,6 +99,7 @@ def list_cards(
             limit=limit,
             cursor=cursor,
             with_total="total" in groups,
+            explain="explain" in groups,
         )
         stages = card_json.stages_for_list(session, page.cards, groups)
         found = facets.facets(session, account_id=user, filters=filters) if "facets" in groups else None
@@ -107,6 +108,10 @@ def list_cards(
         budget = highlights.Budget()  # one for the page
         for item, card in zip(items, page.cards, strict=True):
             item["highlights"] = highlights.highlights(highlights.fields_of(card), page.query, budget)
+    if "explain" in groups:
+        explained = page.explained or {}
+        for item, card in zip(items, page.cards, strict=True):
+            item["explain"] = card_json.explanation_json(page.plan, explained.get(card.pk))
     body = page_json(items, page.next_cursor, page.total, total_capped=page.total_capped)
     if found is not None:
         body["facets"] = _facets_json(found)

@@ -25,8 +25,7 @@ class Facets:
 
 def facets(session: Session, *, account_id: str, filters: listing.CardFilter) -> Facets:
     """Count the listing's matching cards by type and by tag (a user's tag; AI tags aside)."""
-    dialect = session.get_bind().dialect.name
-    statement, values = listing.first_matches(dialect, account_id, filters)
+    statement, values = listing.first_matches(session, account_id, filters)
     first = statement.subquery()
     connection = session.connection()
     count = func.count()

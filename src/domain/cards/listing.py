@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
@@ -15,13 +16,14 @@ from sqlalchemy.orm import Session, aliased
 from cardvault.domain import processing
 from cardvault.domain.cards import ranking
 from cardvault.domain.cards.filters import CardFilter as CardFilter  # (re-exported: callers list with it)
-from cardvault.domain.cards.filters import resolve
+from cardvault.domain.cards.filters import Resolved, resolve
 from cardvault.domain.cards.reading import CardView, view_query, views
 from cardvault.domain.cards.urls import url_key
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import InvalidCursor, InvalidInput
 from cardvault.domain.models import Card, CardTag, FolderCard
-from cardvault.domain.search import matching
+from cardvault.domain.search import matching, planning
+from cardvault.domain.search.planning import Plan
 from cardvault.domain.search.query import Query
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
@@ -35,7 +37,9 @@ class CardPage:
     next_cursor: str | None
     total: int | None = None
     total_capped: bool = False
-    query: Query = dataclasses.field(default_factory=Query)  # what q asked, parsed (for highlights)
+    query: Query = dataclasses.field(default_factory=Query)  # what q asked, with its words' forms
+    plan: Plan | None = None  # the plan of q's search (when it has words to find)
+    explained: dict[int, ranking.Explanation] | None = None  # by card pk, where ranked here
 
 
 Position = tuple[Any, Any]  # the columns a listing is ordered by: a moment, then a card pk
@@ -149,10 +153,21 @@ def _count_statement(shape: _Shape) -> Select[Any]:
 _NO_SEARCH = matching.shape(Query())
 
 
+def searched(session: Session, account_id: str, filters: CardFilter) -> tuple[Resolved, Plan | None]:
+    """The listing the filters ask for, its q's terms with their words' other forms (and the plan
+    of its search, when q has words to find)."""
+    listing = resolve(filters)
+    if not listing.query.has_words:
+        return listing, None
+    plan = planning.plan(session, account_id, listing.query)
+    return dataclasses.replace(listing, query=plan.query), plan
+
+
 def _listing(
     dialect: str,
     account_id: str,
     filters: CardFilter,
+    listing: Resolved,
     *,
     view: bool,
     after: list[int | str] | None = None,
@@ -166,7 +181,6 @@ def _listing(
         raise InvalidInput(
             "The url filter is not an http or https URL with a host.", details={"fields": [problem]}
         )
-    listing = resolve(filters)
     shape = _Shape(
         dialect=dialect,
         view=view,
@@ -200,10 +214,13 @@ def _listing(
     return shape, values
 
 
-def first_matches(dialect: str, account_id: str, filters: CardFilter) -> tuple[Select[Any], dict[str, Any]]:
-    """The first TOTAL_CAP matching cards in list order (``pk`` and their position), and the
-    values of the statement's parameters: what a total and facets count."""
-    shape, values = _listing(dialect, account_id, filters, view=False)
+def first_matches(
+    session: Session, account_id: str, filters: CardFilter
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The first TOTAL_CAP cards holding every term in list order (``pk`` and their position),
+    and the values of the statement's parameters: what a total and facets count."""
+    listing, _ = searched(session, account_id, filters)
+    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
     return _first_statement(shape, TOTAL_CAP), values
 
 
@@ -214,9 +231,10 @@ def _scope(account_id: str, filters: CardFilter) -> str:
 
 
 def count_cards(session: Session, *, account_id: str, filters: CardFilter) -> tuple[int, bool]:
-    """Count the matching cards up to TOTAL_CAP, in list order (so the cost follows the page's
-    plan, not a scan of the table); say whether there are more."""
-    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, view=False)
+    """Count the cards holding every term up to TOTAL_CAP, in list order (so the cost follows the
+    page's plan, not a scan of the table); say whether there are more."""
+    listing, _ = searched(session, account_id, filters)
+    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
     found = session.connection().execute(_count_statement(shape), values).scalar() or 0
     return min(found, TOTAL_CAP), found > TOTAL_CAP
 
@@ -226,7 +244,9 @@ def list_query(
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The statement reading a listing's first page (of one relevance tier, when given) and its
     parameters, all but ``limit``."""
-    shape, values = _listing(session.get_bind().dialect.name, account_id, filters, view=True, tier=tier)
+    listing, _ = searched(session, account_id, filters)
+    dialect = session.get_bind().dialect.name
+    shape, values = _listing(dialect, account_id, filters, listing, view=True, tier=tier)
     return _page_statement(shape), values
 
 
@@ -239,19 +259,34 @@ def list_cards(
     limit: int = 50,
     cursor: str | None = None,
     with_total: bool = False,
+    explain: bool = False,
 ) -> CardPage:
     """Return one page of the account's cards matching the filters, in the chosen order, and
-    with ``with_total`` how many match (in the same snapshot, when the session has one).
+    with ``with_total`` how many match (in the same snapshot, when the session has one); with
+    ``explain``, what placed each card (``explained``, when q has words to find).
 
-    By relevance, the tiers (cardvault.domain.search.matching.TIERS) are read one after the
-    other, each newest first, until the page is full; the cursor holds the tier it stopped in."""
+    By relevance, when at most ranking.FEW cards hold every term, the ranking is made in one
+    read (cardvault.domain.cards.ranking), cards holding some of the terms after them; when
+    more do, the tiers (cardvault.domain.search.matching.TIERS) are read one after the other,
+    each newest first, until the page is full, and the cursor holds the tier it stopped in."""
     scope = _scope(account_id, filters)
-    listing = resolve(filters)
+    listing, plan = searched(session, account_id, filters)
     relevance = listing.sort == "relevance"
-    position = (
-        None if cursor is None else decode_cursor(secret, cursor, scope=scope, size=3 if relevance else 2)
-    )
+    sizes = (3, 5) if relevance else (2,)  # a tier's position or a ranking's key; a moment's
+    position = None if cursor is None else decode_cursor(secret, cursor, scope=scope, size=sizes)
     dialect = session.get_bind().dialect.name
+    if relevance:
+        assert plan is not None  # relevance is the order of a q with words to find
+        shape, values = _listing(dialect, account_id, filters, listing, view=False)
+        first = session.connection().execute(_first_statement(shape, ranking.FEW + 1), values).all()
+        if len(first) <= ranking.FEW:
+            caller = (account_id, secret)
+            ranked = _ranked_page(session, caller, filters, listing, plan, first, values, limit, position)
+            return ranked if with_total else dataclasses.replace(ranked, total=None)
+        if position is not None and len(position) == 5:  # of a ranking, when fewer held every term
+            if not position[0]:  # past them all: the cards holding some follow only a few
+                return CardPage([], None, query=listing.query, plan=plan)
+            position = [position[1], *position[3:]]  # the tier's position
     # A tag filter can repeat a card (once per kind of tag): read enough rows for limit + 1 cards.
     repeats = 2 if listing.tag_key is not None else 1
     found: dict[int, tuple[int | None, CardView]] = {}
@@ -261,13 +296,8 @@ def list_cards(
         possible = matching.tiers(matching.shape(listing.query))
         start = 0 if position is None else _tier_index(possible, position[0])
         tiers, after = possible[start:], None if position is None else position[1:]
-        shape, values = _listing(dialect, account_id, filters, view=False)
-        first = session.connection().execute(_first_statement(shape, ranking.FEW + 1), values).all()
-        ranked = ranking.ranked_few(session, first, values, listing.query, limit, position)
-        if ranked is not None:
-            found, tiers = {view.pk: (tier, view) for tier, view in ranked}, ()
     for tier in tiers:
-        shape, values = _listing(dialect, account_id, filters, view=True, after=after, tier=tier)
+        shape, values = _listing(dialect, account_id, filters, listing, view=True, after=after, tier=tier)
         statement = _page_statement(shape)
         values["limit"] = (limit + 1 - len(found)) * repeats
         for view in views(session, statement, values):
@@ -285,10 +315,50 @@ def list_cards(
         if relevance and tier is not None:
             moment = [tier, *moment]
         next_cursor = encode_cursor(secret, scope=scope, position=moment)
+    explained = None
+    if explain and plan is not None:
+        values = matching.parameters(dialect, listing.query)
+        explained = ranking.explain(session, plan, values, [card.pk for card in cards])
+    page = CardPage(cards, next_cursor, query=listing.query, plan=plan, explained=explained)
     if not with_total:
-        return CardPage(cards, next_cursor, query=listing.query)
+        return page
     total, capped = count_cards(session, account_id=account_id, filters=filters)
-    return CardPage(cards, next_cursor, total, capped, query=listing.query)
+    return dataclasses.replace(page, total=total, total_capped=capped)
+
+
+def _ranked_page(
+    session: Session,
+    caller: tuple[str, str],  # the account and the cursors' secret
+    filters: CardFilter,
+    listing: Resolved,
+    plan: Plan,
+    first: Sequence[Sequence[Any]],
+    values: dict[str, Any],
+    limit: int,
+    position: list[int | str] | None,
+) -> CardPage:
+    """A page by relevance when few cards hold every term: those, then cards holding some of
+    them (ranking.ranked); the total is every card the ranking holds."""
+    account_id, secret = caller
+    dialect = session.get_bind().dialect.name
+    strict = [i for i, term in enumerate(plan.terms) if term.strict]
+
+    def read(term: int | None) -> Sequence[Sequence[Any]]:
+        """The first ranking.WINDOW cards holding the term (if any) and every phrase, in list order."""
+        kept = tuple(plan.query.required[i] for i in sorted({*strict, *([] if term is None else [term])}))
+        alone = dataclasses.replace(listing, query=dataclasses.replace(listing.query, required=kept))
+        shape, values = _listing(dialect, account_id, filters, alone, view=False)
+        return session.connection().execute(_first_statement(shape, ranking.WINDOW), values).all()
+
+    page = ranking.ranked(session, plan, first, values, read, limit, position)
+    cards = [view for _, view, _ in page.cards][:limit]
+    next_cursor = None
+    if len(page.cards) > limit:
+        key = page.cards[limit - 1][0]
+        next_cursor = encode_cursor(secret, scope=_scope(account_id, filters), position=list(key))
+    explained = {view.pk: explanation for _, view, explanation in page.cards}
+    query = listing.query
+    return CardPage(cards, next_cursor, page.total, False, query=query, plan=plan, explained=explained)
 
 
 def _tier_index(possible: tuple[int, ...], tier: object) -> int:

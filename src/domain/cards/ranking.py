@@ -1,11 +1,29 @@
-"""Ranking a search's matches by relevance when few match: each card's tier
-(cardvault.domain.search.matching.TIERS) from its own index rows, the order made here."""
+"""Ranking a search's matches by relevance when few cards hold every term: the order is made
+here, from each card's own index rows, over a bounded window of candidates.
+
+Buckets, each only breaking the ties of the one before (as Meilisearch's ranking rules):
+
+1. cards holding every term (cardvault.domain.search.planning) before cards holding some;
+2. among those holding every term, the tier (cardvault.domain.search.matching.TIERS): where the
+   terms are found (all in the headline, some, none) and whether as typed whole words;
+3. the score: Okapi BM25 over the terms a card holds, each term weighing by how rare it is in
+   the account's cards; a term in the headline (title, notes, tags) counts as two and a half
+   occurrences, one found only as another form (a stem's or a typo's word) as four fifths, only
+   as the beginning of a word as two fifths (weighing as the words it begins); a card holds a
+   term once or not (how often is not read); long cards (by their count of distinct words)
+   weigh less;
+4. newest first.
+
+Cards holding some of the terms are read term by term, the rarest first, at most WINDOW cards
+of each in index order (newest first) and CANDIDATES in all, so a page's cost is bounded
+whatever matches. A quoted phrase is held by every candidate (it never drops)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Select, any_, bindparam, column, text
@@ -15,59 +33,175 @@ from sqlalchemy.orm import Session
 from cardvault.domain.cards.reading import CardView, view_query, views
 from cardvault.domain.models import Card
 from cardvault.domain.search import matching
-from cardvault.domain.search.query import Query
+from cardvault.domain.search.planning import Plan
 
-FEW = 200  # a relevance listing with at most this many matches is ranked in one read
+FEW = 200  # a relevance listing with at most this many cards holding every term is ranked here
+WINDOW = 100  # cards read of each term for cards holding some of the terms
+CANDIDATES = 400  # cards holding some of the terms that are ranked, at most
+READ_TERMS = 8  # terms whose cards are read for them, at most (the rarest)
+K1, B = 1.2, 0.5  # BM25's saturation and length normalisation (cards are short and long)
+HEADLINE, OTHER_FORM, BEGINNING = 2.5, 0.8, 0.4  # a headline's word counts as 2.5 (as BM25F's titles)
+
+Key = tuple[int, int, int, int, int]  # (every term held, tier, score in thousandths, moment, pk)
 
 
-def ranked_few(
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """How a card holds one term."""
+
+    held: bool
+    headline: bool  # in the headline (title, notes, tags, AI tags)
+    typed: bool  # as typed, a whole word
+    whole: bool  # as a whole word, as typed or as another form (not only a beginning)
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """Why a card stands where it does (``include=explain``)."""
+
+    every: bool
+    tier: int | None  # only for cards holding every term
+    score: float
+    terms: tuple[Found, ...]  # aligned with the plan's terms
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranked:
+    """A ranked page: each card with its key (what a cursor holds) and explanation, and how many
+    cards the ranking holds over all pages."""
+
+    cards: list[tuple[Key, CardView, Explanation]]
+    total: int
+
+
+# Card pks and moments (newest first) of cards holding the term at an index of the plan and
+# every phrase (None: the phrases alone).
+Reader = Callable[[int | None], Sequence[Sequence[Any]]]
+
+
+def ranked(
     session: Session,
+    plan: Plan,
     first: Sequence[Sequence[Any]],
     values: dict[str, Any],
-    query: Query,
+    read: Reader,
     limit: int,
     position: list[int | str] | None,
-) -> list[tuple[int, CardView]] | None:
-    """The page by relevance when at most FEW cards match (None when more do). ``first`` is up
-    to FEW + 1 matches (pk, moment) in list order (the plan a newest-first search has, driven by
-    the rarest word's index entries) and ``values`` the listing's parameters; each card's tier
-    comes from its own index rows, and the order is made here. The planner cannot be trusted to
-    read a sparse tier from the index: estimating a word's cards poorly, it read a rare word's
-    empty tiers by walking all of a million cards."""
-    if len(first) > FEW:
-        return None
-    dialect = session.get_bind().dialect.name
-    moments = {row[0]: row[1] for row in first}
-    tiers = _tiers_of(session, dialect, matching.shape(query), values, list(moments))
-    order = sorted(moments, key=lambda pk: (tiers[pk], moments[pk], pk), reverse=True)
+) -> Ranked:
+    """The page by relevance, when ``first`` (pk, moment) holds every card with every term (at
+    most FEW) and ``values`` are the listing's parameters; ``read`` reads a term's cards."""
+    holding_all = {row[0]: row[1] for row in first}
+    some: dict[int, Any] = {}
+    # The rarest first; a term no card holds as a whole word (perhaps as a beginning) last.
+    by_rarity = sorted(plan.droppable, key=lambda i: (plan.terms[i].cards == 0, plan.terms[i].cards, i))
+    rarest: list[int | None] = [*by_rarity[:READ_TERMS]]
+    if plan.droppable and any(term.strict for term in plan.terms):
+        rarest.insert(0, None)  # cards holding the phrases alone
+    for i in rarest:
+        for row in read(i):
+            if row[0] not in holding_all and len(some) < CANDIDATES:
+                some.setdefault(row[0], row[1])
+        if len(some) >= CANDIDATES:
+            break
+    moments = {**holding_all, **some}
+    explained = explain(session, plan, values, list(moments))
+    keys = {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
+    order = sorted(moments, key=keys.__getitem__, reverse=True)
     if position is not None:
-        bound = tuple(position)
-        order = [pk for pk in order if (tiers[pk], moments[pk], pk) < bound]
+        order = [pk for pk in order if _before(keys[pk], position)]
     chosen = order[: limit + 1]
+    dialect = session.get_bind().dialect.name
     shown = {view.pk: view for view in views(session, _by_pks(dialect), {"pks": _pks_value(dialect, chosen)})}
-    return [(tiers[pk], shown[pk]) for pk in chosen]
+    return Ranked([(keys[pk], shown[pk], explained[pk]) for pk in chosen], len(moments))
 
 
-def _tiers_of(
-    session: Session, dialect: str, query: matching.Shape, values: dict[str, Any], pks: list[int]
-) -> dict[int, int]:
-    """Each card's relevance tier (matching.TIERS), from its index rows: in which the groups are
-    found (headline, or as whole words)."""
-    among = {**values, "pks": _pks_value(dialect, pks)}
-    connection = session.connection()
+def key_of(explained: Explanation, moment: Any, pk: int) -> Key:
+    tier = explained.tier if explained.tier is not None else -1
+    return (int(explained.every), tier, round(explained.score * 1000), int(moment or 0), pk)
 
-    def holding(name: str, headline: bool) -> set[int]:
-        statement = text(matching.found_among(dialect, name, headline))
-        return {row[0] for row in connection.execute(statement, among)}
 
-    head = [holding(f"g{i}", headline=True) for i in range(query.groups)]
-    whole = [holding(f"g{i}_w", headline=False) for i in range(query.groups)] if query.prefixed else []
-    tiers = {}
+def _before(key: Key, position: list[int | str]) -> bool:
+    """Whether a card comes after the cursor's position: a key of this ranking, or a tier's
+    position (tier, moment, pk) of a listing that had more cards holding every term."""
+    if len(position) == 5:
+        return key < tuple(position)
+    every, tier, _, moment, pk = key
+    return not every or (tier, moment, pk) < tuple(position)
+
+
+def explain(session: Session, plan: Plan, values: dict[str, Any], pks: list[int]) -> dict[int, Explanation]:
+    """How each card holds each term, its tier and its score, from its own index rows."""
+    dialect = session.get_bind().dialect.name
+    found = _holding(session, dialect, len(plan.terms), values, pks)
+    lengths = _lengths(session, dialect, pks)
+    average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
+    shape = matching.shape(plan.query)
+    explained = {}
     for pk in pks:
-        in_head = sum(pk in found for found in head)
-        where = 2 if in_head == query.groups else 1 if in_head else 0
-        tiers[pk] = 2 * where + all(pk in found for found in whole)
-    return tiers
+        terms = found[pk]
+        every = all(term.held for term in terms)
+        tier = None
+        if every:
+            in_head = sum(term.headline for term in terms)
+            where = 2 if in_head == len(terms) else 1 if in_head else 0
+            tier = 2 * where + (all(term.typed for term in terms) or not shape.prefixed)
+        norm = K1 * (1 - B + B * max(lengths.get(pk, 0), 1) / max(average, 1.0))
+        score = 0.0
+        for term, planned in zip(terms, plan.terms, strict=True):
+            if term.held:
+                exact = 1.0 if term.typed else OTHER_FORM if term.whole else BEGINNING
+                occurs = (HEADLINE if term.headline else 1.0) * exact
+                told = planned.weight if term.whole else planned.begun_weight
+                score += told * occurs * (K1 + 1) / (occurs + norm)
+        explained[pk] = Explanation(every, tier, score, tuple(terms))
+    return explained
+
+
+def _holding(
+    session: Session, dialect: str, terms: int, values: dict[str, Any], pks: list[int]
+) -> dict[int, list[Found]]:
+    """Each card's Found of each term, from its index rows."""
+    connection = session.connection()
+    among = {**values, "pks": _pks_value(dialect, pks)}
+    held: dict[int, list[list[bool]]] = {pk: [[False] * 4 for _ in range(terms)] for pk in pks}
+    if dialect == "postgresql":
+        for row in connection.execute(text(_pg_holding(terms)), among):
+            marks = held[row[0]]
+            for i in range(terms):
+                anywhere, typed, whole = row[2 + 3 * i : 5 + 3 * i]
+                marks[i][0] |= anywhere
+                marks[i][1] |= bool(anywhere and row[1])
+                marks[i][2] |= typed
+                marks[i][3] |= whole
+    else:
+        tests = (("", False), ("", True), ("_w", False), ("_f", False))
+        for i in range(terms):
+            for place, (suffix, headline) in enumerate(tests):
+                name = f"g{i}{suffix}"
+                statement = text(matching.found_among(dialect, name, headline))
+                for row in connection.execute(statement, among):
+                    held[row[0]][i][place] = True
+    return {pk: [Found(*marks) for marks in held[pk]] for pk in pks}
+
+
+@functools.cache
+def _pg_holding(terms: int) -> str:
+    """One statement of a card's index rows: whether each holds each term, and as typed."""
+    tests = ", ".join(
+        f"words @@ CAST(:g{i}{suffix} AS tsquery)" for i in range(terms) for suffix in ("", "_w", "_f")
+    )
+    return f"SELECT card_pk, part > 0, {tests} FROM card_search WHERE card_pk = ANY(CAST(:pks AS bigint[]))"
+
+
+def _lengths(session: Session, dialect: str, pks: list[int]) -> dict[int, int]:
+    """Each card's count of distinct indexed words (its length for BM25)."""
+    if not pks:
+        return {}
+    among = "pk IN (SELECT value FROM json_each(:pks))" if dialect == "sqlite" else "pk = ANY(:pks)"
+    rows = session.connection().execute(
+        text(f"SELECT pk, search_words FROM cards WHERE {among}"), {"pks": _pks_value(dialect, pks)}
+    )
+    return {row[0]: int(row[1]) for row in rows}
 
 
 @functools.cache

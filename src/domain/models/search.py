@@ -18,6 +18,9 @@ class SearchWord(Base):
     __table_args__ = (Index("ix_search_words_account_stem", "account_id", "stem"),)
 
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
-    word: Mapped[str] = mapped_column(String(100), primary_key=True)
+    # In code point order on PostgreSQL (collation "C"): a beginning's words are one range.
+    word: Mapped[str] = mapped_column(
+        String(100).with_variant(String(100, collation="C"), "postgresql"), primary_key=True
+    )
     stem: Mapped[str] = mapped_column(String(100))
     cards: Mapped[int] = mapped_column(BigInteger)

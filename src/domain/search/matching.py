@@ -41,7 +41,7 @@ class Shape(NamedTuple):
 
     groups: int  # required groups (each: one of its texts)
     excluded: int
-    prefixed: bool  # some text to find ends in a beginning of a word (not a quoted phrase)
+    prefixed: bool  # some text to find ends in a beginning of a word, or is another form of one
     qualifiers: tuple[tuple[int, str, bool], ...]  # (position, key, negated) of each condition
 
 
@@ -51,7 +51,7 @@ def shape(query: Query) -> Shape:
         for position, qualifier in enumerate(query.qualifiers)
         if qualifier.name not in BOUNDS
     )
-    prefixed = any(found.prefix for group in query.required for found in group)
+    prefixed = any(found.prefix or found.form != "typed" for group in query.required for found in group)
     return Shape(len(query.required), len(query.excluded), prefixed, conditions)
 
 
@@ -181,7 +181,11 @@ def text_parameters(dialect: str, query: Query) -> dict[str, str]:
     values: dict[str, str] = {}
     for i, group in enumerate(query.required):
         values[f"g{i}"] = _any_of(dialect, group)
-        values[f"g{i}_w"] = _any_of(dialect, tuple(Text(found.words, prefix=False) for found in group))
+        # As typed and whole: another form (a stem's or a typo's word) or a beginning ranks below.
+        typed = tuple(Text(found.words, prefix=False) for found in group if found.form == "typed")
+        values[f"g{i}_w"] = _any_of(dialect, typed)
+        # Whole words, as typed or as another form (not only a beginning): what ranking weighs.
+        values[f"g{i}_f"] = _any_of(dialect, typed + tuple(found for found in group if found.form != "typed"))
         if dialect == "sqlite":
             values[f"g{i}_h"] = "{headline} : " + _any_of(dialect, group)
     for i, found in enumerate(query.excluded):

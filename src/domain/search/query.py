@@ -28,7 +28,7 @@ from cardvault.domain.cards.urls import MAX_HOST, normal_url
 from cardvault.domain.errors import InvalidQuery
 from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
 
-MAX_WORDS = 16  # words past the 16th to find, and past the 16th to leave out, are ignored
+MAX_WORDS = 48  # words past the 48th to find, and past the 48th to leave out, are ignored
 MAX_QUALIFIERS = 16  # a 17th qualifier is refused (each one is a condition of the statement)
 CARD_TYPES = ("text", "link", "image", "video", "audio", "document", "palette", "quote")
 STATES = ("favorite", "done", "archived", "failed")  # is:
@@ -44,10 +44,18 @@ Name = Literal["tag", "type", "folder", "site", "is", "has", "before", "after"]
 @dataclasses.dataclass(frozen=True)
 class Text:
     """Words to find side by side (one word: anywhere); with ``prefix`` the last one matches
-    every word it begins."""
+    every word it begins. ``form`` says where it comes from: ``typed`` in q, or another form of
+    a typed word the account's cards hold (``stem``: the same stem; ``typo``: a typo away),
+    which search adds (cardvault.domain.search.planning)."""
 
     words: tuple[str, ...]
     prefix: bool
+    form: Literal["typed", "stem", "typo"] = "typed"
+
+    @property
+    def phrase(self) -> bool:
+        """Whether it is a quoted phrase as typed (found only as written)."""
+        return self.form == "typed" and not self.prefix
 
 
 @dataclasses.dataclass(frozen=True)

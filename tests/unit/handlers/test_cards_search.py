@@ -37,9 +37,12 @@ def test_relevance_puts_headline_matches_first_each_tier_newest_first(api: Api, 
     first_line = api.create(content="Postgres vacuum, step by step\n1. analyze")["id"]  # a note's title
     half = api.create(content="Chores\nvacuum the database", tags=["Postgres"])["id"]
     body_new = api.create(content="Reminders\npostgres: remember to vacuum")["id"]
-    api.create(content="postgres only")
-    relevance = [first_line, notes_card, title_card, half, body_new, body_old]
-    assert found(api, q="postgres vacuum") == relevance
+    only = api.create(content="postgres only")["id"]
+    # Tiers: both words in the headline, one, none; in a tier the shorter card (BM25), then the
+    # newest; a card holding one word only follows those holding both.
+    ranked = found(api, q="postgres vacuum")
+    assert set(ranked[:3]) == {first_line, notes_card, title_card}
+    assert ranked[3:] == [half, body_new, body_old, only] or ranked[3:] == [half, body_old, body_new, only]
     newest = [body_new, half, first_line, notes_card, title_card, body_old]
     assert found(api, q="postgres vacuum", sort="newest") == newest
     assert found(api, q="postgres vacuum", sort="oldest") == newest[::-1]
@@ -94,7 +97,10 @@ def test_exclusions_and_or(api: Api) -> None:
     dog = api.create(content="a dog sat")["id"]
     both = api.create(content="cat and dog sat")["id"]
     api.create(content="a bird sat")
-    assert set(found(api, q="sat cat OR dog")) == {cat, dog, both}
+    bird = found(api, q="bird")
+    assert set(found(api, q="sat cat OR dog", sort="newest")) == {cat, dog, both}
+    assert set(found(api, q="sat cat OR dog")[:3]) == {cat, dog, both}
+    assert found(api, q="sat cat OR dog")[3:] == bird  # holding "sat" only, it follows
     assert set(found(api, q='sat -dog -"a bird"')) == {cat}
     assert found(api, q="-sat") == []
 
@@ -174,3 +180,34 @@ def test_another_accounts_cards_are_never_found(api: Api, make_api: Any) -> None
     other.create(content="secret walrus", tags=["walrus"])
     assert found(api, q="walrus") == [] and found(api, q="tag:walrus") == []
     assert api.get("/v1/cards", params={"q": "walrus", "include": "facets"}).json()["facets"]["tags"] == []
+
+
+def test_explain_says_which_bucket_tier_and_terms_placed_each_card(api: Api) -> None:
+    every = api.create(content="Tuning Postgres autovacuum")["id"]
+    some = api.create(content="Postgres backups")["id"]
+    api.create(content="Sourdough")
+    body = api.get(
+        "/v1/cards", params={"q": "how do I tune autovacuum in postgres", "include": "explain"}
+    ).json()
+    assert [item["id"] for item in body["items"]] == [every, some]
+    first, second = (item["explain"] for item in body["items"])
+    assert first["bucket"] == "everyTerm" and first["tier"] == 4  # a text card's first line is its title
+    assert [term["term"] for term in first["terms"]] == ["tune", "autovacuum", "postgres"]
+    assert [term["found"] for term in first["terms"]] == [True, True, True]
+    assert [term["asTyped"] for term in first["terms"]] == [
+        False,
+        True,
+        True,
+    ]  # "tuning" begins with "tun"...
+    assert second["bucket"] == "someTerms" and second["tier"] is None
+    assert [term["found"] for term in second["terms"]] == [False, False, True]
+    assert second["terms"][2]["where"] == "headline" and second["score"] < first["score"]
+    plain = api.get("/v1/cards", params={"include": "explain"}).json()["items"]
+    assert {item["explain"] is None for item in plain} == {True}
+
+
+def test_q_holds_up_to_1024_characters_and_48_words(api: Api) -> None:
+    card = api.create(content="needle in a haystack")["id"]
+    long_q = " ".join(f"w{i:03d}" for i in range(47)) + " needle"
+    assert found(api, q=long_q + " " + "x" * (1023 - len(long_q) - 1)) == [card]
+    assert_error(api.get("/v1/cards", params={"q": "x" * 1025}), 400, "INVALID_INPUT")

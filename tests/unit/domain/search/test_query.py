@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardvault.domain.errors import InvalidQuery
-from cardvault.domain.search.query import MAX_QUALIFIERS, Qualifier, Query, Text, parse
+from cardvault.domain.search.query import MAX_QUALIFIERS, MAX_WORDS, Qualifier, Query, Text, parse
 
 
 def words(*values: str, prefix: bool = True) -> Text:
@@ -112,15 +112,16 @@ def test_a_value_that_names_nothing_is_refused_with_its_position(q: str, positio
     assert refused.value.details is not None and refused.value.details["position"] == position
 
 
-def test_a_seventeenth_qualifier_is_refused_and_words_past_the_sixteenth_are_left_out() -> None:
+def test_a_seventeenth_qualifier_is_refused_and_words_past_the_forty_eighth_are_left_out() -> None:
     with pytest.raises(InvalidQuery):
         parse(" ".join(["is:done"] * (MAX_QUALIFIERS + 1)))
-    found = parse(" ".join(f"w{i}" for i in range(20)))
-    assert len(found.required) == 16
-    left_out = parse(" ".join(f"-x{i}" for i in range(20)) + " kept")
-    assert len(left_out.excluded) == 16 and left_out.required == ((Text(("kept",), True),),)
-    phrase = parse("a b c " + '"' + " ".join(f"p{i}" for i in range(20)) + '" later')
-    assert phrase.required[-1] == (Text(tuple(f"p{i}" for i in range(13)), False),)
+    found = parse(" ".join(f"w{i}" for i in range(60)))
+    assert len(found.required) == MAX_WORDS == 48
+    left_out = parse(" ".join(f"-x{i}" for i in range(60)) + " kept")
+    assert len(left_out.excluded) == 48 and left_out.required == ((Text(("kept",), True),),)
+    words, long_phrase = " ".join(f"w{i}" for i in range(45)), " ".join(f"p{i}" for i in range(20))
+    phrase = parse(f'{words} "{long_phrase}" later')
+    assert phrase.required[-1] == (Text(("p0", "p1", "p2"), False),)
 
 
 def test_repeated_terms_count_once() -> None:
