@@ -230,10 +230,14 @@ def _scope(account_id: str, filters: CardFilter) -> str:
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def count_cards(session: Session, *, account_id: str, filters: CardFilter) -> tuple[int, bool]:
+def count_cards(
+    session: Session, *, account_id: str, filters: CardFilter, listing: Resolved | None = None
+) -> tuple[int, bool]:
     """Count the cards holding every term up to TOTAL_CAP, in list order (so the cost follows the
-    page's plan, not a scan of the table); say whether there are more."""
-    listing, _ = searched(session, account_id, filters)
+    page's plan, not a scan of the table); say whether there are more. ``listing``: the filters
+    as ``searched`` made them, when the caller has it."""
+    if listing is None:
+        listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
     found = session.connection().execute(_count_statement(shape), values).scalar() or 0
     return min(found, TOTAL_CAP), found > TOTAL_CAP
@@ -322,7 +326,7 @@ def list_cards(
     page = CardPage(cards, next_cursor, query=listing.query, plan=plan, explained=explained)
     if not with_total:
         return page
-    total, capped = count_cards(session, account_id=account_id, filters=filters)
+    total, capped = count_cards(session, account_id=account_id, filters=filters, listing=listing)
     return dataclasses.replace(page, total=total, total_capped=capped)
 
 

@@ -11,7 +11,8 @@ Buckets, each only breaking the ties of the one before (as Meilisearch's ranking
    occurrences, one found only as another form (a stem's or a typo's word) as four fifths, only
    as the beginning of a word as two fifths (weighing as the words it begins); a card holds a
    term once or not (how often is not read); long cards (by their count of distinct words)
-   weigh less;
+   weigh less; and each two neighbouring terms of q found near each other (within
+   matching.NEAR words, in either order) add PROXIMITY of the lesser one's weight;
 4. newest first.
 
 Cards holding some of the terms are read term by term, the rarest first, at most WINDOW cards
@@ -41,6 +42,7 @@ CANDIDATES = 400  # cards holding some of the terms that are ranked, at most
 READ_TERMS = 8  # terms whose cards are read for them, at most (the rarest)
 K1, B = 1.2, 0.5  # BM25's saturation and length normalisation (cards are short and long)
 HEADLINE, OTHER_FORM, BEGINNING = 2.5, 0.8, 0.4  # a headline's word counts as 2.5 (as BM25F's titles)
+PROXIMITY = 0.15  # of the lesser weight of two neighbouring terms found near each other
 
 Key = tuple[int, int, int, int, int]  # (every term held, tier, score in thousandths, moment, pk)
 
@@ -63,6 +65,7 @@ class Explanation:
     tier: int | None  # only for cards holding every term
     score: float
     terms: tuple[Found, ...]  # aligned with the plan's terms
+    near: tuple[bool, ...] = ()  # each pair of neighbouring terms found near each other
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +135,7 @@ def _before(key: Key, position: list[int | str]) -> bool:
 def explain(session: Session, plan: Plan, values: dict[str, Any], pks: list[int]) -> dict[int, Explanation]:
     """How each card holds each term, its tier and its score, from its own index rows."""
     dialect = session.get_bind().dialect.name
-    found = _holding(session, dialect, len(plan.terms), values, pks)
+    found, near = _holding(session, dialect, len(plan.terms), values, pks)
     lengths = _lengths(session, dialect, pks)
     average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
     shape = matching.shape(plan.query)
@@ -153,17 +156,21 @@ def explain(session: Session, plan: Plan, values: dict[str, Any], pks: list[int]
                 occurs = (HEADLINE if term.headline else 1.0) * exact
                 told = planned.weight if term.whole else planned.begun_weight
                 score += told * occurs * (K1 + 1) / (occurs + norm)
-        explained[pk] = Explanation(every, tier, score, tuple(terms))
+        pairs = zip(plan.terms, plan.terms[1:], near[pk], strict=False)
+        score += sum(PROXIMITY * min(a.weight, b.weight) for a, b, close in pairs if close)
+        explained[pk] = Explanation(every, tier, score, tuple(terms), tuple(near[pk]))
     return explained
 
 
 def _holding(
     session: Session, dialect: str, terms: int, values: dict[str, Any], pks: list[int]
-) -> dict[int, list[Found]]:
-    """Each card's Found of each term, from its index rows."""
+) -> tuple[dict[int, list[Found]], dict[int, list[bool]]]:
+    """Each card's Found of each term, and whether each pair of neighbouring terms is near
+    (matching.NEAR), from its index rows."""
     connection = session.connection()
     among = {**values, "pks": _pks_value(dialect, pks)}
     held: dict[int, list[list[bool]]] = {pk: [[False] * 4 for _ in range(terms)] for pk in pks}
+    near: dict[int, list[bool]] = {pk: [False] * max(terms - 1, 0) for pk in pks}
     if dialect == "postgresql":
         for row in connection.execute(text(_pg_holding(terms)), among):
             marks = held[row[0]]
@@ -173,7 +180,13 @@ def _holding(
                 marks[i][1] |= bool(anywhere and row[1])
                 marks[i][2] |= typed
                 marks[i][3] |= whole
+            for i in range(terms - 1):
+                near[row[0]][i] |= row[2 + 3 * terms + i]
     else:
+        for i in range(terms - 1):
+            statement = text(matching.found_among(dialect, f"p{i}", headline=False))
+            for row in connection.execute(statement, among):
+                near[row[0]][i] = True
         tests = (("", False), ("", True), ("_w", False), ("_f", False))
         for i in range(terms):
             for place, (suffix, headline) in enumerate(tests):
@@ -181,14 +194,15 @@ def _holding(
                 statement = text(matching.found_among(dialect, name, headline))
                 for row in connection.execute(statement, among):
                     held[row[0]][i][place] = True
-    return {pk: [Found(*marks) for marks in held[pk]] for pk in pks}
+    return {pk: [Found(*marks) for marks in held[pk]] for pk in pks}, near
 
 
 @functools.cache
 def _pg_holding(terms: int) -> str:
     """One statement of a card's index rows: whether each holds each term, and as typed."""
     tests = ", ".join(
-        f"words @@ CAST(:g{i}{suffix} AS tsquery)" for i in range(terms) for suffix in ("", "_w", "_f")
+        [f"words @@ CAST(:g{i}{suffix} AS tsquery)" for i in range(terms) for suffix in ("", "_w", "_f")]
+        + [f"words @@ CAST(:p{i} AS tsquery)" for i in range(terms - 1)]
     )
     return f"SELECT card_pk, part > 0, {tests} FROM card_search WHERE card_pk = ANY(CAST(:pks AS bigint[]))"
 

@@ -190,7 +190,22 @@ def text_parameters(dialect: str, query: Query) -> dict[str, str]:
             values[f"g{i}_h"] = "{headline} : " + _any_of(dialect, group)
     for i, found in enumerate(query.excluded):
         values[f"x{i}"] = _any_of(dialect, (found,))
+    for i, (first, second) in enumerate(zip(query.required, query.required[1:], strict=False)):
+        values[f"p{i}"] = _near(dialect, first[0], second[0])
     return values
+
+
+NEAR = 3  # words at most between two terms found near each other (ranking's proximity)
+
+
+def _near(dialect: str, first: Text, second: Text) -> str:
+    """Two texts as typed (each a group's first) with at most NEAR words between them, in
+    either order, within one text of a card (SQLite FTS5's NEAR; PostgreSQL's <N>, which
+    counts positions: N - 1 words between)."""
+    if dialect == "sqlite":
+        return f"NEAR({_fts_text(dialect, first)} {_fts_text(dialect, second)}, {NEAR})"
+    a, b = f"({_fts_text(dialect, first)})", f"({_fts_text(dialect, second)})"
+    return " | ".join(f"({x} <{n}> {y})" for n in range(1, NEAR + 2) for x, y in ((a, b), (b, a)))
 
 
 # The conditions of ``is:`` and ``has:``, by value (each its own SQL, so part of the shape).

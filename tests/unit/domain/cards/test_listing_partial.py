@@ -70,3 +70,14 @@ def test_pages_of_a_partial_ranking_follow_one_another(database: Database, accou
     assert [card.id for page in pages for card in page.cards] == whole
     assert len(whole) == 13 and {page.total for page in pages} == {13}
     assert all(page.next_cursor for page in pages[:-1]) and pages[-1].next_cursor is None
+
+
+def test_terms_found_near_each_other_rank_first_when_all_else_ties(
+    database: Database, account_id: str
+) -> None:
+    # As many distinct words each; the near one is older, so only proximity puts it first.
+    near = _add(database, account_id, "Notes\nheat transfer one two three four five")[0]
+    apart = _add(database, account_id, "Notes\nheat one two three four five transfer")[0]
+    _add(database, account_id, *(f"filler {i}" for i in range(3)))
+    assert _found(database, account_id, "heat transfer")[:2] == [near, apart]
+    assert _found(database, account_id, "transfer heat")[:2] == [near, apart]  # in either order
