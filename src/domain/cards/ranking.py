@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Select, any_, bindparam, column, text
@@ -33,12 +33,12 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.reading import CardView, view_query, views
 from cardvault.domain.models import Card
-from cardvault.domain.search import matching
+from cardvault.domain.search import holding, matching
 from cardvault.domain.search.planning import Plan
 
 FEW = 200  # a relevance listing with at most this many cards holding every term is ranked here
-WINDOW = 100  # cards read of each term for cards holding some of the terms
-CANDIDATES = 400  # cards holding some of the terms that are ranked, at most
+WINDOW = 50  # cards read of each term for cards holding some of the terms
+CANDIDATES = 200  # cards holding some of the terms that are ranked, at most
 READ_TERMS = 8  # terms whose cards are read for them, at most (the rarest)
 K1, B = 1.2, 0.5  # BM25's saturation and length normalisation (cards are short and long)
 HEADLINE, OTHER_FORM, BEGINNING = 2.5, 0.8, 0.4  # a headline's word counts as 2.5 (as BM25F's titles)
@@ -107,7 +107,7 @@ def ranked(
         if len(some) >= CANDIDATES:
             break
     moments = {**holding_all, **some}
-    explained = explain(session, plan, values, list(moments))
+    explained = explain(session, plan, values, list(moments), holding_every=holding_all)
     keys = {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
     order = sorted(moments, key=keys.__getitem__, reverse=True)
     if position is not None:
@@ -132,10 +132,15 @@ def _before(key: Key, position: list[int | str]) -> bool:
     return not every or (tier, moment, pk) < tuple(position)
 
 
-def explain(session: Session, plan: Plan, values: dict[str, Any], pks: list[int]) -> dict[int, Explanation]:
-    """How each card holds each term, its tier and its score, from its own index rows."""
+def explain(
+    session: Session, plan: Plan, values: dict[str, Any], pks: list[int], holding_every: Collection[int] = ()
+) -> dict[int, Explanation]:
+    """How each card holds each term, its tier and its score, from its own index rows
+    (``holding_every``: cards the index found holding every term)."""
     dialect = session.get_bind().dialect.name
-    found, near = _holding(session, dialect, len(plan.terms), values, pks)
+    found, near = _holding(session, dialect, plan, values, pks)
+    for pk in holding_every:  # the index found every term (a long card's text is read in part)
+        found[pk] = [dataclasses.replace(term, held=True) for term in found[pk]]
     lengths = _lengths(session, dialect, pks)
     average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
     shape = matching.shape(plan.query)
@@ -163,15 +168,18 @@ def explain(session: Session, plan: Plan, values: dict[str, Any], pks: list[int]
 
 
 def _holding(
-    session: Session, dialect: str, terms: int, values: dict[str, Any], pks: list[int]
+    session: Session, dialect: str, plan: Plan, values: dict[str, Any], pks: list[int]
 ) -> tuple[dict[int, list[Found]], dict[int, list[bool]]]:
     """Each card's Found of each term, and whether each pair of neighbouring terms is near
     (matching.NEAR), from its index rows."""
     connection = session.connection()
+    terms = len(plan.terms)
     among = {**values, "pks": _pks_value(dialect, pks)}
-    held: dict[int, list[list[bool]]] = {pk: [[False] * 4 for _ in range(terms)] for pk in pks}
-    near: dict[int, list[bool]] = {pk: [False] * max(terms - 1, 0) for pk in pks}
+    held: dict[int, list[list[bool]]] = {}
+    near: dict[int, list[bool]] = {}
     if dialect == "postgresql":
+        held = {pk: [[False] * 4 for _ in range(terms)] for pk in pks}
+        near = {pk: [False] * max(terms - 1, 0) for pk in pks}
         for row in connection.execute(text(_pg_holding(terms)), among):
             marks = held[row[0]]
             for i in range(terms):
@@ -182,18 +190,10 @@ def _holding(
                 marks[i][3] |= whole
             for i in range(terms - 1):
                 near[row[0]][i] |= row[2 + 3 * terms + i]
-    else:
-        for i in range(terms - 1):
-            statement = text(matching.found_among(dialect, f"p{i}", headline=False))
-            for row in connection.execute(statement, among):
-                near[row[0]][i] = True
-        tests = (("", False), ("", True), ("_w", False), ("_f", False))
-        for i in range(terms):
-            for place, (suffix, headline) in enumerate(tests):
-                name = f"g{i}{suffix}"
-                statement = text(matching.found_among(dialect, name, headline))
-                for row in connection.execute(statement, among):
-                    held[row[0]][i][place] = True
+    else:  # in the process: one read of the candidates' index text (cardvault.domain.search.holding)
+        read, near = holding.holding(connection, [term.texts for term in plan.terms], pks)
+        for pk, terms_held in read.items():
+            held[pk] = [[h.anywhere, h.headline, h.typed, h.whole] for h in terms_held]
     return {pk: [Found(*marks) for marks in held[pk]] for pk in pks}, near
 
 
