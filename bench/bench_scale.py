@@ -9,6 +9,16 @@ every workload it measures p50 and p99 with 1 client and with 16, prints a table
 line per workload, and prints the query plans (EXPLAIN ANALYZE; SQLite: EXPLAIN QUERY PLAN) of
 every workload over its target.
 
+The q workloads: one common word (by relevance and newest first), a rare one, a phrase, a word
+with qualifiers, with highlights; a natural question (q_question: 10 words, common and rare words
+of the data with stop words between, so few cards hold them all and the cards holding some are
+ranked); a typo (q_typo: a word of the data with one edit, so no card holds it as typed); and the
+longest q the spec allows (1,024 characters) of distinct misspellings, common words and rare
+words (q_longest_typos, q_longest_common, q_longest_rare: the first 48 words count). Each
+migration after BASE_REVISION is timed on its own (0030 counts the search vocabulary,
+``search_words`` and ``cards.search_words``, from the index rows), and the vocabulary it made is
+checked against the generated data.
+
     .venv/bin/python -m bench.bench_scale [--database postgresql|sqlite] [--cards N]
         [--accounts N] [--account-cards N] [--seconds S] [--reuse]
 
@@ -20,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +48,7 @@ from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
 from bench.servers import POSTGRES, free_port, start_uvicorn
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import listing
-from cardvault.domain.db import Database
+from cardvault.domain.db import MIGRATIONS, Database
 from cardvault.domain.tags import operations
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
@@ -50,7 +61,15 @@ TARGETS = {
     "q_phrase": 60.0,
     "q_qualifiers": 60.0,
     "q_highlights": 80.0,
+    "q_question": 60.0,
+    "q_typo": 60.0,
+    "q_longest_typos": 60.0,
+    "q_longest_common": 60.0,
+    "q_longest_rare": 60.0,
 }
+MAX_Q = 1024  # the spec's maxLength of q
+# Stop words between a question's words (cardvault.domain.search.stopwords: they decide nothing).
+QUESTION = "how {0} the {1} with {2} for {3} in {4}"
 LIST_TARGET = 15.0
 REDIS_SCRATCH = "redis://127.0.0.1:6379/15"  # a database of the machine's Redis, flushed after
 
@@ -87,21 +106,33 @@ def _load(url: str, kind: str, sizes: list[int]) -> dict[str, Any]:
     big = loader(url if kind == "postgresql" else url.removeprefix("sqlite:///"), sizes, gen, stats)
     loaded = time.perf_counter() - started
     _analyze(db)
-    started = time.perf_counter()
-    db.migrate()
-    migrated = time.perf_counter() - started
+    steps = _timed_migrations(db)
     _analyze(db)
     live = sizes[0]
     common = _closest(stats.words, 0.10 * live)
-    # The two commonest words of the cards' texts (not of their URLs), side by side.
-    first, second = [word for word, _ in stats.words.most_common(4) if word not in ("https", "example")][:2]
+    # The commonest words of the cards' texts (not of their URLs).
+    commonest = [word for word, _ in stats.words.most_common(500) if word not in ("https", "example")]
+    first, second = commonest[:2]  # side by side: the phrase
     rare = _closest(stats.words, 30, keep=lambda w: len(w) >= 8)
+    rares = sorted((w for w in stats.words if len(w) >= 8), key=lambda w: (abs(stats.words[w] - 30), w))
+    typed = _closest(stats.words, 0.01 * live, keep=lambda w: len(w) >= 6)
+    typo = _misspelt(typed)
+    assert typo not in stats.words
+    question = QUESTION.format(commonest[2], rares[1], commonest[5], rares[2], commonest[9])
     meta = {
         **big,
         "cards": sizes[0],
         "load_seconds": round(loaded, 1),
-        "migration_seconds": round(migrated, 2),
+        "migration_seconds": round(sum(steps.values()), 2),
+        "migration_0030_seconds": steps.get("0030"),
+        "slowest_migrations": dict(sorted(steps.items(), key=lambda item: -item[1])[:5]),
+        "vocabulary": _vocabulary(db, big["account_id"], stats, [common, rare, typed]),
         "common_word": [common, stats.words[common]],
+        "question": question,
+        "typo": [typo, typed, stats.words[typed]],
+        "longest_typos": _longest([_misspelt(w) for w in commonest if len(w) >= 5]),
+        "longest_common": _longest(commonest),
+        "longest_rare": _longest(rares),
         "phrase": f'"{first} {second}"',  # the two commonest words, side by side
         "rare_word": [rare, stats.words[rare]],
         "tag": (tag := _closest(stats.tags, 0.01 * live)),
@@ -112,6 +143,66 @@ def _load(url: str, kind: str, sizes: list[int]) -> dict[str, Any]:
     }
     db.dispose()
     return meta
+
+
+def _misspelt(word: str) -> str:
+    """The word with one edit not on its first letter: its third letter replaced by one no
+    generated word holds (they are made of consonant-vowel syllables without x)."""
+    return word[:2] + "x" + word[3:]
+
+
+def _longest(words: list[str]) -> str:
+    """Distinct words joined up to q's maxLength, the last one cut to fill it exactly."""
+    q = " ".join(dict.fromkeys(words))
+    assert len(q) >= MAX_Q, "too few words for the longest q"
+    return q[:MAX_Q]
+
+
+def _timed_migrations(db: Database) -> dict[str, float]:
+    """Apply the migrations after BASE_REVISION one at a time; the seconds of each."""
+    revisions = sorted(
+        found.group(1)
+        for path in (Path(MIGRATIONS) / "versions").glob("*.py")
+        if (found := re.match(r"(\d{4})_", path.name)) and found.group(1) > BASE_REVISION
+    )
+    steps = {}
+    for revision in revisions:
+        started = time.perf_counter()
+        db.migrate(revision=revision)
+        steps[revision] = round(time.perf_counter() - started, 2)
+        print(f"migration {revision}: {steps[revision]:.2f} s", flush=True)
+    return steps
+
+
+def _vocabulary(db: Database, account_id: str, stats: Stats, words: list[str]) -> dict[str, Any]:
+    """What migration 0030 counted for the measured account, beside the generated data: its
+    words, its cards with a length, and the cards of a few words (the vocabulary counts cards in
+    the archive and Trash too, the generated counts do not)."""
+    with db.engine.connect() as connection:
+        held = connection.execute(
+            text("SELECT count(*) FROM search_words WHERE account_id = :a AND cards > 0"), {"a": account_id}
+        ).scalar()
+        lengths = connection.execute(
+            text("SELECT count(*), avg(search_words) FROM cards WHERE account_id = :a AND search_words > 0"),
+            {"a": account_id},
+        ).one()
+        counted = {
+            word: [
+                connection.execute(
+                    text("SELECT cards FROM search_words WHERE account_id = :a AND word = :w"),
+                    {"a": account_id, "w": word},
+                ).scalar(),
+                stats.words[word],
+            ]
+            for word in words
+        }
+    return {
+        "words": held,
+        "generated_words": len(stats.words),
+        "cards_with_length": lengths[0],
+        "average_length": round(float(lengths[1] or 0), 1),
+        "cards_of_words_counted_vs_generated": counted,
+    }
 
 
 def _analyze(db: Database) -> None:
@@ -130,6 +221,11 @@ def _workloads(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
         "q_phrase": {"q": meta["phrase"]},
         "q_qualifiers": {"q": f"{meta['common_word'][0]} type:link -tag:{meta['common_tag']} -is:favorite"},
         "q_highlights": {"q": meta["common_word"][0], "include": "highlights"},
+        "q_question": {"q": meta["question"]},
+        "q_typo": {"q": meta["typo"][0]},
+        "q_longest_typos": {"q": meta["longest_typos"]},
+        "q_longest_common": {"q": meta["longest_common"]},
+        "q_longest_rare": {"q": meta["longest_rare"]},
         "tag": {"tag": meta["tag"]},
         "favorited": {"favorited": "true"},
         "type": {"type": "video"},
@@ -245,7 +341,7 @@ def main() -> None:
     else:
         meta = _load(url, kind, [big] + [args.account_cards] * others)
         meta_file.write_text(json.dumps(meta))
-    print(json.dumps({k: v for k, v in meta.items() if k != "folders"}))
+    print(json.dumps({k: v for k, v in meta.items() if k != "folders" and not k.startswith("longest")}))
 
     db = Database.from_url(url)
     with db.transaction() as session:
@@ -285,7 +381,7 @@ def main() -> None:
 
     print(f"\n{kind}, {meta['cards']:,} cards in the measured account, {args.seconds:.0f} s per run")
     print(
-        f"{'workload':<13}{'1 client p50/p99 ms':>21}{'16 clients p50/p99 ms':>23}{'rps 1':>8}{'rps 16':>8}"
+        f"{'workload':<17}{'1 client p50/p99 ms':>21}{'16 clients p50/p99 ms':>23}{'rps 1':>8}{'rps 16':>8}"
         f"{'x':>6}{'target':>8}"
     )
     over = []
@@ -295,7 +391,7 @@ def main() -> None:
         if flag:
             over.append(name)
         print(
-            f"{name:<13}{one.p50_ms:>12.1f}/{one.p99_ms:<8.1f}{many.p50_ms:>14.1f}/{many.p99_ms:<8.1f}"
+            f"{name:<17}{one.p50_ms:>12.1f}/{one.p99_ms:<8.1f}{many.p50_ms:>14.1f}/{many.p99_ms:<8.1f}"
             f"{one.rps:>8.0f}{many.rps:>8.0f}{many.rps / one.rps:>6.1f}{target:>8.0f}{flag}"
         )
     for name, (one, many) in results.items():
@@ -313,11 +409,25 @@ def main() -> None:
             "target_p99_ms": _target(name, kind),
         }
         print(json.dumps(line))
+    _ratios(results)
     for name in over:
         if name != "page_200":
             _explain(url, meta, name, workloads[name])
     if kind == "postgresql" and "q_common" in workloads:
         _scored_ranking(url, meta)
+
+
+def _ratios(results: dict[str, tuple[LoadResult, LoadResult]]) -> None:
+    """The new q workloads beside the one-word search (1 client): what a question, a typo and the
+    longest q cost against q_common."""
+    if "q_common" not in results:
+        return
+    base = results["q_common"][0]
+    for name in ("q_question", "q_typo", "q_longest_typos", "q_longest_common", "q_longest_rare"):
+        if name in results:
+            one = results[name][0]
+            ratio = {"p50": round(one.p50_ms / base.p50_ms, 2), "p99": round(one.p99_ms / base.p99_ms, 2)}
+            print(json.dumps({"ratio": f"{name}/q_common", **ratio}))
 
 
 def _scored_ranking(url: str, meta: dict[str, Any]) -> None:

@@ -1264,6 +1264,9 @@ def test_every_malformed_request_is_refused_and_changes_nothing(
 
 
 # Each search: the parameter, its value, and the cards it must answer (by name).
+Q_MAX = next(  # q's maxLength in the spec
+    p["schema"]["maxLength"] for p in SPEC["paths"]["/cards"]["get"]["parameters"] if p["name"] == "q"
+)
 EVERY_CARD = {"alpha", "beta", "gamma"}
 SEARCHES: list[tuple[str, str, set[str]]] = [
     ("q", "%", EVERY_CARD),  # no letter or digit: filters nothing (the spec)
@@ -1335,6 +1338,14 @@ SEARCHES: list[tuple[str, str, set[str]]] = [
     ("q", "site:example.com", set()),
     ("q", "after:1970-01-01", EVERY_CARD),
     ("q", "before:1970-01-01", set()),
+    # q at the spec's maxLength (1,024 characters; one more is refused by the corpus above)
+    ("q", ("alpha " + "% " * 600)[:Q_MAX], {"alpha"}),
+    ("q", ("alpah repotr " * 80).ljust(Q_MAX)[:Q_MAX], {"alpha"}),  # typos of "alpha report"
+    ("q", " ".join(f"zq{n:04d}" for n in range(200))[:Q_MAX], set()),  # words past the 48th ignored
+    ("q", ('"' + "alpha report " * 80)[:Q_MAX], set()),  # a phrase: its first 48 words
+    ("q", ("OR " * 341).ljust(Q_MAX), EVERY_CARD),
+    ("q", ("-alpha " * 146).ljust(Q_MAX), {"beta", "gamma"}),
+    ("q", ("and " * 300)[:Q_MAX], {"gamma"}),  # a stop word alone must match
     ("tag", "%", set()),
     ("tag", "_", set()),
     ("tag", "w%", set()),

@@ -2,10 +2,17 @@
 every one, by how much of the query they hold (rare words weigh more); stop words decide
 nothing; phrases, exclusions and qualifiers stay strict; pages follow one another exactly."""
 
-from cardvault.domain.cards import editing, listing
+import random
+
+import pytest
+
+from cardvault.domain.cards import editing, listing, ranking
 from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
+from cardvault.domain.search import planning
+from cardvault.domain.search.query import MAX_WORDS
 from tests.unit.domain.cards.test_listing import SECRET, _walk
+from tests.unit.domain.cards.test_reading import statements as recorded
 
 
 def _add(database: Database, account_id: str, *contents: str, tags: list[str] | None = None) -> list[str]:
@@ -81,3 +88,85 @@ def test_terms_found_near_each_other_rank_first_when_all_else_ties(
     _add(database, account_id, *(f"filler {i}" for i in range(3)))
     assert _found(database, account_id, "heat transfer")[:2] == [near, apart]
     assert _found(database, account_id, "transfer heat")[:2] == [near, apart]  # in either order
+
+
+# --- the longest q: a page's statements stay bounded ------------------------------------------
+
+MAX_Q = 1024  # the spec's maxLength of q
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+
+
+def _made_up_words(rng: random.Random, count: int) -> list[str]:
+    """Distinct words of 12 to 16 letters that no stop word or other word begins."""
+    made: dict[str, None] = {}
+    while len(made) < count:
+        made["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(6, 8)))] = None
+    return list(made)
+
+
+def _misspelt(word: str) -> str:
+    """The word with its third letter replaced: one edit, not on the first letter."""
+    return word[:2] + ("x" if word[2] != "x" else "y") + word[3:]
+
+
+def longest_q(words: list[str]) -> str:
+    """Distinct words joined up to q's maxLength, the last one cut to fill it exactly."""
+    q = " ".join(words)
+    assert len(q) >= MAX_Q, "too few words to fill q"
+    return q[:MAX_Q]
+
+
+def statement_bound(dialect: str) -> int:
+    """The most statements a relevance page may send, whatever q holds (MAX_WORDS terms).
+
+    PostgreSQL: the plan reads the vocabulary (words and typos: 2), the words begun (1) and the
+    account's count (1); the listing its first matches (1), each term read for cards holding
+    some (READ_TERMS, one more for the phrases alone), the cards' index rows (1), their lengths
+    (1) and the page's views (1). SQLite asks one word at a time: its held count and stems (2
+    each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each); where the cards hold
+    the terms is one read of their index text and tags (2, cardvault.domain.search.holding)."""
+    fixed = 4 + 1 + ranking.READ_TERMS + 1 + 3
+    if dialect == "postgresql":
+        return fixed
+    return fixed + 1 + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS
+
+
+@pytest.fixture
+def library(database: Database, account_id: str) -> dict[str, list[str]]:
+    """Sixty cards: 80 common words, each held by about two fifths of forty cards (so none holds
+    them all), and twenty cards of four rare words each."""
+    rng = random.Random(43)
+    common, rare = _made_up_words(rng, 80), _made_up_words(rng, 80)
+    contents = [" ".join(rng.sample(common, 32)) for _ in range(40)]
+    contents += [" ".join(rare[4 * i : 4 * i + 4]) for i in range(20)]
+    _add(database, account_id, *contents)
+    return {"common": common, "rare": rare, "misspelt": [_misspelt(word) for word in common + rare]}
+
+
+@pytest.mark.parametrize("kind", ["misspelt", "common", "rare"])
+def test_a_page_of_the_longest_q_sends_a_bounded_number_of_statements(
+    database: Database, account_id: str, library: dict[str, list[str]], kind: str
+) -> None:
+    """q at its maxLength of distinct words (misspellings of the library's words, its common
+    words, its rare words): the plan keeps MAX_WORDS terms, and a page and the next one send at
+    most statement_bound statements, however many terms there are."""
+    q = longest_q(library[kind])
+    assert len(q) == MAX_Q and len(set(q.split())) > MAX_WORDS
+    cursor, pages = None, 0
+    while pages == 0 or (cursor is not None and pages < 3):
+        pages += 1
+        stop = recorded(database)
+        with database.transaction(write=False) as session:
+            page = listing.list_cards(
+                session,
+                account_id=account_id,
+                secret=SECRET,
+                filters=CardFilter(q=q),
+                limit=10,
+                cursor=cursor,
+            )
+        sent = stop()
+        assert page.plan is not None and len(page.plan.terms) == MAX_WORDS
+        assert page.cards or pages > 1  # each kind finds cards (as typed, or as typos of them)
+        assert len(sent) <= statement_bound(database.dialect), (kind, len(sent))
+        cursor = page.next_cursor

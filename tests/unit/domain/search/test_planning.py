@@ -1,11 +1,17 @@
 """A query's plan: stop words left out (unless every term is one), phrases strict, each word's
 other forms from the account's cards, and rarer words weighing more."""
 
+from hypothesis import HealthCheck, given, settings
+from sqlalchemy import text
+
 from cardvault.domain.cards import editing
+from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.search import planning
 from cardvault.domain.search.planning import Plan
-from cardvault.domain.search.query import Text, parse
+from cardvault.domain.search.query import MAX_WORDS, Text, parse
+from tests.unit.domain.cards.test_listing import _walk
+from tests.unit.domain.search.test_query import queries
 
 
 def _plan(database: Database, account_id: str, q: str) -> Plan:
@@ -52,3 +58,37 @@ def test_rarer_words_weigh_more(database: Database, account_id: str) -> None:
     assert (garden.cards, basil.cards, missing.cards) == (9, 2, 0)
     assert garden.weight < basil.weight < missing.weight
     assert plan.cards == 9
+
+
+LIBRARY = [
+    "Tuning Postgres autovacuum for the garden database",
+    "Sourdough starter routine, taxes and the kubernetes cluster",
+    "The garden of basil and pesto",
+    "What is the point of it all",
+    "e-mail from example.com about taxes",
+]
+WORDS = ["autovacuum", "garden", "kubernetes", "taxes", "sourdough", "basil", "postgres", "example"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(q=queries(WORDS))
+def test_a_random_q_up_to_its_maxlength_plans_and_lists(database: Database, account_id: str, q: str) -> None:
+    """Any q the spec allows (1,024 characters of stop words, phrases, OR, qualifiers, typos
+    mixed) plans and lists every page of its cards, in both orders, without an error, each
+    card once and as many as the total says."""
+    with database.transaction() as session:
+        if not session.execute(text("SELECT 1 FROM cards WHERE account_id = :a"), {"a": account_id}).first():
+            for i, content in enumerate(LIBRARY):
+                tags = ["work"] if i % 2 else []
+                editing.add_card(session, account_id=account_id, content=content, tags=tags)
+    query = parse(q)
+    if query.has_words:
+        with database.transaction(write=False) as session:
+            plan = planning.plan(session, account_id, query)
+        assert len(plan.terms) == len(plan.query.required) <= MAX_WORDS
+        assert all(term.weight >= 0 and 0 <= term.cards <= plan.cards for term in plan.terms)
+    for sort in ("relevance", "newest"):
+        pages = _walk(database, account_id, CardFilter(q=q, sort=sort), limit=2, with_total=True)
+        listed = [card.id for page in pages for card in page.cards]
+        assert len(listed) == len(set(listed)) <= len(LIBRARY)
+        assert {page.total for page in pages} == {len(listed)}  # the pages follow one another

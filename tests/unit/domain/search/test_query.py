@@ -142,17 +142,91 @@ def test_any_string_parses_or_is_refused_with_a_position(q: str) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.text(max_size=256))
+@given(st.text(max_size=1024))
 def test_any_unicode_string_parses_or_is_refused(q: str) -> None:
     with contextlib.suppress(InvalidQuery):
         parse(q)
+
+
+MAX_Q = 1024  # the spec's maxLength of q
+STOP = ["the", "of", "how", "do", "i", "a", "in", "what", "is", "to", "and", "not"]
+VALID_QUALIFIERS = [
+    "tag:work",
+    "type:link",
+    "-type:image",
+    "is:favorite",
+    "-is:archived",
+    "has:notes",
+    "folder:none",
+    "site:example.com",
+    "before:2030-01-01",
+    "-after:1600000000000",
+    'tag:"two words"',
+]
+
+
+def _filled(tokens: list[str]) -> str:
+    """The tokens joined while they fit q's maxLength."""
+    q = ""
+    for token in tokens:
+        if len(q) + len(token) + 1 > MAX_Q:
+            break
+        q = f"{q} {token}" if q else token
+    return q
+
+
+def queries(words: list[str]) -> st.SearchStrategy[str]:
+    """Random q up to the spec's 1,024 characters: the given words (each also misspelt or cut
+    to a beginning), stop words, phrases of them (one left open), OR, negations, valid
+    qualifiers (none past the 16th) and stray punctuation, mixed."""
+    word = st.sampled_from(words)
+    term = st.one_of(
+        word,
+        word.map(lambda w: w[:2] + "q" + w[3:]),  # a typo
+        word.map(lambda w: w[: max(1, len(w) // 2)]),  # a beginning
+        st.sampled_from(STOP),
+        st.lists(st.one_of(word, st.sampled_from(STOP)), min_size=1, max_size=4).map(
+            lambda ws: '"' + " ".join(ws) + '"'
+        ),
+        st.sampled_from(["OR", "-", '"', "--", "OR OR", "%", "e-mail", "x.y", "\u0301", "é"]),
+    )
+    token = st.one_of(
+        term,
+        term.map(lambda t: "-" + t),
+        st.sampled_from(VALID_QUALIFIERS),
+        st.tuples(term, term).map(lambda pair: f"{pair[0]} OR {pair[1]}"),
+    )
+    # As many tokens as q may hold as often as a few (a list left to itself stays short).
+    tokens = st.one_of(st.lists(token, max_size=20), st.lists(token, min_size=150, max_size=260))
+    return tokens.map(lambda found: _filled(_qualifiers_capped(found)))
+
+
+def _qualifiers_capped(tokens: list[str]) -> list[str]:
+    kept, qualifiers = [], 0
+    for token in tokens:
+        if token in VALID_QUALIFIERS:
+            qualifiers += 1
+            if qualifiers > MAX_QUALIFIERS:
+                continue
+        kept.append(token)
+    return kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(queries(["alpha", "garden", "kubernetes", "taxes", "autovacuum", "sourdough", "x1"]))
+def test_a_random_q_up_to_its_maxlength_parses_within_the_word_caps(q: str) -> None:
+    assert len(q) <= MAX_Q
+    found = parse(q)
+    assert sum(len(text.words) for group in found.required for text in group) <= MAX_WORDS
+    assert sum(len(text.words) for text in found.excluded) <= MAX_WORDS
+    assert len(found.qualifiers) <= MAX_QUALIFIERS
 
 
 @pytest.mark.parametrize(
     "unit", ['"', "-", "a:", "tag:", "OR ", "\u0301", '-"', "a-", 'tag:"', "is:done ", "x" * 50 + " "]
 )
 def test_a_megabyte_of_the_worst_repeats_parses_in_linear_time(unit: str) -> None:
-    """The spec cuts q at 256 characters; far beyond it the parser stays linear. A megabyte
+    """The spec cuts q at 1,024 characters; far beyond it the parser stays linear. A megabyte
     parses in about a tenth of a second: a parser quadratic in its input would take hours,
     so the bound here is far above any machine's noise."""
     q = unit * (1_048_576 // len(unit))
