@@ -227,6 +227,12 @@ def done_card_json(session: Session, card: Card) -> dict[str, Any]:
     }
 
 
+def _bucket(explained: Explanation) -> str:
+    if explained.every:
+        return "everyTerm"
+    return "someTerms" if any(term.held for term in explained.terms) else "relatedWords"
+
+
 def explanation_json(plan: Plan | None, explained: Explanation | None) -> dict[str, Any] | None:
     """The SearchExplanation schema of a card in a search's order (None without words to find)."""
     if plan is None or explained is None:
@@ -242,8 +248,9 @@ def explanation_json(plan: Plan | None, explained: Explanation | None) -> dict[s
         for term, held in zip(plan.terms, explained.terms, strict=True)
     ]
     return {
-        "bucket": "everyTerm" if explained.every else "someTerms",
+        "bucket": _bucket(explained),
         "tier": explained.tier,
         "score": round(explained.score, 4),
+        "relatedScore": round(explained.related, 4),
         "terms": terms,
     }

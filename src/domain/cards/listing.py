@@ -24,7 +24,7 @@ from cardvault.domain.errors import InvalidCursor, InvalidInput
 from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.search import matching, planning
 from cardvault.domain.search.planning import Plan
-from cardvault.domain.search.query import Query
+from cardvault.domain.search.query import Query, Text
 
 TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
 
@@ -347,14 +347,14 @@ def _ranked_page(
     dialect = session.get_bind().dialect.name
     strict = [i for i, term in enumerate(plan.terms) if term.strict]
 
-    def read(term: int | None) -> Sequence[Sequence[Any]]:
+    def read(term: tuple[Text, ...] | None) -> Sequence[Sequence[Any]]:
         """The first ranking.WINDOW cards holding the term (if any) and every phrase, in list order."""
-        kept = tuple(plan.query.required[i] for i in sorted({*strict, *([] if term is None else [term])}))
+        kept = tuple(plan.query.required[i] for i in strict) + (() if term is None else (term,))
         alone = dataclasses.replace(listing, query=dataclasses.replace(listing.query, required=kept))
         shape, values = _listing(dialect, account_id, filters, alone, view=False)
         return session.connection().execute(_first_statement(shape, ranking.WINDOW), values).all()
 
-    page = ranking.ranked(session, plan, first, values, read, limit, position)
+    page = ranking.ranked(session, account_id, plan, first, values, read, limit, position)
     cards = [view for _, view, _ in page.cards][:limit]
     next_cursor = None
     if len(page.cards) > limit:

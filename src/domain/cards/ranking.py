@@ -12,12 +12,15 @@ Buckets, each only breaking the ties of the one before (as Meilisearch's ranking
    as the beginning of a word as two fifths (weighing as the words it begins); a card holds a
    term once or not (how often is not read); long cards (by their count of distinct words)
    weigh less; and each two neighbouring terms of q found near each other (within
-   matching.NEAR words, in either order) add PROXIMITY of the lesser one's weight;
+   matching.NEAR words, in either order) add PROXIMITY of the lesser one's weight; for a q
+   of terms a card may lack, the words related to them by the best cards of this ranking
+   (cardvault.domain.search.feedback) add FEEDBACK of their own BM25 score;
 4. newest first.
 
 Cards holding some of the terms are read term by term, the rarest first, at most WINDOW cards
 of each in index order (newest first) and CANDIDATES in all, so a page's cost is bounded
-whatever matches. A quoted phrase is held by every candidate (it never drops)."""
+whatever matches; then up to RELATED_CANDIDATES cards holding a related word, in one read.
+A quoted phrase is held by every candidate (it never drops)."""
 
 from __future__ import annotations
 
@@ -33,8 +36,9 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.reading import CardView, view_query, views
 from cardvault.domain.models import Card
-from cardvault.domain.search import holding, matching
-from cardvault.domain.search.planning import Plan
+from cardvault.domain.search import feedback, holding, matching
+from cardvault.domain.search.planning import Plan, Term
+from cardvault.domain.search.query import Query, Text
 
 FEW = 200  # a relevance listing with at most this many cards holding every term is ranked here
 WINDOW = 50  # cards read of each term for cards holding some of the terms
@@ -43,6 +47,8 @@ READ_TERMS = 8  # terms whose cards are read for them, at most (the rarest)
 K1, B = 1.2, 0.5  # BM25's saturation and length normalisation (cards are short and long)
 HEADLINE, OTHER_FORM, BEGINNING = 2.5, 0.8, 0.4  # a headline's word counts as 2.5 (as BM25F's titles)
 PROXIMITY = 0.15  # of the lesser weight of two neighbouring terms found near each other
+FEEDBACK = 0.5  # of the score of the words related to q's, added to a card's
+RELATED_CANDIDATES = 100  # cards holding only related words that are ranked, at most
 
 Key = tuple[int, int, int, int, int]  # (every term held, tier, score in thousandths, moment, pk)
 
@@ -66,6 +72,7 @@ class Explanation:
     score: float
     terms: tuple[Found, ...]  # aligned with the plan's terms
     near: tuple[bool, ...] = ()  # each pair of neighbouring terms found near each other
+    related: float = 0.0  # the score of the words related to q's (cardvault.domain.search.feedback)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,13 +84,14 @@ class Ranked:
     total: int
 
 
-# Card pks and moments (newest first) of cards holding the term at an index of the plan and
-# every phrase (None: the phrases alone).
-Reader = Callable[[int | None], Sequence[Sequence[Any]]]
+# Card pks and moments (newest first) of cards holding a term (its texts) and every phrase
+# (None: the phrases alone).
+Reader = Callable[[tuple[Text, ...] | None], Sequence[Sequence[Any]]]
 
 
 def ranked(
     session: Session,
+    account_id: str,
     plan: Plan,
     first: Sequence[Sequence[Any]],
     values: dict[str, Any],
@@ -97,18 +105,18 @@ def ranked(
     some: dict[int, Any] = {}
     # The rarest first; a term no card holds as a whole word (perhaps as a beginning) last.
     by_rarity = sorted(plan.droppable, key=lambda i: (plan.terms[i].cards == 0, plan.terms[i].cards, i))
-    rarest: list[int | None] = [*by_rarity[:READ_TERMS]]
+    rarest: list[tuple[Text, ...] | None] = [plan.query.required[i] for i in by_rarity[:READ_TERMS]]
     if plan.droppable and any(term.strict for term in plan.terms):
         rarest.insert(0, None)  # cards holding the phrases alone
-    for i in rarest:
-        for row in read(i):
-            if row[0] not in holding_all and len(some) < CANDIDATES:
-                some.setdefault(row[0], row[1])
-        if len(some) >= CANDIDATES:
-            break
+    _candidates(read, rarest, holding_all, some, CANDIDATES)
     moments = {**holding_all, **some}
     explained = explain(session, plan, values, list(moments), holding_every=holding_all)
     keys = {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
+    if plan.droppable:  # and the words the best of them share
+        ranking = (explained, keys)
+        explained, keys = _with_related(
+            session, account_id, plan, values, read, moments, holding_all, ranking
+        )
     order = sorted(moments, key=keys.__getitem__, reverse=True)
     if position is not None:
         order = [pk for pk in order if _before(keys[pk], position)]
@@ -116,6 +124,46 @@ def ranked(
     dialect = session.get_bind().dialect.name
     shown = {view.pk: view for view in views(session, _by_pks(dialect), {"pks": _pks_value(dialect, chosen)})}
     return Ranked([(keys[pk], shown[pk], explained[pk]) for pk in chosen], len(moments))
+
+
+def _with_related(
+    session: Session,
+    account_id: str,
+    plan: Plan,
+    values: dict[str, Any],
+    read: Reader,
+    moments: dict[int, Any],
+    holding_every: Collection[int],
+    ranking: tuple[dict[int, Explanation], dict[int, Key]],
+) -> tuple[dict[int, Explanation], dict[int, Key]]:
+    """The ranking with the words related to q's by its best cards counted: the cards holding
+    them join ``moments`` (up to RELATED_CANDIDATES) and each card's score gains FEEDBACK of
+    theirs (cardvault.domain.search.feedback)."""
+    explained, keys = ranking
+    best = sorted(moments, key=keys.__getitem__, reverse=True)[: feedback.FEEDBACK_CARDS]
+    related = feedback.related(session, account_id, plan, [(pk, explained[pk].score) for pk in best])
+    if related is None:
+        return ranking
+    any_of = tuple(found for group in related.query.required for found in group)
+    _candidates(read, [any_of], moments, moments, len(moments) + RELATED_CANDIDATES)
+    explained = explain(session, plan, values, list(moments), holding_every, related=related)
+    return explained, {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
+
+
+def _candidates(
+    read: Reader,
+    terms: list[tuple[Text, ...] | None],
+    known: Collection[int],
+    some: dict[int, Any],
+    most: int,
+) -> None:
+    """Add to ``some`` the cards (pk: moment) holding each term in turn, not ``known``, up to ``most``."""
+    for term in terms:
+        for row in read(term):
+            if row[0] not in known and len(some) < most:
+                some.setdefault(row[0], row[1])
+        if len(some) >= most:
+            return
 
 
 def key_of(explained: Explanation, moment: Any, pk: int) -> Key:
@@ -133,20 +181,36 @@ def _before(key: Key, position: list[int | str]) -> bool:
 
 
 def explain(
-    session: Session, plan: Plan, values: dict[str, Any], pks: list[int], holding_every: Collection[int] = ()
+    session: Session,
+    plan: Plan,
+    values: dict[str, Any],
+    pks: list[int],
+    holding_every: Collection[int] = (),
+    *,
+    related: Plan | None = None,
 ) -> dict[int, Explanation]:
     """How each card holds each term, its tier and its score, from its own index rows
-    (``holding_every``: cards the index found holding every term)."""
+    (``holding_every``: cards the index found holding every term); with ``related``, its
+    words' score counts (FEEDBACK of it)."""
     dialect = session.get_bind().dialect.name
-    found, near = _holding(session, dialect, plan, values, pks)
+    count = len(plan.terms)
+    held, held_values = plan, values
+    if related is not None:
+        held = Plan(
+            Query(required=plan.query.required + related.query.required),
+            plan.terms + related.terms,
+            plan.cards,
+        )
+        held_values = {**values, **matching.text_parameters(dialect, held.query)}
+    found, close = _holding(session, dialect, held, held_values, pks)
     for pk in holding_every:  # the index found every term (a long card's text is read in part)
-        found[pk] = [dataclasses.replace(term, held=True) for term in found[pk]]
+        found[pk][:count] = [dataclasses.replace(term, held=True) for term in found[pk][:count]]
     lengths = _lengths(session, dialect, pks)
     average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
     shape = matching.shape(plan.query)
     explained = {}
     for pk in pks:
-        terms = found[pk]
+        terms = found[pk][:count]
         every = all(term.held for term in terms)
         tier = None
         if every:
@@ -154,17 +218,25 @@ def explain(
             where = 2 if in_head == len(terms) else 1 if in_head else 0
             tier = 2 * where + (all(term.typed for term in terms) or not shape.prefixed)
         norm = K1 * (1 - B + B * max(lengths.get(pk, 0), 1) / max(average, 1.0))
-        score = 0.0
-        for term, planned in zip(terms, plan.terms, strict=True):
-            if term.held:
-                exact = 1.0 if term.typed else OTHER_FORM if term.whole else BEGINNING
-                occurs = (HEADLINE if term.headline else 1.0) * exact
-                told = planned.weight if term.whole else planned.begun_weight
-                score += told * occurs * (K1 + 1) / (occurs + norm)
-        pairs = zip(plan.terms, plan.terms[1:], near[pk], strict=False)
-        score += sum(PROXIMITY * min(a.weight, b.weight) for a, b, close in pairs if close)
-        explained[pk] = Explanation(every, tier, score, tuple(terms), tuple(near[pk]))
+        score = _bm25(terms, plan.terms, norm)
+        near = close[pk][: max(count - 1, 0)]
+        pairs = zip(plan.terms, plan.terms[1:], near, strict=False)
+        score += sum(PROXIMITY * min(a.weight, b.weight) for a, b, is_near in pairs if is_near)
+        told = 0.0 if related is None else FEEDBACK * _bm25(found[pk][count:], related.terms, norm)
+        explained[pk] = Explanation(every, tier, score + told, tuple(terms), tuple(near), told)
     return explained
+
+
+def _bm25(found: Sequence[Found], terms: Sequence[Term], norm: float) -> float:
+    """Okapi BM25 over the terms a card holds (each once), ``norm`` its length's part."""
+    score = 0.0
+    for term, planned in zip(found, terms, strict=True):
+        if term.held:
+            exact = 1.0 if term.typed else OTHER_FORM if term.whole else BEGINNING
+            occurs = (HEADLINE if term.headline else 1.0) * exact
+            told = planned.weight if term.whole else planned.begun_weight
+            score += told * occurs * (K1 + 1) / (occurs + norm)
+    return score
 
 
 def _holding(

@@ -206,6 +206,19 @@ def test_explain_says_which_bucket_tier_and_terms_placed_each_card(api: Api) -> 
     assert {item["explain"] is None for item in plain} == {True}
 
 
+def test_explain_names_the_cards_found_by_related_words(api: Api) -> None:
+    best = api.create(content="How to fall asleep faster and sleep better", tags=["sleep"])["id"]
+    related = api.create(content="Sleep rules: no caffeine after 1 pm", tags=["sleep"])["id"]
+    api.create(content="Sourdough")
+    body = api.get("/v1/cards", params={"q": "fall asleep faster", "include": "explain"}).json()
+    assert [item["id"] for item in body["items"]] == [best, related]
+    first, second = (item["explain"] for item in body["items"])
+    assert first["bucket"] == "everyTerm" and first["relatedScore"] > 0  # it holds "sleep" too
+    assert second["bucket"] == "relatedWords" and second["tier"] is None
+    assert [term["found"] for term in second["terms"]] == [False, False, False]
+    assert second["score"] == second["relatedScore"] > 0
+
+
 def test_q_holds_up_to_1024_characters_and_48_words(api: Api) -> None:
     card = api.create(content="needle in a haystack")["id"]
     long_q = " ".join(f"w{i:03d}" for i in range(47)) + " needle"

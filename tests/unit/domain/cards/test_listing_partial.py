@@ -122,13 +122,16 @@ def statement_bound(dialect: str) -> int:
     PostgreSQL: the plan reads the vocabulary (words and typos: 2), the words begun (1) and the
     account's count (1); the listing its first matches (1), each term read for cards holding
     some (READ_TERMS, one more for the phrases alone), the cards' index rows (1), their lengths
-    (1) and the page's views (1). SQLite asks one word at a time: its held count and stems (2
-    each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each); where the cards hold
-    the terms is one read of their index text and tags (2, cardvault.domain.search.holding)."""
-    fixed = 4 + 1 + ranking.READ_TERMS + 1 + 3
+    (1) and the page's views (1); the related words (cardvault.domain.search.feedback) their
+    best cards' words (1), the vocabulary's counts of them (1), the cards holding them (1), and
+    the candidates' index rows and lengths again (2). SQLite asks one word at a time: its held
+    count and stems (2 each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each);
+    where the cards hold the terms is one read of their index text and tags (2, twice:
+    cardvault.domain.search.holding)."""
+    fixed = 4 + 1 + ranking.READ_TERMS + 1 + 3 + 5
     if dialect == "postgresql":
         return fixed
-    return fixed + 1 + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS
+    return fixed + 2 + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS
 
 
 @pytest.fixture
