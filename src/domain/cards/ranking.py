@@ -94,13 +94,12 @@ def ranked(
     account_id: str,
     plan: Plan,
     first: Sequence[Sequence[Any]],
-    values: dict[str, Any],
     read: Reader,
     limit: int,
     position: list[int | str] | None,
 ) -> Ranked:
     """The page by relevance, when ``first`` (pk, moment) holds every card with every term (at
-    most FEW) and ``values`` are the listing's parameters; ``read`` reads a term's cards."""
+    most FEW); ``read`` reads a term's cards."""
     holding_all = {row[0]: row[1] for row in first}
     some: dict[int, Any] = {}
     # The rarest first; a term no card holds as a whole word (perhaps as a beginning) last.
@@ -110,13 +109,11 @@ def ranked(
         rarest.insert(0, None)  # cards holding the phrases alone
     _candidates(read, rarest, holding_all, some, CANDIDATES)
     moments = {**holding_all, **some}
-    explained = explain(session, plan, values, list(moments), holding_every=holding_all)
+    explained = explain(session, plan, list(moments), holding_every=holding_all)
     keys = {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
     if plan.droppable:  # and the words the best of them share
         ranking = (explained, keys)
-        explained, keys = _with_related(
-            session, account_id, plan, values, read, moments, holding_all, ranking
-        )
+        explained, keys = _with_related(session, account_id, plan, read, moments, holding_all, ranking)
     order = sorted(moments, key=keys.__getitem__, reverse=True)
     if position is not None:
         order = [pk for pk in order if _before(keys[pk], position)]
@@ -130,7 +127,6 @@ def _with_related(
     session: Session,
     account_id: str,
     plan: Plan,
-    values: dict[str, Any],
     read: Reader,
     moments: dict[int, Any],
     holding_every: Collection[int],
@@ -146,7 +142,7 @@ def _with_related(
         return ranking
     any_of = tuple(found for group in related.query.required for found in group)
     _candidates(read, [any_of], moments, moments, len(moments) + RELATED_CANDIDATES)
-    explained = explain(session, plan, values, list(moments), holding_every, related=related)
+    explained = explain(session, plan, list(moments), holding_every, related=related)
     return explained, {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
 
 
@@ -183,7 +179,6 @@ def _before(key: Key, position: list[int | str]) -> bool:
 def explain(
     session: Session,
     plan: Plan,
-    values: dict[str, Any],
     pks: list[int],
     holding_every: Collection[int] = (),
     *,
@@ -194,15 +189,14 @@ def explain(
     words' score counts (FEEDBACK of it)."""
     dialect = session.get_bind().dialect.name
     count = len(plan.terms)
-    held, held_values = plan, values
+    held = plan
     if related is not None:
         held = Plan(
             Query(required=plan.query.required + related.query.required),
             plan.terms + related.terms,
             plan.cards,
         )
-        held_values = {**values, **matching.text_parameters(dialect, held.query)}
-    found, close = _holding(session, dialect, held, held_values, pks)
+    found, close = _holding(session, dialect, held, pks)
     for pk in holding_every:  # the index found every term (a long card's text is read in part)
         found[pk][:count] = [dataclasses.replace(term, held=True) for term in found[pk][:count]]
     lengths = _lengths(session, dialect, pks)
@@ -240,13 +234,13 @@ def _bm25(found: Sequence[Found], terms: Sequence[Term], norm: float) -> float:
 
 
 def _holding(
-    session: Session, dialect: str, plan: Plan, values: dict[str, Any], pks: list[int]
+    session: Session, dialect: str, plan: Plan, pks: list[int]
 ) -> tuple[dict[int, list[Found]], dict[int, list[bool]]]:
     """Each card's Found of each term, and whether each pair of neighbouring terms is near
     (matching.NEAR), from its index rows."""
     connection = session.connection()
     terms = len(plan.terms)
-    among = {**values, "pks": _pks_value(dialect, pks)}
+    among = {**matching.text_parameters(dialect, plan.query), "pks": _pks_value(dialect, pks)}
     held: dict[int, list[list[bool]]] = {}
     near: dict[int, list[bool]] = {}
     if dialect == "postgresql":

@@ -5,6 +5,7 @@ nothing; phrases, exclusions and qualifiers stay strict; pages follow one anothe
 import random
 
 import pytest
+from sqlalchemy import text
 
 from cardvault.domain.cards import editing, listing, ranking
 from cardvault.domain.cards.listing import CardFilter
@@ -120,17 +121,18 @@ def statement_bound(dialect: str) -> int:
     """The most statements a relevance page may send, whatever q holds (MAX_WORDS terms).
 
     PostgreSQL: the plan reads the vocabulary (words and typos: 2), the words begun (1) and the
-    account's count (1); the listing its first matches (1), each term read for cards holding
-    some (READ_TERMS, one more for the phrases alone), the cards' index rows (1), their lengths
-    (1) and the page's views (1); the related words (cardvault.domain.search.feedback) their
-    best cards' words (1), the vocabulary's counts of them (1), the cards holding them (1), and
-    the candidates' index rows and lengths again (2). SQLite asks one word at a time: its held
-    count and stems (2 each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each);
-    where the cards hold the terms is one read of their index text and tags (2, twice:
+    account's count (1), and a q of more than listing.AS_WRITTEN terms sets the join order (1);
+    the listing its first matches (1), each term read for cards holding some (READ_TERMS, one
+    more for the phrases alone), the cards' index rows (1), their lengths (1) and the page's
+    views (1); the related words (cardvault.domain.search.feedback) their best cards' words
+    (1), the vocabulary's counts of them (1), the cards holding them (1), and the candidates'
+    index rows and lengths again (2). SQLite asks one word at a time: its held count and stems
+    (2 each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each); where the cards
+    hold the terms is one read of their index text and tags (2, twice:
     cardvault.domain.search.holding)."""
     fixed = 4 + 1 + ranking.READ_TERMS + 1 + 3 + 5
     if dialect == "postgresql":
-        return fixed
+        return fixed + 1
     return fixed + 2 + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS
 
 
@@ -173,3 +175,29 @@ def test_a_page_of_the_longest_q_sends_a_bounded_number_of_statements(
         assert page.cards or pages > 1  # each kind finds cards (as typed, or as typos of them)
         assert len(sent) <= statement_bound(database.dialect), (kind, len(sent))
         cursor = page.next_cursor
+
+
+def test_the_statements_hold_the_terms_rarest_first_and_the_plan_keeps_qs_order(
+    database: Database, account_id: str
+) -> None:
+    _add(database, account_id, *[f"common word {i}" for i in range(5)], "common rare")
+    with database.transaction(write=False) as session:
+        searched, plan = listing.searched(session, account_id, CardFilter(q="common word rare"))
+    assert plan is not None
+    assert [group[0].words for group in plan.query.required] == [("common",), ("word",), ("rare",)]
+    assert [group[0].words for group in searched.query.required] == [("rare",), ("word",), ("common",)]
+
+
+def test_a_long_q_is_planned_in_the_order_written(database: Database, account_id: str) -> None:
+    if database.dialect != "postgresql":
+        pytest.skip("the join order is PostgreSQL's planner's")
+
+    def join_order(q: str) -> str:
+        with database.transaction(write=False) as session:
+            listing.searched(session, account_id, CardFilter(q=q))
+            return str(session.execute(text("SHOW join_collapse_limit")).scalar())
+
+    words = [f"word{chr(97 + i)}" for i in range(listing.AS_WRITTEN + 1)]
+    assert join_order(" ".join(words[: listing.AS_WRITTEN])) == "8"
+    assert join_order(" ".join(words)) == "1"
+    assert join_order("word") == "8"  # for its own transaction only
