@@ -196,10 +196,9 @@ def explain(
             plan.terms + related.terms,
             plan.cards,
         )
-    found, close = _holding(session, dialect, held, pks)
+    found, close, lengths = _holding(session, dialect, held, pks, max(count - 1, 0))
     for pk in holding_every:  # the index found every term (a long card's text is read in part)
-        found[pk][:count] = [dataclasses.replace(term, held=True) for term in found[pk][:count]]
-    lengths = _lengths(session, dialect, pks)
+        found[pk] = [dataclasses.replace(term, held=True) for term in found[pk][:count]] + found[pk][count:]
     average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
     shape = matching.shape(plan.query)
     explained = {}
@@ -213,7 +212,7 @@ def explain(
             tier = 2 * where + (all(term.typed for term in terms) or not shape.prefixed)
         norm = K1 * (1 - B + B * max(lengths.get(pk, 0), 1) / max(average, 1.0))
         score = _bm25(terms, plan.terms, norm)
-        near = close[pk][: max(count - 1, 0)]
+        near = close[pk]
         pairs = zip(plan.terms, plan.terms[1:], near, strict=False)
         score += sum(PROXIMITY * min(a.weight, b.weight) for a, b, is_near in pairs if is_near)
         told = 0.0 if related is None else FEEDBACK * _bm25(found[pk][count:], related.terms, norm)
@@ -234,52 +233,57 @@ def _bm25(found: Sequence[Found], terms: Sequence[Term], norm: float) -> float:
 
 
 def _holding(
-    session: Session, dialect: str, plan: Plan, pks: list[int]
-) -> tuple[dict[int, list[Found]], dict[int, list[bool]]]:
-    """Each card's Found of each term, and whether each pair of neighbouring terms is near
-    (matching.NEAR), from its index rows."""
+    session: Session, dialect: str, plan: Plan, pks: list[int], pairs: int
+) -> tuple[dict[int, list[Found]], dict[int, list[bool]], dict[int, int]]:
+    """Each card's Found of each term, whether each of the first ``pairs`` pairs of
+    neighbouring terms is near (matching.NEAR), from its index rows, and its length (its count
+    of distinct indexed words, for BM25)."""
     connection = session.connection()
     terms = len(plan.terms)
-    among = {**matching.text_parameters(dialect, plan.query), "pks": _pks_value(dialect, pks)}
-    held: dict[int, list[list[bool]]] = {}
-    near: dict[int, list[bool]] = {}
-    if dialect == "postgresql":
-        held = {pk: [[False] * 4 for _ in range(terms)] for pk in pks}
-        near = {pk: [False] * max(terms - 1, 0) for pk in pks}
-        for row in connection.execute(text(_pg_holding(terms)), among):
-            marks = held[row[0]]
-            for i in range(terms):
-                anywhere, typed, whole = row[2 + 3 * i : 5 + 3 * i]
-                marks[i][0] |= anywhere
-                marks[i][1] |= bool(anywhere and row[1])
-                marks[i][2] |= typed
-                marks[i][3] |= whole
-            for i in range(terms - 1):
-                near[row[0]][i] |= row[2 + 3 * terms + i]
-    else:  # in the process: one read of the candidates' index text (cardvault.domain.search.holding)
-        read, near = holding.holding(connection, [term.texts for term in plan.terms], pks)
-        for pk, terms_held in read.items():
-            held[pk] = [[h.anywhere, h.headline, h.typed, h.whole] for h in terms_held]
-    return {pk: [Found(*marks) for marks in held[pk]] for pk in pks}, near
+    if dialect == "postgresql":  # a row a card
+        among = {**matching.text_parameters(dialect, plan.query), "pks": pks}
+        none = [Found(False, False, False, False)] * terms
+        found = {pk: none for pk in pks}
+        near = {pk: [False] * pairs for pk in pks}
+        lengths = {}
+        for row in connection.execute(text(_pg_holding(terms, pairs)), among):
+            lengths[row[0]] = int(row[1])
+            found[row[0]] = [Found(*row[2 + 4 * i : 6 + 4 * i]) for i in range(terms)]
+            near[row[0]] = list(row[2 + 4 * terms :])
+        return found, near, lengths
+    # In the process: one read of the candidates' index text (cardvault.domain.search.holding).
+    read, near = holding.holding(connection, [term.texts for term in plan.terms], pks, pairs)
+    found = {pk: [Found(h.anywhere, h.headline, h.typed, h.whole) for h in read[pk]] for pk in pks}
+    return found, near, _lengths(session, pks)
 
 
 @functools.cache
-def _pg_holding(terms: int) -> str:
-    """One statement of a card's index rows: whether each holds each term, and as typed."""
-    tests = ", ".join(
-        [f"words @@ CAST(:g{i}{suffix} AS tsquery)" for i in range(terms) for suffix in ("", "_w", "_f")]
-        + [f"words @@ CAST(:p{i} AS tsquery)" for i in range(terms - 1)]
+def _pg_holding(terms: int, pairs: int) -> str:
+    """One statement of the cards' index rows, a row a card: its length, whether it holds each
+    term (anywhere, in the headline, as typed, whole) and each pair of neighbouring terms near."""
+    tests = ["max(c.search_words)"]
+    for i in range(terms):
+        found = f"words @@ CAST(:g{i} AS tsquery)"
+        tests += [
+            f"bool_or({found})",
+            f"bool_or(part > 0 AND {found})",
+            f"bool_or(words @@ CAST(:g{i}_w AS tsquery))",
+            f"bool_or(words @@ CAST(:g{i}_f AS tsquery))",
+        ]
+    tests += [f"bool_or(words @@ CAST(:p{i} AS tsquery))" for i in range(pairs)]
+    return (
+        f"SELECT s.card_pk, {', '.join(tests)} FROM card_search s JOIN cards c ON c.pk = s.card_pk "
+        "WHERE s.card_pk = ANY(CAST(:pks AS bigint[])) GROUP BY s.card_pk"
     )
-    return f"SELECT card_pk, part > 0, {tests} FROM card_search WHERE card_pk = ANY(CAST(:pks AS bigint[]))"
 
 
-def _lengths(session: Session, dialect: str, pks: list[int]) -> dict[int, int]:
-    """Each card's count of distinct indexed words (its length for BM25)."""
+def _lengths(session: Session, pks: list[int]) -> dict[int, int]:
+    """Each card's count of distinct indexed words (SQLite)."""
     if not pks:
         return {}
-    among = "pk IN (SELECT value FROM json_each(:pks))" if dialect == "sqlite" else "pk = ANY(:pks)"
     rows = session.connection().execute(
-        text(f"SELECT pk, search_words FROM cards WHERE {among}"), {"pks": _pks_value(dialect, pks)}
+        text("SELECT pk, search_words FROM cards WHERE pk IN (SELECT value FROM json_each(:pks))"),
+        {"pks": json.dumps(pks)},
     )
     return {row[0]: int(row[1]) for row in rows}
 

@@ -90,10 +90,10 @@ def _near(column: _Column, first: Text, second: Text) -> bool:
 
 
 def holding(
-    connection: Connection, terms: Sequence[Sequence[Text]], pks: list[int]
+    connection: Connection, terms: Sequence[Sequence[Text]], pks: list[int], pairs: int
 ) -> tuple[dict[int, list[Held]], dict[int, list[bool]]]:
     """Each card's Held of each term (its texts: as typed, then other forms), and whether each
-    two neighbouring terms' first texts are near each other."""
+    of the first ``pairs`` two neighbouring terms' first texts are near each other."""
     among = {"pks": json.dumps(pks)}
     texts = [found for term in terms for found in term]
     exact = frozenset(found.words[0] for found in texts)
@@ -128,6 +128,7 @@ def holding(
             for texts in terms
         ]
         near[pk] = [
-            any(_near(c, first[0], second[0]) for c in every) for first, second in itertools.pairwise(terms)
+            any(_near(c, first[0], second[0]) for c in every)
+            for first, second in itertools.islice(itertools.pairwise(terms), pairs)
         ]
     return held, near

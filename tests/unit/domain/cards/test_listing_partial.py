@@ -120,20 +120,21 @@ def longest_q(words: list[str]) -> str:
 def statement_bound(dialect: str) -> int:
     """The most statements a relevance page may send, whatever q holds (MAX_WORDS terms).
 
-    PostgreSQL: the plan reads the vocabulary (words and typos: 2), the words begun (1) and the
-    account's count (1), and a q of more than listing.AS_WRITTEN terms sets the join order (1);
-    the listing its first matches (1), each term read for cards holding some (READ_TERMS, one
-    more for the phrases alone), the cards' index rows (1), their lengths (1) and the page's
-    views (1); the related words (cardvault.domain.search.feedback) their best cards' words
-    (1), the vocabulary's counts of them (1), the cards holding them (1), and the candidates'
-    index rows and lengths again (2). SQLite asks one word at a time: its held count and stems
-    (2 each), its typos (MAX_TYPO_WORDS at most) and its beginning (1 each); where the cards
-    hold the terms is one read of their index text and tags (2, twice:
-    cardvault.domain.search.holding)."""
-    fixed = 4 + 1 + ranking.READ_TERMS + 1 + 3 + 5
+    The listing reads its first matches (1), each term for cards holding some (READ_TERMS, one
+    more for the phrases alone), how the candidates hold the terms (PostgreSQL: 1 with their
+    lengths; SQLite: their index text and tags, 2, cardvault.domain.search.holding, and their
+    lengths, 1) and the page's views (1); the related words (cardvault.domain.search.feedback)
+    their best cards' words (1), the vocabulary's counts of them (1), the cards holding them
+    (1), and how the candidates hold them (as before). The plan on PostgreSQL reads the
+    vocabulary (words and typos: 2), the words begun (1) and the account's count (1), and a q
+    of more than listing.AS_WRITTEN terms sets the join order (1); SQLite asks one word at a
+    time: its held count and stems (2 each), its typos (MAX_TYPO_WORDS at most) and its
+    beginning (1 each), and the account's count (1)."""
+    held = 1 if dialect == "postgresql" else 3
+    listed = 1 + ranking.READ_TERMS + 1 + held + 1 + 3 + held
     if dialect == "postgresql":
-        return fixed + 1
-    return fixed + 2 + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS
+        return listed + 4 + 1
+    return listed + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS + 1
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def test_the_read_text_holds_what_the_index_finds(database: Database, account_id
         values = matching.text_parameters("sqlite", query)
         with database.transaction(write=False) as session:
             connection = session.connection()
-            held, near = holding.holding(connection, query.required, pks)
+            held, near = holding.holding(connection, query.required, pks, len(query.required) - 1)
 
             among = {**values, "pks": json.dumps(pks)}
             for i in range(len(query.required)):
