@@ -136,7 +136,20 @@ def _statement(shape: _Shape) -> Select[Any]:
 
 @functools.lru_cache(maxsize=1024)
 def _page_statement(shape: _Shape) -> Select[Any]:
-    return _statement(shape).limit(bindparam("limit", type_=Integer))
+    """A page of a listing: ``limit`` cards' views, in list order.
+
+    SQLite with a search: the page's cards are chosen first and only theirs are read (it
+    computes a view's columns, tags and folders included, for every match before sorting them:
+    a word 10,000 cards hold cost 82 ms a page at 100,000 cards)."""
+    limit = bindparam("limit", type_=Integer)
+    if shape.dialect != "sqlite" or shape.search == _NO_SEARCH:
+        return _statement(shape).limit(limit)
+    chosen = _statement(shape._replace(view=False)).limit(limit).subquery()
+    moment = Card.deleted_at if shape.in_trash else Card.created_at
+    page = view_query(shape.dialect).where(Card.pk.in_(select(chosen.c.pk)))
+    if shape.sort == "oldest":
+        return page.order_by(moment.asc(), Card.pk.asc())
+    return page.order_by(moment.desc(), Card.pk.desc())
 
 
 @functools.lru_cache(maxsize=1024)
