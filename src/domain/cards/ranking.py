@@ -84,9 +84,10 @@ class Ranked:
     total: int
 
 
-# Card pks and moments (newest first) of cards holding a term (its texts) and every phrase
-# (None: the phrases alone).
-Reader = Callable[[tuple[Text, ...] | None], Sequence[Sequence[Any]]]
+# Card pks and moments (newest first) of cards holding a term (its texts; None: the phrases
+# alone) and every phrase, given about how many cards hold the term.
+Reader = Callable[[tuple[Text, ...] | None, int], Sequence[Sequence[Any]]]
+Read = tuple[tuple[Text, ...] | None, int]  # a term to read and about how many cards hold it
 
 
 def ranked(
@@ -104,9 +105,9 @@ def ranked(
     some: dict[int, Any] = {}
     # The rarest first; a term no card holds as a whole word (perhaps as a beginning) last.
     by_rarity = sorted(plan.droppable, key=lambda i: (plan.terms[i].cards == 0, plan.terms[i].cards, i))
-    rarest: list[tuple[Text, ...] | None] = [plan.query.required[i] for i in by_rarity[:READ_TERMS]]
+    rarest: list[Read] = [(plan.query.required[i], plan.terms[i].cards) for i in by_rarity[:READ_TERMS]]
     if plan.droppable and any(term.strict for term in plan.terms):
-        rarest.insert(0, None)  # cards holding the phrases alone
+        rarest.insert(0, (None, 0))  # cards holding the phrases alone
     _candidates(read, rarest, holding_all, some, CANDIDATES)
     moments = {**holding_all, **some}
     explained = explain(session, plan, list(moments), holding_every=holding_all)
@@ -141,21 +142,22 @@ def _with_related(
     if related is None:
         return ranking
     any_of = tuple(found for group in related.query.required for found in group)
-    _candidates(read, [any_of], moments, moments, len(moments) + RELATED_CANDIDATES)
+    holding = min(sum(term.cards for term in related.terms), plan.cards)
+    _candidates(read, [(any_of, holding)], moments, moments, len(moments) + RELATED_CANDIDATES)
     explained = explain(session, plan, list(moments), holding_every, related=related)
     return explained, {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
 
 
 def _candidates(
     read: Reader,
-    terms: list[tuple[Text, ...] | None],
+    terms: list[Read],
     known: Collection[int],
     some: dict[int, Any],
     most: int,
 ) -> None:
     """Add to ``some`` the cards (pk: moment) holding each term in turn, not ``known``, up to ``most``."""
     for term in terms:
-        for row in read(term):
+        for row in read(*term):
             if row[0] not in known and len(some) < most:
                 some.setdefault(row[0], row[1])
         if len(some) >= most:

@@ -64,10 +64,10 @@ def tiers(query: Shape) -> tuple[int, ...]:
     )
 
 
-def condition(dialect: str, query: Shape, tier: int | None) -> ColumnElement[bool]:
-    """The whole query's condition on Card (in ``tier``, when given)."""
+def condition(dialect: str, query: Shape, tier: int | None, *, probed: bool = False) -> ColumnElement[bool]:
+    """The whole query's condition on Card (in ``tier``, when given); ``probed``: see _found."""
     qualifiers = [qualifier_condition(*entry) for entry in query.qualifiers]
-    return and_(texts_condition(dialect, query, tier), *qualifiers)
+    return and_(texts_condition(dialect, query, tier, probed=probed), *qualifiers)
 
 
 def parameters(dialect: str, query: Query) -> dict[str, Any]:
@@ -147,18 +147,23 @@ def found_among(dialect: str, name: str, headline: bool) -> str:
     return statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
 
 
-def _found(dialect: str, name: str, headline: bool) -> ColumnElement[bool]:
+def _found(dialect: str, name: str, headline: bool, *, probed: bool = False) -> ColumnElement[bool]:
+    """Cards with a match of the text bound to ``name``. ``probed`` (SQLite): as a test of each
+    card read in list order (``pk + 0`` keeps SQLite from reading the matches' cards by pk and
+    sorting them all), for a text so many cards hold that a window of them comes soon."""
     statement = (_HEADLINE if headline else _ANYWHERE)[dialect]
     statement = statement.replace(":fts_h", f":{name}_h").replace(":fts", f":{name}")
     names = [name, f"{name}_h"] if headline and dialect == "sqlite" else [name]
     found = text(statement).bindparams(*(bindparam(n, type_=String) for n in names))
-    return Card.pk.in_(found.columns(column("card_pk", BigInteger)))
+    return (Card.pk + 0 if probed else Card.pk).in_(found.columns(column("card_pk", BigInteger)))
 
 
-def texts_condition(dialect: str, query: Shape, tier: int | None) -> ColumnElement[bool]:
+def texts_condition(
+    dialect: str, query: Shape, tier: int | None, *, probed: bool = False
+) -> ColumnElement[bool]:
     """Every group found and no excluded text, and with ``tier`` the card in that tier."""
     conditions = [_absent(dialect, f"x{i}", headline=False) for i in range(query.excluded)]
-    anywhere = [_found(dialect, f"g{i}", headline=False) for i in range(query.groups)]
+    anywhere = [_found(dialect, f"g{i}", headline=False, probed=probed) for i in range(query.groups)]
     if tier is None or not query.groups:
         return and_(true(), *anywhere, *conditions)
     head = [_found(dialect, f"g{i}", headline=True) for i in range(query.groups)]

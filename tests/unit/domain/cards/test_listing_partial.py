@@ -202,3 +202,21 @@ def test_a_long_q_is_planned_in_the_order_written(database: Database, account_id
     assert join_order(" ".join(words[: listing.AS_WRITTEN])) == "8"
     assert join_order(" ".join(words)) == "1"
     assert join_order("word") == "8"  # for its own transaction only
+
+
+def test_a_common_terms_cards_are_tested_one_by_one_in_list_order_on_sqlite(
+    database: Database, account_id: str
+) -> None:
+    commons = _add(database, account_id, *[f"common note {i}" for i in range(60)])
+    (rare,) = _add(database, account_id, "rare")
+    stop = recorded(database)
+    found = _found(database, account_id, "common rare", limit=100)
+    sent = stop()
+    # The rare card (one term), then the newest ranking.WINDOW cards holding "common".
+    assert found == [rare, *commons[::-1][: ranking.WINDOW]]
+    probed = [s for s in sent if "cards.pk + " in s]
+    if database.dialect == "sqlite":
+        # The reads of "common" and of the related word "note" (not the first matches of both).
+        assert len(probed) == 2 and all("LIMIT" in statement for statement in probed)
+    else:
+        assert probed == []
