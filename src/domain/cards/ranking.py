@@ -38,7 +38,7 @@ from cardvault.domain.cards.reading import CardView, view_query, views
 from cardvault.domain.models import Card
 from cardvault.domain.search import feedback, holding, matching
 from cardvault.domain.search.planning import Plan, Term
-from cardvault.domain.search.query import Query, Text
+from cardvault.domain.search.query import Text
 
 FEW = 200  # a relevance listing with at most this many cards holding every term is ranked here
 WINDOW = 50  # cards read of each term for cards holding some of the terms
@@ -110,11 +110,12 @@ def ranked(
         rarest.insert(0, (None, 0))  # cards holding the phrases alone
     _candidates(read, rarest, holding_all, some, CANDIDATES)
     moments = {**holding_all, **some}
-    explained = explain(session, plan, list(moments), holding_every=holding_all)
+    held = _holdings(session, plan, list(moments))
+    explained = _scored(plan, held, list(moments), holding_all)
     keys = {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
     if plan.droppable:  # and the words the best of them share
         ranking = (explained, keys)
-        explained, keys = _with_related(session, account_id, plan, read, moments, holding_all, ranking)
+        explained, keys = _with_related(session, account_id, plan, read, moments, holding_all, held, ranking)
     order = sorted(moments, key=keys.__getitem__, reverse=True)
     if position is not None:
         order = [pk for pk in order if _before(keys[pk], position)]
@@ -131,6 +132,7 @@ def _with_related(
     read: Reader,
     moments: dict[int, Any],
     holding_every: Collection[int],
+    held: Holdings,
     ranking: tuple[dict[int, Explanation], dict[int, Key]],
 ) -> tuple[dict[int, Explanation], dict[int, Key]]:
     """The ranking with the words related to q's by its best cards counted: the cards holding
@@ -144,7 +146,10 @@ def _with_related(
     any_of = tuple(found for group in related.query.required for found in group)
     holding = min(sum(term.cards for term in related.terms), plan.cards)
     _candidates(read, [(any_of, holding)], moments, moments, len(moments) + RELATED_CANDIDATES)
-    explained = explain(session, plan, list(moments), holding_every, related=related)
+    if more := [pk for pk in moments if pk not in held.found]:
+        held.add(_holdings(session, plan, more))
+    of_related = _holdings(session, related, list(moments), near=False)
+    explained = _scored(plan, held, list(moments), holding_every, (related, of_related))
     return explained, {pk: key_of(explained[pk], moments[pk], pk) for pk in moments}
 
 
@@ -178,46 +183,64 @@ def _before(key: Key, position: list[int | str]) -> bool:
     return not every or (tier, moment, pk) < tuple(position)
 
 
-def explain(
-    session: Session,
-    plan: Plan,
-    pks: list[int],
-    holding_every: Collection[int] = (),
-    *,
-    related: Plan | None = None,
-) -> dict[int, Explanation]:
-    """How each card holds each term, its tier and its score, from its own index rows
-    (``holding_every``: cards the index found holding every term); with ``related``, its
-    words' score counts (FEEDBACK of it)."""
+def explain(session: Session, plan: Plan, pks: list[int]) -> dict[int, Explanation]:
+    """How each card holds each term, its tier and its score, from its own index rows."""
+    return _scored(plan, _holdings(session, plan, pks), pks, ())
+
+
+@dataclasses.dataclass
+class Holdings:
+    """How cards hold a plan's terms, from their index rows: Found of each term, whether each
+    pair of neighbouring terms is near, and each card's length (distinct indexed words)."""
+
+    found: dict[int, list[Found]]
+    near: dict[int, list[bool]]
+    lengths: dict[int, int]
+
+    def add(self, other: Holdings) -> None:
+        self.found |= other.found
+        self.near |= other.near
+        self.lengths |= other.lengths
+
+
+def _holdings(session: Session, plan: Plan, pks: list[int], *, near: bool = True) -> Holdings:
     dialect = session.get_bind().dialect.name
-    count = len(plan.terms)
-    held = plan
-    if related is not None:
-        held = Plan(
-            Query(required=plan.query.required + related.query.required),
-            plan.terms + related.terms,
-            plan.cards,
-        )
-    found, close, lengths = _holding(session, dialect, held, pks, max(count - 1, 0))
-    for pk in holding_every:  # the index found every term (a long card's text is read in part)
-        found[pk] = [dataclasses.replace(term, held=True) for term in found[pk][:count]] + found[pk][count:]
-    average = (sum(lengths.values()) / len(lengths)) if lengths else 1.0
+    pairs = max(len(plan.terms) - 1, 0) if near else 0
+    return Holdings(*_holding(session, dialect, plan, pks, pairs))
+
+
+def _scored(
+    plan: Plan,
+    held: Holdings,
+    pks: list[int],
+    holding_every: Collection[int],
+    related: tuple[Plan, Holdings] | None = None,
+) -> dict[int, Explanation]:
+    """Each card's tier and score (``holding_every``: cards the index found holding every term,
+    a long card's text being read in part); with ``related``, its words' score counts (FEEDBACK
+    of it)."""
+    lengths = [held.lengths.get(pk, 0) for pk in pks]
+    average = (sum(lengths) / len(lengths)) if lengths else 1.0
     shape = matching.shape(plan.query)
     explained = {}
-    for pk in pks:
-        terms = found[pk][:count]
+    for pk, length in zip(pks, lengths, strict=True):
+        terms = held.found[pk]
+        if pk in holding_every:
+            terms = [dataclasses.replace(term, held=True) for term in terms]
         every = all(term.held for term in terms)
         tier = None
         if every:
             in_head = sum(term.headline for term in terms)
             where = 2 if in_head == len(terms) else 1 if in_head else 0
             tier = 2 * where + (all(term.typed for term in terms) or not shape.prefixed)
-        norm = K1 * (1 - B + B * max(lengths.get(pk, 0), 1) / max(average, 1.0))
+        norm = K1 * (1 - B + B * max(length, 1) / max(average, 1.0))
         score = _bm25(terms, plan.terms, norm)
-        near = close[pk]
+        near = held.near[pk]
         pairs = zip(plan.terms, plan.terms[1:], near, strict=False)
         score += sum(PROXIMITY * min(a.weight, b.weight) for a, b, is_near in pairs if is_near)
-        told = 0.0 if related is None else FEEDBACK * _bm25(found[pk][count:], related.terms, norm)
+        told = 0.0
+        if related is not None:
+            told = FEEDBACK * _bm25(related[1].found[pk], related[0].terms, norm)
         explained[pk] = Explanation(every, tier, score + told, tuple(terms), tuple(near), told)
     return explained
 

@@ -125,13 +125,14 @@ def statement_bound(dialect: str) -> int:
     lengths; SQLite: their index text and tags, 2, cardvault.domain.search.holding, and their
     lengths, 1) and the page's views (1); the related words (cardvault.domain.search.feedback)
     their best cards' words (1), the vocabulary's counts of them (1), the cards holding them
-    (1), and how the candidates hold them (as before). The plan on PostgreSQL reads the
+    (1), how the candidates hold them and how the cards holding them hold q's terms (each as
+    before). The plan on PostgreSQL reads the
     vocabulary (words and typos: 2), the words begun (1) and the account's count (1), and a q
     of more than listing.AS_WRITTEN terms sets the join order (1); SQLite asks one word at a
     time: its held count and stems (2 each), its typos (MAX_TYPO_WORDS at most) and its
     beginning (1 each), and the account's count (1)."""
     held = 1 if dialect == "postgresql" else 3
-    listed = 1 + ranking.READ_TERMS + 1 + held + 1 + 3 + held
+    listed = 1 + ranking.READ_TERMS + 1 + held + 1 + 3 + 2 * held
     if dialect == "postgresql":
         return listed + 4 + 1
     return listed + 2 * MAX_WORDS + planning.MAX_TYPO_WORDS + MAX_WORDS + 1
