@@ -72,6 +72,7 @@ COVERED_ELSEWHERE = {
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
     "domain/cards/facets.py": "tests/unit/handlers/test_cards_search.py",
     "domain/cards/ranking.py": "tests/unit/domain/cards/test_listing.py",
+    "domain/cards/shapes.py": "tests/unit/domain/cards/test_listing.py",
     "health.py": "tests/unit/handlers/test_system.py",
     "domain/search/matching.py": "tests/unit/handlers/test_cards_search.py",
     "domain/search/stopwords.py": "tests/unit/domain/search/test_vocabulary.py",

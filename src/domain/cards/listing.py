@@ -4,29 +4,25 @@ and the total, each statement built once per shape and read through cardvault.do
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, text, tuple_
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Select, text
+from sqlalchemy.orm import Session
 
-from cardvault.domain import processing
 from cardvault.domain.cards import ranking
 from cardvault.domain.cards.filters import CardFilter as CardFilter  # (re-exported: callers list with it)
 from cardvault.domain.cards.filters import Resolved, resolve
-from cardvault.domain.cards.reading import CardView, view_query, views
+from cardvault.domain.cards.reading import CardView, views
+from cardvault.domain.cards.shapes import TOTAL_CAP, Shape, count_statement, first_statement, page_statement
 from cardvault.domain.cards.urls import url_key
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import InvalidCursor, InvalidInput
-from cardvault.domain.models import Card, CardTag, FolderCard
 from cardvault.domain.search import matching, planning
 from cardvault.domain.search.planning import Plan
 from cardvault.domain.search.query import Query, Text
-
-TOTAL_CAP = 10_000  # a requested total is counted up to this many cards
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,129 +38,6 @@ class CardPage:
     explained: dict[int, ranking.Explanation] | None = None  # by card pk, where ranked here
 
 
-Position = tuple[Any, Any]  # the columns a listing is ordered by: a moment, then a card pk
-
-
-class _Shape(NamedTuple):
-    """What a listing statement's SQL depends on; the values go in as parameters, so each shape
-    is built and compiled once (building a statement per request, and SQLAlchemy's cache key
-    for it, cost a fifteenth of a list request's CPU)."""
-
-    dialect: str
-    view: bool  # the cards' columns (a page), or their position only (a count)
-    sort: str
-    in_trash: bool
-    archived: str
-    folder: bool
-    tag: bool
-    card_type: bool
-    favorited: bool | None
-    created_after: bool
-    created_before: bool
-    search: matching.Shape
-    after: bool
-    processing_state: str | None = None
-    url: bool = False
-    tier: int | None = None  # a relevance tier (cardvault.domain.search.matching.TIERS)
-    probed: bool = False  # SQLite: the search's one term tested card by card (matching._found)
-
-
-@functools.lru_cache(maxsize=1024)
-def _statement(shape: _Shape) -> Select[Any]:
-    """The listing statement of a shape, in list order.
-
-    A tag or folder filter joins the tag or folder rows, which carry their card's createdAt, and
-    the list is ordered by those columns: the planner then reads the tag's or folder's cards in
-    list order from its index and stops after a page. (Ordered by the card's own columns, it
-    misjudged the join and fetched and sorted every card of the tag.) A card can carry a tag
-    twice (as a tag and as an AI tag), so a tag filter can repeat it."""
-    query = view_query(shape.dialect) if shape.view else select(Card.pk)
-    query = query.where(
-        Card.account_id == bindparam("account_id"),
-        Card.deleted_at.is_not(None) if shape.in_trash else Card.deleted_at.is_(None),
-    )
-    # Trash is ordered by when cards went there; everything else by when they were created.
-    position: Position = (Card.deleted_at, Card.pk) if shape.in_trash else (Card.created_at, Card.pk)
-    if shape.archived != "include":
-        query = query.where(
-            Card.archived_at.is_(None) if shape.archived == "exclude" else Card.archived_at.is_not(None)
-        )
-    if shape.folder:
-        # The folder's cards are all of its account's, so another account's folder finds none.
-        rows = aliased(FolderCard)
-        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == bindparam("folder")))
-        position = position if shape.in_trash else (rows.card_created_at, rows.card_pk)
-    if shape.tag:
-        tags = aliased(CardTag)
-        query = query.join(
-            tags,
-            (tags.card_pk == Card.pk)
-            & (tags.account_id == bindparam("account_id"))
-            & (tags.name_key == bindparam("tag_key")),
-        )
-        position = position if shape.in_trash else (tags.card_created_at, tags.card_pk)
-    if shape.card_type:
-        query = query.where(Card.type == bindparam("card_type"))
-    if shape.url:
-        query = query.where(Card.url_key == bindparam("url_key"))
-    if shape.favorited is not None:
-        query = query.where(Card.is_favorited.is_(shape.favorited))
-    # On the ordering column (the same value where a tag or folder row carries it), so the
-    # bounds narrow the index range the page is read from.
-    created = Card.created_at if shape.in_trash else position[0]
-    if shape.created_after:
-        query = query.where(created > bindparam("created_after"))
-    if shape.created_before:
-        query = query.where(created < bindparam("created_before"))
-    if shape.search != _NO_SEARCH:
-        query = query.where(matching.condition(shape.dialect, shape.search, shape.tier, probed=shape.probed))
-    if shape.processing_state is not None:
-        query = query.where(processing.in_state(shape.processing_state))
-    if not shape.view:
-        query = query.add_columns(*position)
-    moment, pk = position
-    newest = shape.sort != "oldest"  # relevance reads each tier newest first
-    if shape.after:
-        here, boundary = (
-            tuple_(moment, pk),
-            tuple_(bindparam("after_moment", type_=BigInteger), bindparam("after_pk", type_=BigInteger)),
-        )
-        query = query.where(here < boundary if newest else here > boundary)
-    if newest:
-        return query.order_by(moment.desc(), pk.desc())
-    return query.order_by(moment.asc(), pk.asc())
-
-
-@functools.lru_cache(maxsize=1024)
-def _page_statement(shape: _Shape) -> Select[Any]:
-    """A page of a listing: ``limit`` cards' views, in list order.
-
-    SQLite with a search: the page's cards are chosen first and only theirs are read (it
-    computes a view's columns, tags and folders included, for every match before sorting them:
-    a word 10,000 cards hold cost 82 ms a page at 100,000 cards)."""
-    limit = bindparam("limit", type_=Integer)
-    if shape.dialect != "sqlite" or shape.search == _NO_SEARCH:
-        return _statement(shape).limit(limit)
-    chosen = _statement(shape._replace(view=False)).limit(limit).subquery()
-    moment = Card.deleted_at if shape.in_trash else Card.created_at
-    page = view_query(shape.dialect).where(Card.pk.in_(select(chosen.c.pk)))
-    if shape.sort == "oldest":
-        return page.order_by(moment.asc(), Card.pk.asc())
-    return page.order_by(moment.desc(), Card.pk.desc())
-
-
-@functools.lru_cache(maxsize=1024)
-def _first_statement(shape: _Shape, cap: int) -> Select[Any]:
-    """The first ``cap`` matches in list order, each once (pk first)."""
-    return _statement(shape).distinct().limit(cap)
-
-
-@functools.lru_cache(maxsize=1024)
-def _count_statement(shape: _Shape) -> Select[Any]:
-    return select(func.count()).select_from(_first_statement(shape, TOTAL_CAP + 1).subquery())
-
-
-_NO_SEARCH = matching.shape(Query())
 # SQLite: a term at least this share of the account's cards hold is tested card by card as
 # they are read in list order (matching._found): a word a third of 100,000 cards hold, 76 -> 19
 # ms for 50 of its cards; a rare one stays read from its matches.
@@ -201,7 +74,7 @@ def _listing(
     after: list[int | str] | None = None,
     tier: int | None = None,
     common: bool = False,
-) -> tuple[_Shape, dict[str, Any]]:
+) -> tuple[Shape, dict[str, Any]]:
     """The statement of a listing (of one relevance tier, when given) and the values of its
     parameters; ``common``: its one term is held by at least a PROBED share of the cards."""
     key = None if filters.url is None else url_key(filters.url)
@@ -210,7 +83,7 @@ def _listing(
         raise InvalidInput(
             "The url filter is not an http or https URL with a host.", details={"fields": [problem]}
         )
-    shape = _Shape(
+    shape = Shape(
         dialect=dialect,
         view=view,
         sort=listing.sort,
@@ -251,7 +124,7 @@ def first_matches(
     and the values of the statement's parameters: what a total and facets count."""
     listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
-    return _first_statement(shape, TOTAL_CAP), values
+    return first_statement(shape, TOTAL_CAP), values
 
 
 def _scope(account_id: str, filters: CardFilter) -> str:
@@ -269,7 +142,7 @@ def count_cards(
     if listing is None:
         listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
-    found = session.connection().execute(_count_statement(shape), values).scalar() or 0
+    found = session.connection().execute(count_statement(shape), values).scalar() or 0
     return min(found, TOTAL_CAP), found > TOTAL_CAP
 
 
@@ -281,7 +154,7 @@ def list_query(
     listing, _ = searched(session, account_id, filters)
     dialect = session.get_bind().dialect.name
     shape, values = _listing(dialect, account_id, filters, listing, view=True, tier=tier)
-    return _page_statement(shape), values
+    return page_statement(shape), values
 
 
 def list_cards(
@@ -313,7 +186,7 @@ def list_cards(
         assert plan is not None  # relevance is the order of a q with words to find
         common = plan.terms[0].cards >= plan.cards * PROBED
         shape, values = _listing(dialect, account_id, filters, listing, view=False, common=common)
-        first = session.connection().execute(_first_statement(shape, ranking.FEW + 1), values).all()
+        first = session.connection().execute(first_statement(shape, ranking.FEW + 1), values).all()
         if len(first) <= ranking.FEW:
             caller = (account_id, secret)
             ranked = _ranked_page(session, caller, filters, listing, plan, first, limit, position)
@@ -333,7 +206,7 @@ def list_cards(
         tiers, after = possible[start:], None if position is None else position[1:]
     for tier in tiers:
         shape, values = _listing(dialect, account_id, filters, listing, view=True, after=after, tier=tier)
-        statement = _page_statement(shape)
+        statement = page_statement(shape)
         values["limit"] = (limit + 1 - len(found)) * repeats
         for view in views(session, statement, values):
             found.setdefault(view.pk, (tier, view))
@@ -382,7 +255,7 @@ def _ranked_page(
         alone = dataclasses.replace(listing, query=dataclasses.replace(listing.query, required=kept))
         common = holding >= plan.cards * PROBED
         shape, values = _listing(dialect, account_id, filters, alone, view=False, common=common)
-        return session.connection().execute(_first_statement(shape, ranking.WINDOW), values).all()
+        return session.connection().execute(first_statement(shape, ranking.WINDOW), values).all()
 
     page = ranking.ranked(session, account_id, plan, first, read, limit, position)
     cards = [view for _, view, _ in page.cards][:limit]

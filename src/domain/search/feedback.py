@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from cardvault.domain.search.holding import TEXT_CHARACTERS
 from cardvault.domain.search.index import GAP
 from cardvault.domain.search.planning import Plan, Term, weight
 from cardvault.domain.search.query import Query, Text
@@ -27,7 +28,6 @@ FEEDBACK_CARDS = 3  # the best cards of the first ranking whose words are read
 BODY_WORDS = 300  # a body's first distinct words read (the headline's and the tags' all)
 RELATED_WORDS = 10  # the words added, at most
 SHORTEST = 3  # letters of the shortest word added
-TEXT_CHARACTERS = 65_536  # of a column read on SQLite (as cardvault.domain.search.holding)
 
 _PG_WORDS = text(f"""
 SELECT card_pk, lexeme FROM (
