@@ -55,7 +55,10 @@ class Setting(Generic[T_co]):
         return value
 
     def read(self, env: Mapping[str, str]) -> T_co | None:
-        raw = self.raw(env)
+        return self.value(self.raw(env))
+
+    def value(self, raw: str | None) -> T_co | None:
+        """The setting's value for the variable's value (None: unset)."""
         return self.default if raw is None else self.kind.parse(self.name, raw)
 
 
@@ -129,8 +132,9 @@ def read(cls: type[Any], env: Mapping[str, str]) -> tuple[dict[str, Any], set[st
     unset: set[str] = set()
     for field in dataclasses.fields(cls):
         if (declared := field.metadata.get(SETTING)) is not None:
-            values[field.name] = declared.read(env)
-            if declared.raw(env) is None:
+            raw = declared.raw(env)
+            values[field.name] = declared.value(raw)
+            if raw is None:
                 unset.add(field.name)
         elif (keyed := field.metadata.get(TABLE)) is not None:
             values[field.name] = {key: each.read(env) for key, each in keyed.settings.items()}

@@ -21,17 +21,18 @@ from cardvault.settings.service import Settings
 COMMAND = "python -m cardvault.settings.document --write docs/configuration.md"
 BEGIN = f"<!-- settings table: generated from cardvault.settings by `{COMMAND}`; do not edit it here -->"
 END = "<!-- end of the settings table -->"
+TITLE = "The service"  # the heading of Settings' own variables (the nested classes' have theirs)
 
 
 def every_setting() -> list[Setting[Any]]:
     """Every declared setting, in the table's order."""
-    return [declared for _, part in sections(Settings, "The service") for declared in part]
+    return [declared for _, part in sections(Settings, TITLE) for declared in part]
 
 
 def table() -> str:
     """The generated part of docs/configuration.md, its markers included."""
     lines = [BEGIN]
-    for title, part in sections(Settings, "The service"):
+    for title, part in sections(Settings, TITLE):
         lines += [
             "",
             f"### {title}",
