@@ -36,7 +36,8 @@ from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
 from cardvault.domain.portability import import_checks, import_jobs, imports, restore_jobs
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 from cardvault.workers.broker import settings
 from cardvault.workers.pipeline import send_stage
 

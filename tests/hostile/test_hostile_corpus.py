@@ -25,7 +25,8 @@ from cardvault.domain.models import Account, Base
 from cardvault.domain.webhooks import endpoints
 from cardvault.domain.webhooks import events as webhook_events
 from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api, app_env

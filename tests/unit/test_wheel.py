@@ -108,7 +108,7 @@ def test_the_installed_package_is_the_wheels_copy(installed: Path, tmp_path: Pat
     where = _run(
         installed / "python",
         "-c",
-        "import cardvault, cardvault.settings as s; print(cardvault.__file__); print(s.SPEC_PATH)",
+        "import cardvault, cardvault.spec as s; print(cardvault.__file__); print(s.SPEC_PATH)",
         cwd=tmp_path,
     ).split()
     env = installed.parent

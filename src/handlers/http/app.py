@@ -50,7 +50,8 @@ from cardvault.handlers.http.middleware import (
 )
 from cardvault.handlers.http.observed import MetricsRoute, RequestMetrics
 from cardvault.handlers.web.routes import WebRoutes
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 from cardvault.workers import broker as worker_broker
 from cardvault.workers import embedded
 

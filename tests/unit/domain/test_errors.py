@@ -14,7 +14,7 @@ import pytest
 
 from cardvault.domain import errors
 from cardvault.handlers.http.errors import DOMAIN_ERRORS, _domain
-from cardvault.settings import spec_document
+from cardvault.spec import spec_document
 
 SPEC = spec_document()[1]
 ERROR_CLASSES = {

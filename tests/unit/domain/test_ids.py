@@ -8,7 +8,7 @@ import re
 import pytest
 
 from cardvault.domain.ids import is_well_formed, new_id
-from cardvault.settings import spec_document
+from cardvault.spec import spec_document
 
 ID_SCHEMA = spec_document()[1]["components"]["schemas"]["Id"]
 

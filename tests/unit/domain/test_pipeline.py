@@ -9,7 +9,7 @@ import pytest
 
 from cardvault.domain import pipeline
 from cardvault.domain.models import Card
-from cardvault.settings import spec_document
+from cardvault.spec import spec_document
 
 SCHEMAS = spec_document()[1]["components"]["schemas"]
 CARD_TYPES = SCHEMAS["CardType"]["enum"]

@@ -22,7 +22,8 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 
 SPEC_URI = "urn:cardvault-spec"
 Render = Callable[..., Any]

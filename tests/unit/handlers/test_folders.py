@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from cardvault.domain import folders
-from cardvault.settings import spec_document
+from cardvault.spec import spec_document
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 

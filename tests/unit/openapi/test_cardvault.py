@@ -10,7 +10,8 @@ from connexion.json_schema import Draft4ResponseValidator
 from jsonschema import Draft4Validator
 
 from cardvault.domain.auth.credentials import SCOPES
-from cardvault.settings import RATE_LIMITS, SPEC_PATH, spec_document
+from cardvault.settings import RATE_LIMITS
+from cardvault.spec import SPEC_PATH, spec_document
 
 
 def test_the_spec_validates_as_openapi_3_0() -> None:

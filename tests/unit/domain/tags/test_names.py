@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.tags.names import clean_tag, clean_tags, tag_key
-from cardvault.settings import spec_document
+from cardvault.spec import spec_document
 
 TAG_SCHEMA = spec_document()[1]["components"]["schemas"]["TagName"]
 TAG_PATTERN = re.compile(TAG_SCHEMA["pattern"])

@@ -36,7 +36,8 @@ from cardvault.handlers.http.connexion_overrides import (
     OnceDecorator,
     SameBearer,
 )
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from cardvault.handlers.http.operations import SpecError, rules_from_spec
-from cardvault.settings import Settings, spec_document
+from cardvault.settings import Settings
+from cardvault.spec import spec_document
 
 
 def _spec() -> dict[str, Any]:

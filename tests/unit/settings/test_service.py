@@ -71,50 +71,6 @@ def test_a_bad_variable_is_named(tmp_path: Path, name: str, value: str) -> None:
         Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_S3_BUCKET": "b", name: value})
 
 
-def test_files_go_to_s3_only_when_a_bucket_is_named(tmp_path: Path) -> None:
-    assert Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)}).s3 is None
-    s3 = Settings.from_env(
-        {
-            "CARDVAULT_DATA_DIR": str(tmp_path),
-            "CARDVAULT_S3_BUCKET": "files",
-            "CARDVAULT_S3_ENDPOINT_URL": "https://s3.example.com",
-        }
-    ).s3
-    assert s3 is not None
-    assert (s3.bucket, s3.region, s3.path_style, s3.access_key_id) == ("files", "us-east-1", True, None)
-    aws = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_S3_BUCKET": "files"}).s3
-    assert aws is not None and (aws.endpoint_url, aws.path_style) == (None, False)
-
-
-def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path) -> None:
-    defaults = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
-    assert defaults.rate_limits == {
-        "done": "60/minute",
-        "cards": "600/minute",
-        "folders": "60/minute",
-        "tag-operations": "30/minute",
-        "uploads": "600/minute",
-        "image-changes": "20/minute",
-        "caption-changes": "20/minute",
-        "refresh": "6/minute",
-        "refresh-card": "1/minute",
-        "export-starts": "10/day",
-        "api-keys": "30/hour",
-        "webhook-sends": "10/minute",
-        "sign-in-account": "10/15 minutes",
-        "sign-in-address": "50/15 minutes",
-        "sign-in-all": "600/minute",
-    }
-    chosen = Settings.from_env(
-        {
-            "CARDVAULT_DATA_DIR": str(tmp_path),
-            "CARDVAULT_RATE_LIMIT_CARDS": "off",
-            "CARDVAULT_RATE_LIMIT_DONE": "5/30 seconds",
-        }
-    )
-    assert chosen.rate_limits["cards"] is None and chosen.rate_limits["done"] == "5/30 seconds"
-
-
 def test_fetches_use_the_default_ports_and_never_loopback_unless_told(tmp_path: Path) -> None:
     defaults = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
     assert (defaults.fetch_ports, defaults.fetch_allow_loopback) == ((80, 443), False)
@@ -131,26 +87,6 @@ def test_fetches_use_the_default_ports_and_never_loopback_unless_told(tmp_path: 
             Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_FETCH_PORTS": bad})
 
 
-def test_the_ai_is_offline_unless_a_provider_is_named(tmp_path: Path) -> None:
-    offline = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
-    assert (offline.ai, offline.ai_provider) == (True, None)
-    provider = Settings.from_env(
-        {
-            "CARDVAULT_DATA_DIR": str(tmp_path),
-            "CARDVAULT_AI_BASE_URL": "https://api.example.com/v1/",
-            "CARDVAULT_AI_MODEL": "small-1",
-            "CARDVAULT_AI_API_KEY": "sk-secret",
-        }
-    )
-    assert provider.ai_provider is not None
-    assert (provider.ai_provider.base_url, provider.ai_provider.model) == (
-        "https://api.example.com/v1",
-        "small-1",
-    )
-    assert "sk-secret" not in repr(provider)
-    assert Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path), "CARDVAULT_AI": "false"}).ai is False
-
-
 def test_storage_quotas_default_on_and_can_be_turned_off(tmp_path: Path) -> None:
     default = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)})
     assert (default.quota_pending_bytes, default.quota_stored_bytes) == (10 * 1024**3, 100 * 1024**3)
@@ -162,29 +98,6 @@ def test_storage_quotas_default_on_and_can_be_turned_off(tmp_path: Path) -> None
         }
     )
     assert (chosen.quota_pending_bytes, chosen.quota_stored_bytes) == (None, 5000)
-
-
-def test_capture_is_on_with_every_output_and_can_be_narrowed(tmp_path: Path) -> None:
-    capture = Settings.from_env({"CARDVAULT_DATA_DIR": str(tmp_path)}).capture
-    assert (capture.enabled, capture.outputs, capture.concurrency, capture.sandbox) == (
-        True,
-        ("screenshot", "archive", "reader"),
-        1,
-        True,
-    )
-    narrowed = Settings.from_env(
-        {
-            "CARDVAULT_DATA_DIR": str(tmp_path),
-            "CARDVAULT_CAPTURE_OUTPUTS": "screenshot, reader",
-            "CARDVAULT_CAPTURE_CONCURRENCY": "2",
-            "CARDVAULT_CAPTURE_BROWSER": "/opt/chromium/chrome",
-        }
-    ).capture
-    assert (narrowed.outputs, narrowed.concurrency, narrowed.browser) == (
-        ("screenshot", "reader"),
-        2,
-        "/opt/chromium/chrome",
-    )
 
 
 EVERY_INTERFACE = "0.0.0.0"  # noqa: S104 - the address under test, never bound here
