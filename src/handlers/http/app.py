@@ -37,6 +37,7 @@ from cardvault.handlers.http.connexion_overrides import (
     Bearer,
     DocsUI,
     SameBearer,
+    build_specs_once,
     use_once_decorated_operations,
 )
 from cardvault.handlers.http.errors import error_response, render_exception
@@ -118,6 +119,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     tracing.instrument_engine(db.engine)
     store = store_from_settings(settings)
     worker_broker.bind(settings, db, store)
+    build_specs_once()
     spec_text, spec = spec_document()
     allowed = _allowed_methods(spec)
     resolver = TagResolver(spec, operations.rules_from_spec(spec, settings))

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cardvault import logs
 from cardvault.adapters import metrics, tracing
+from cardvault.handlers.http import connexion_overrides
 from cardvault.handlers.http.errors import error_response
 from cardvault.handlers.http.middleware import UI_PREFIX
 from cardvault.settings import Settings
@@ -41,9 +42,9 @@ def _operation(scope: Scope, names: dict[str, str]) -> str:
     """The label a request is counted under: the spec's operationId of the function Connexion
     routed it to, else the kind of path (a small closed set: a label never holds a request's
     own values)."""
-    routed = (scope.get("extensions") or {}).get("connexion_routing") or {}
-    if routed.get("operation_id") in names:
-        return names[routed["operation_id"]]
+    routed = connexion_overrides.routed_operation(scope)
+    if routed is not None and routed in names:
+        return names[routed]
     path = scope["path"]
     if path == METRICS_PATH:
         return "metrics"
@@ -73,9 +74,7 @@ class RequestMetrics:
             return
         started = time.perf_counter()
         status = 500
-        # Connexion's routing names the operation in scope["extensions"] of a shallow copy of
-        # the scope: only a dict already there is shared with this one (uvicorn's scope has none).
-        scope.setdefault("extensions", {})
+        connexion_overrides.shared_extensions(scope)  # uvicorn's scope has none
 
         async def send_counted(message: Message) -> None:
             nonlocal status
@@ -91,7 +90,7 @@ class RequestMetrics:
                 await self.app(scope, receive, send_counted)
             finally:
                 operation = _operation(scope, self.names)
-                account_id = (scope["extensions"].get("connexion_context") or {}).get("user")
+                account_id = connexion_overrides.routed_user(scope)
                 if span.is_recording():
                     _describe(span, scope, operation, status, account_id)
                 seconds = time.perf_counter() - started
