@@ -25,10 +25,10 @@ import tempfile
 from pathlib import Path
 
 from bench.load import LoadResult, run_load
-from bench.servers import free_port, fresh_database, page_server, start_uvicorn
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
+from harness.servers import free_port, fresh_database, page_server, start_uvicorn
 
 
 def _seed(url: str, count: int) -> tuple[str, str]:

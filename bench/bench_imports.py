@@ -25,7 +25,6 @@ from pathlib import Path
 REDIS_URL = "redis://127.0.0.1:6379/14"
 os.environ.setdefault("CARDVAULT_REDIS_URL", REDIS_URL)  # before the broker is built
 
-from bench.servers import fresh_database  # noqa: E402
 from cardvault import heap  # noqa: E402
 from cardvault.adapters.blobs.local import LocalDiskStore  # noqa: E402
 from cardvault.domain import processing  # noqa: E402
@@ -38,6 +37,7 @@ from cardvault.settings import Settings  # noqa: E402
 from cardvault.workers import actors, broker  # noqa: E402, F401  (actors: declares every actor)
 from cardvault.workers.imports import run_import  # noqa: E402
 from cardvault.workers.pipeline import send_stage  # noqa: E402
+from harness.servers import fresh_database  # noqa: E402
 
 AIM, RSS_AIM_MIB = 1.5, 64
 

@@ -15,12 +15,12 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server, redis_server, running_server, server_env
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import PageServer, page_server, redis_server, running_server, server_env
 from tests.conftest import Api, api_of_new_account, app_env, fresh_postgres_database
 from tests.contract.test_link_workers import settled
 from tests.unit.handlers.test_exports import download, started, verified, wait_for_export

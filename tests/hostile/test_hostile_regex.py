@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from bench.servers import ROOT
 from cardvault.adapters.pages import categories, encodings, head, schema_org, values
 from cardvault.domain import errors
 from cardvault.domain.cards import classify
 from cardvault.domain.portability import archive, import_checks, import_entries
 from cardvault.domain.portability.formats import delimited, known, zipped
 from cardvault.domain.search import query, words
+from harness.servers import ROOT
 
 CASE_SECONDS = 30  # for one case's three sizes (linear ones take a few seconds on a loaded core)
 SIZES = (1, 2, 4)  # MiB

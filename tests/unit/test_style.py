@@ -1,5 +1,5 @@
 """House rules that a machine can check: lint, formatting, types, the direction of the layers,
-that the benchmarks stand on their own, and that the unit tests mirror src/."""
+that the benchmarks and the harness stand on their own, and that the unit tests mirror src/."""
 
 import ast
 import subprocess
@@ -16,12 +16,12 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing() -> None:
-    result = run(str(BIN / "ruff"), "check", "src", "tests", "bench")
+    result = run(str(BIN / "ruff"), "check", "src", "tests", "bench", "harness")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_code_is_formatted() -> None:
-    result = run(str(BIN / "ruff"), "format", "--check", "src", "tests", "bench")
+    result = run(str(BIN / "ruff"), "format", "--check", "src", "tests", "bench", "harness")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -38,19 +38,27 @@ def test_mypy_strict_finds_nothing() -> None:
     assert "Success" in result.stdout, result.stdout + result.stderr
 
 
-def test_bench_never_imports_the_tests_or_another_benchs_private_names() -> None:
+# Who may import whom among the top-level packages beside src/: the tests and the benchmarks
+# both stand on the harness, and the harness on neither.
+FORBIDDEN = {"bench": {"tests"}, "harness": {"tests", "bench"}, "tests": {"bench"}}
+
+
+def test_tests_bench_and_harness_import_in_one_direction_and_no_private_names() -> None:
     found = []
-    for path in sorted((ROOT / "bench").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Import):
-                found += [f"{where} imports {a.name}" for a in node.names if a.name.split(".")[0] == "tests"]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if node.module.split(".")[0] == "tests":
-                    found.append(f"{where} imports from {node.module}")
-                elif node.module.split(".")[0] == "bench":
-                    private = [a.name for a in node.names if a.name.startswith("_")]
-                    found += [f"{where} imports {node.module}.{name}" for name in private]
+    for top, forbidden in FORBIDDEN.items():
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Import):
+                    found += [
+                        f"{where} imports {a.name}" for a in node.names if a.name.split(".")[0] in forbidden
+                    ]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    if node.module.split(".")[0] in forbidden:
+                        found.append(f"{where} imports from {node.module}")
+                    elif node.module.split(".")[0] in {"bench", "harness"}:
+                        private = [a.name for a in node.names if a.name.startswith("_")]
+                        found += [f"{where} imports {node.module}.{name}" for name in private]
     assert found == []
 
 

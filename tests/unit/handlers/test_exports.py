@@ -331,8 +331,8 @@ class TestImportReadsAnExportBack:
     def test_every_kind_of_card_comes_back_with_its_files_tags_folders_and_flags(
         self, files_api: Api, new_api: Any, files_store: BlobStore, database: Database, tmp_path: Any
     ) -> None:
-        from bench import media_files
         from cardvault import importer
+        from harness import media_files
         from tests.unit.domain.files.test_captions import audio_card
         from tests.unit.handlers.test_uploads import processed
 

@@ -19,7 +19,6 @@ from dramatiq import Message
 from PIL import Image
 from sqlalchemy import update
 
-from bench.faults.disk import Filler
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.domain import pipeline as table
 from cardvault.domain import processing
@@ -28,6 +27,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, pipeline, stages
+from harness.faults.disk import Filler
 from tests.conftest import app_env
 from tests.unit.handlers.test_uploads import png
 

@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select, update
 
-from bench.servers import PageServer, page_server
 from cardvault.domain import pipeline as table
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
@@ -23,6 +22,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.workers import broker, embedded, pipeline
+from harness.servers import PageServer, page_server
 from tests.conftest import Api
 from tests.unit.handlers.test_imports import imported
 from tests.unit.workers.stages.conftest import ARTICLE, bind, stages

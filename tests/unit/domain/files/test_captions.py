@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bench import media_files
 from cardvault.adapters.blobs import BlobStore
+from harness import media_files
 from tests.conftest import Api
 from tests.unit.handlers.test_uploads import _get, _wait_for, processed, put
 from tests.unit.workers.stages.test_media import file_card, stages

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bench.servers import PageServer, page_server
 from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
 from cardvault.settings import Settings
 from cardvault.workers import broker
+from harness.servers import PageServer, page_server
 from tests.conftest import app_env
 
 ARTICLE = b"""<!doctype html><html><head><meta charset="utf-8">

@@ -12,7 +12,7 @@ import random
 import time
 from pathlib import Path
 
-from bench.faults import (
+from harness.faults import (
     Outcome,
     Service,
     Traffic,
@@ -23,8 +23,8 @@ from bench.faults import (
     settle_pipeline,
     stored_once,
 )
-from bench.faults.redis import RedisProcess
-from bench.servers import page_server
+from harness.faults.redis import RedisProcess
+from harness.servers import page_server
 
 
 def processes_killed(

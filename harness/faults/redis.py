@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis as redis_client
 
-from bench.faults import (
+from harness.faults import (
     Outcome,
     Traffic,
     cards_and_renames,
@@ -23,7 +23,7 @@ from bench.faults import (
     stored_once,
     until,
 )
-from bench.servers import free_port, page_server
+from harness.servers import free_port, page_server
 
 
 class RedisProcess:

@@ -26,12 +26,12 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from bench.faults import Outcome, Traffic, service, until
-from bench.faults.redis import RedisProcess
-from bench.servers import free_port, server_env
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
+from harness.faults import Outcome, Traffic, service, until
+from harness.faults.redis import RedisProcess
+from harness.servers import free_port, server_env
 
 # Errors a client starting exports meets in normal work: its account's export is still
 # running, or one became ready this week.

@@ -38,9 +38,9 @@ import httpx
 import pytest
 from PIL import Image
 
-from bench.faults import PASSING_CODES, Outcome, Service, Traffic, until
-from bench.faults.redis import RedisProcess
-from bench.servers import IN_CI, server_env
+from harness.faults import PASSING_CODES, Outcome, Service, Traffic, until
+from harness.faults.redis import RedisProcess
+from harness.servers import IN_CI, server_env
 
 FILL_CHUNK = 64 * 1024
 PREPARED_CARDS = 2  # made just before the disk fills: their renditions are likely to meet it full

@@ -29,10 +29,10 @@ from pathlib import Path
 import httpx
 from sqlalchemy import create_engine, text
 
-from bench.servers import BIN, PageServer, free_port, server_env, stop
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
+from harness.servers import BIN, PageServer, free_port, server_env, stop
 
 PASSING_CODES = frozenset({"SERVICE_BUSY", "SERVICE_UNAVAILABLE"})
 HANG_SECONDS = 30.0  # a request unanswered this long has hung

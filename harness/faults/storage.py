@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from bench.faults import Outcome, Traffic, service, until
-from bench.faults.redis import RedisProcess
-from bench.servers import BIN, SeaweedFS, server_env
+from harness.faults import Outcome, Traffic, service, until
+from harness.faults.redis import RedisProcess
+from harness.servers import BIN, SeaweedFS, server_env
 
 
 def png(seed: int) -> bytes:

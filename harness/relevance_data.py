@@ -18,7 +18,7 @@ import dataclasses
 import random
 import string
 
-from bench.scale_data import Zipf
+from harness.scale_data import Zipf
 
 VOCABULARY = 20_000
 ZIPF_S = 1.05
