@@ -93,7 +93,7 @@ def start_uvicorn(target: list[str], env: dict[str, str], port: int) -> subproce
         "warning",
     ]
     process = subprocess.Popen(command, env=env, cwd=ROOT)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine builds the app slowly
     while time.monotonic() < deadline:
         try:
             httpx.get(f"http://127.0.0.1:{port}/v1/cards", timeout=1)
