@@ -51,7 +51,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
-from cardvault.domain.portability import exports
+from cardvault.domain.portability.exports import jobs as exports
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.settings import Settings

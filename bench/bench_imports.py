@@ -32,7 +32,7 @@ from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import ImportJob  # noqa: E402
-from cardvault.domain.portability import import_jobs  # noqa: E402
+from cardvault.domain.portability.imports import jobs as import_jobs  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 from cardvault.workers import actors, broker  # noqa: E402, F401  (actors: declares every actor)
 from cardvault.workers.imports import run_import  # noqa: E402

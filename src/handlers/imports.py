@@ -1,4 +1,4 @@
-"""Imports: thin edges over cardvault.domain.portability.import_jobs; a worker takes the entries."""
+"""Imports: thin edges over cardvault.domain.portability.imports.jobs; a worker takes the entries."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from cardvault.domain.db import after_commit
 from cardvault.domain.errors import UnsupportedType
 from cardvault.domain.files import uploads
 from cardvault.domain.models import ImportJob
-from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats.known import NAMES, detect
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.imports.formats.known import NAMES, detect
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.workers.files import delete_doomed_objects

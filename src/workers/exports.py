@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import secrets
 import threading
 
 import dramatiq
@@ -18,7 +17,8 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, is_storage_full
 from cardvault.domain.models import ExportJob
-from cardvault.domain.portability import export_runs
+from cardvault.domain.portability.exports import runs as export_runs
+from cardvault.workers import sliced
 from cardvault.workers.broker import blob_store, database, settings
 from cardvault.workers.export_archive import Beat, Stopped, write_zip
 
@@ -54,7 +54,7 @@ def run_export(job_id: str) -> None:
 def _run(job_id: str) -> None:
     db, patience = database(), settings().stale_seconds
     # The lease is chosen here, so that a claim whose COMMIT was lost can be run again.
-    claim = functools.partial(_claim, db, job_id, secrets.token_hex(8))
+    claim = functools.partial(_claim, db, job_id, sliced.new_lease())
     lease = db.run(claim, patience=patience, idempotent=True)
     if lease is None:
         return
@@ -85,9 +85,8 @@ def _run(job_id: str) -> None:
 
 
 def _claim(db: Database, job_id: str, lease: str) -> str | None:
-    stale_ms = int(settings().stale_seconds * 1000)
     with db.transaction() as session:
-        return export_runs.claim(session, job_id=job_id, stale_ms=stale_ms, lease=lease)
+        return export_runs.claim(session, job_id=job_id, stale_ms=sliced.stale_ms(), lease=lease)
 
 
 def _give_back(
@@ -181,10 +180,7 @@ def expire_exports() -> None:
 
 def resume_stale(older_than_seconds: float) -> int:
     """Re-send every pending or running export whose heartbeat is older than this."""
-    with database().transaction(write=False) as session:
-        stale = export_runs.stale(session, older_than_ms=int(older_than_seconds * 1000))
-    for job_id in stale:
-        run_export.send(job_id)
+    stale = sliced.resend_stale(export_runs.stale, run_export.send, older_than_seconds)
     with database().transaction() as session:
         export_runs.resent(session, stale, older_than_ms=int(older_than_seconds * 1000))
     return len(stale)

@@ -41,7 +41,7 @@ from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import held, uploads
 from cardvault.domain.models import Card
-from cardvault.domain.portability import import_turns
+from cardvault.domain.portability.imports import turns as import_turns
 from cardvault.domain.processing import StageFailed, StageSkipped
 from cardvault.workers.broker import broker, database, pacer, settings
 from cardvault.workers.files import delete_doomed_objects

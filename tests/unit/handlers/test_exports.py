@@ -20,7 +20,7 @@ from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability.archive import ROLES
-from cardvault.domain.portability.exports import WEEK_MS
+from cardvault.domain.portability.exports.jobs import WEEK_MS
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api
 from tests.unit.domain.files.test_captions import VTT, attach
@@ -331,7 +331,7 @@ class TestImportReadsAnExportBack:
     def test_every_kind_of_card_comes_back_with_its_files_tags_folders_and_flags(
         self, files_api: Api, new_api: Any, files_store: BlobStore, database: Database, tmp_path: Any
     ) -> None:
-        from cardvault import importer
+        from cardvault.handlers.cli import restore
         from harness import media_files
         from tests.unit.domain.files.test_captions import audio_card
         from tests.unit.handlers.test_uploads import processed
@@ -364,7 +364,7 @@ class TestImportReadsAnExportBack:
         other = new_api()
         out = io.StringIO()
         assert (
-            importer.run(
+            restore.run(
                 database, files_store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out
             )
             == 0

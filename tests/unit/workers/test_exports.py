@@ -26,7 +26,8 @@ from cardvault.domain import folders
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
-from cardvault.domain.portability import export_runs, exports
+from cardvault.domain.portability.exports import jobs as exports
+from cardvault.domain.portability.exports import runs as export_runs
 from cardvault.settings import Settings
 from cardvault.workers import broker, export_archive
 from cardvault.workers import exports as actors

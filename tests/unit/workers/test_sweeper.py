@@ -21,7 +21,7 @@ from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage, ExportJob, TagOperation
-from cardvault.domain.portability import exports
+from cardvault.domain.portability.exports import jobs as exports
 from cardvault.domain.tags import operations
 from cardvault.settings import Settings
 from cardvault.workers import broker

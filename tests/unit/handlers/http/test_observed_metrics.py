@@ -22,7 +22,7 @@ from cardvault.settings import Settings
 from cardvault.workers import embedded
 from harness.servers import PageServer, page_server
 from tests.conftest import Api, app_env
-from tests.unit.domain.portability.formats.conftest import fixture
+from tests.unit.domain.portability.imports.formats.conftest import fixture
 from tests.unit.handlers.test_imports import finished, start
 from tests.unit.handlers.test_uploads import png, uploaded
 
