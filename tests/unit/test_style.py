@@ -65,8 +65,9 @@ def test_tests_bench_and_harness_import_in_one_direction_and_no_private_names() 
 # The unit tests mirror src/: tests/unit/<folders>/test_<module>.py, or test_<module>_<aspect>.py,
 # where <module> is a module or sub-package at that path of src/ ("init" for a package's
 # __init__.py). The spec, openapi/cardvault.yaml, ships as the package cardvault.openapi: its tests
-# are tests/unit/openapi/test_cardvault.py. These two check the repository as a whole:
-WHOLE_REPOSITORY_TESTS = {"test_style.py", "test_wheel.py"}
+# are tests/unit/openapi/test_cardvault.py. These check the repository as a whole (test_docs.py: the
+# README and the docs site):
+WHOLE_REPOSITORY_TESTS = {"test_docs.py", "test_style.py", "test_wheel.py"}
 SPEC = "openapi/cardvault.yaml"
 
 # The modules of src/ with no test file of their own: the test file that exercises each (directly
@@ -189,7 +190,7 @@ def test_every_unit_test_file_names_a_module_at_its_mirrored_path() -> None:
         stem = test.stem.removeprefix("test_")
         if not any(stem == name or stem.startswith(f"{name}_") for name in names):
             wrong.append(f"tests/unit/{test.as_posix()}")
-    assert wrong == [], "name a module or package of src/ at the same path (see README, Tests)"
+    assert wrong == [], "name a module or package of src/ at its mirrored path (docs/architecture.md)"
 
 
 def test_every_module_has_a_test_file_or_says_which_test_exercises_it() -> None:

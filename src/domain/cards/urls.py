@@ -1,7 +1,7 @@
 """Which cards hold the same page: a URL's normal form, and the key cards are found by (the
 ``url`` filter of listCards, an import's duplicates).
 
-The rule (also in the README and in the spec's description of listCards' ``url``): an http or
+The rule (also in docs/imports.md and in the spec's description of listCards' ``url``): an http or
 https URL with a host; w3lib's canonical form (scheme and host in lower case, the host in IDNA,
 ``.`` and ``..`` path segments resolved, percent-escapes in one spelling, an empty path as
 ``/``, query parameters sorted); the scheme's default port dropped (80, 443), and a trailing dot

@@ -5,9 +5,10 @@ before the card's write transaction, which then only marks it taken: the store's
 copy of a large file) hold no lock. A copy whose card never commits is deleted with its upload
 after ``uploads.KEEP_MS``; a retry makes the same one.
 
-The one domain function that opens its own transactions (STYLE.md: domain functions take a
-session): its two transactions and the copy between them are one rule, so it takes the
-database, as a service function would, and hands its caller the write transaction's session."""
+The one domain function that opens its own transactions (docs/architecture.md, "House rules":
+domain functions take a session and never commit): its two transactions and the copy between
+them are one rule, so it takes the database, as a service function would, and hands its caller
+the write transaction's session."""
 
 from __future__ import annotations
 

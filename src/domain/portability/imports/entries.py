@@ -1,7 +1,7 @@
 """Taking an import's entries into its account (cardvault.domain.portability.imports.jobs runs
 the batches).
 
-What an entry becomes (the README's "Imports" has it per format):
+What an entry becomes (docs/imports.md has it per format):
 - a link card (its URL), or a text card (a note without URL); its title and excerpt as the
   link's title and description, the user's notes and the highlights in its notes, its tags,
   folder, favorite and archived flags, and its creation time;

@@ -3,7 +3,7 @@ turns each into a card). A reader takes the file's bytes a chunk at a time and y
 ``Entry`` per saved item, or a ``Broken`` for an item it cannot read, in the file's order; the
 same file always yields the same sequence, so a job resumed after a crash skips what it took.
 
-Each format's mapping is in the README ("Imports"); what a format holds that no card keeps is
+Each format's mapping is in docs/imports.md; what a format holds that no card keeps is
 named in ``Entry.unmapped`` and counted in the job's report."""
 
 from __future__ import annotations
