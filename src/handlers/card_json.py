@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.domain import links, processing
-from cardvault.domain.cards import colors
+from cardvault.domain.cards import captions, colors
 from cardvault.domain.cards.extended import ExtendedView
 from cardvault.domain.cards.ranking import Explanation
 from cardvault.domain.cards.reading import CardView
-from cardvault.domain.files import captions, filetypes
+from cardvault.domain.files import filetypes
 from cardvault.domain.models import Card
 from cardvault.domain.processing import StageView
 from cardvault.domain.search.planning import Plan

@@ -21,10 +21,11 @@ from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import tag_words
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.counts import TagRow
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 
 TOTAL_CAP = 10_000
 BATCH_SIZE = 2000

@@ -5,14 +5,16 @@ before the card's write transaction, which then only marks it taken: the store's
 copy of a large file) hold no lock. A copy whose card never commits is deleted with its upload
 after ``uploads.KEEP_MS``; a retry makes the same one.
 
-The one domain function that opens its own transactions (STYLE.md: domain functions take a
-session): its two transactions and the copy between them are one rule, so it takes the
-database, as a service function would, and hands its caller the write transaction's session."""
+The one domain function that opens its own transactions (the house's rule is that domain
+functions take a session): its two transactions and the copy between them are one rule, so it
+takes the database, as a service function would, and hands its caller the write transaction's
+session."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Unpack
 
 from sqlalchemy.orm import Session
 
@@ -29,18 +31,10 @@ def adding_card(
     store: BlobStore,
     *,
     account_id: str,
-    card_type: str | None = None,
-    content: str | None = None,
-    notes: str | None = None,
-    tags: Sequence[str] = (),
-    url: str | None = None,
-    source: str | None = None,
     file_key: str | None = None,
     file_etag: str | None = None,
-    file_name: str | None = None,
-    file_size: int | None = None,
-    mime_type: str | None = None,
     max_cards: int | None = None,
+    **given: Unpack[editing.NewCard],
 ) -> Iterator[tuple[Session, Card]]:
     """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
     its write transaction, which commits when the block ends (the caller enqueues its jobs
@@ -54,25 +48,11 @@ def adding_card(
                 account_id=account_id,
                 file_key=file_key,
                 file_etag=file_etag,
-                card_type=card_type,
-                content=content,
+                card_type=given.get("card_type"),
+                content=given.get("content"),
             )
-        card_type, content = checked.card_type, checked.content
+        given = {**given, "card_type": checked.card_type, "content": checked.content}
         file = uploads.copy_for_card(store, checked.checked)
     with db.transaction() as session:
-        card = editing.add_card(
-            session,
-            account_id=account_id,
-            card_type=card_type,
-            content=content,
-            notes=notes,
-            tags=tags,
-            url=url,
-            source=source,
-            file=file,
-            file_name=file_name,
-            file_size=file_size,
-            mime_type=mime_type,
-            max_cards=max_cards,
-        )
+        card = editing.add_card(session, account_id=account_id, file=file, max_cards=max_cards, **given)
         yield session, card
