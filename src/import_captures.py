@@ -22,7 +22,7 @@ from cardvault.adapters.images import ImageRefused
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
-from cardvault.domain.files import quotas, uploads
+from cardvault.domain.files import doomed, quotas
 from cardvault.domain.portability import archive, import_checks, imports
 
 # What each of a capture's files may hold at most, and its stored type.
@@ -81,7 +81,7 @@ def restore(
             )
     except BaseException:  # what was written belongs to nobody
         with db.transaction() as session:
-            uploads.doom(session, [key for key, _, _ in written.values()])
+            doomed.doom(session, [key for key, _, _ in written.values()])
         raise
     return len(files)
 
