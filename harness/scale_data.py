@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import tag_words, word_runs
-from cardvault.domain.tags.names import tag_key
 
 TYPES = [
     ("link", 45),

@@ -7,7 +7,7 @@ from typing import Any
 
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import UnsupportedType
-from cardvault.domain.files import uploads
+from cardvault.domain.files import doomed, uploads
 from cardvault.domain.models import ImportJob
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.formats.known import NAMES, detect
@@ -76,7 +76,7 @@ def start_import(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, 
             answer = {"job": job_json(job)}
     except Exception:
         with rt.db.transaction() as session:  # the copy no job took (another import won the race)
-            uploads.doom(session, [object_key])
+            doomed.doom(session, [object_key])
         raise
     return answer, 202, {"Location": f"/v1/imports/{import_id}"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from cardvault.domain.files import uploads
+from cardvault.domain.files import doomed, uploads
 from cardvault.workers.broker import blob_store, database
 
 BATCH = 500
@@ -19,12 +19,12 @@ def delete_doomed_objects() -> None:
     deletes them again (deleting a missing object is no error)."""
     while True:
         with database().transaction(write=False) as session:
-            keys = uploads.doomed(session, batch_size=BATCH)
+            keys = doomed.doomed(session, batch_size=BATCH)
         if not keys:
             return
         blob_store().delete(keys)
         with database().transaction() as session:
-            uploads.forget_doomed(session, keys)
+            doomed.forget_doomed(session, keys)
         if len(keys) < BATCH:
             return
 

@@ -39,7 +39,7 @@ from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
-from cardvault.domain.files import held, uploads
+from cardvault.domain.files import doomed, held
 from cardvault.domain.models import Card
 from cardvault.domain.portability.imports import turns as import_turns
 from cardvault.domain.processing import StageFailed, StageSkipped
@@ -341,7 +341,7 @@ def _record(
             if name.endswith("_object") and (kept is None or getattr(kept, name) != value)
         ]
         if made:
-            uploads.doom(session, made)
+            doomed.doom(session, made)
         if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
             after_commit(session, delete_doomed_objects.send)
         if current and kept is not None and not skipped:

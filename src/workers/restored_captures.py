@@ -19,7 +19,7 @@ from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
-from cardvault.domain.files import quotas, uploads
+from cardvault.domain.files import doomed, quotas
 from cardvault.domain.portability.restore import captures
 from cardvault.domain.portability.restore.checks import Archive
 
@@ -57,7 +57,7 @@ def restore(
             )
     except BaseException:  # what was written belongs to nobody
         with db.transaction() as session:
-            uploads.doom(session, [key for key, _, _ in written.values()])
+            doomed.doom(session, [key for key, _, _ in written.values()])
         raise
     return len(files)
 

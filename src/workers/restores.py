@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
-from cardvault.domain.cards import editing
+from cardvault.domain.cards import captions, editing
 from cardvault.domain.db import Database, after_commit
 from cardvault.domain.errors import CardLimitReached, CardVaultError, InvalidInput
-from cardvault.domain.files import captions, uploads
+from cardvault.domain.files import uploads
 from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format

@@ -102,6 +102,7 @@ COVERED_ELSEWHERE = {
     "adapters/pages/open_graph.py": "tests/unit/adapters/pages/test_init.py",
     "domain/clock.py": "one call of time.time(); every test that checks a time uses it",
     "domain/files/uploads.py": "tests/unit/handlers/test_uploads.py",
+    "domain/files/doomed.py": "tests/unit/workers/test_files.py",
     "domain/files/held.py": "tests/unit/domain/files/test_quotas.py",
     "domain/guards/rate_limits.py": "tests/unit/handlers/http/test_operations_rate_limits.py",
     "domain/migrations/doomed.py": "tests/unit/domain/migrations/test_versions.py",

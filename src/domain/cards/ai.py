@@ -22,9 +22,10 @@ from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from sqlalchemy.orm import Session
 
@@ -17,9 +18,10 @@ from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, 
 from cardvault.domain.files import filetypes, held, quotas, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, CardTag, get_owned
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import index_card, tag_words
 from cardvault.domain.tags import counts
-from cardvault.domain.tags.names import clean_tags, tag_key
+from cardvault.domain.tags.names import clean_tags
 
 MAX_CONTENT_BYTES = 512 * 1024
 FILE_CARD_TYPES = ("image", "video", "audio", "document")  # cards whose item is a file
@@ -58,30 +60,38 @@ def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:
         )
 
 
+class NewCard(TypedDict, total=False):
+    """What a new card is given (createCard's body, an import's entry): each field may be left
+    out (None; no tags). The upload a file card takes is named apart (``adding.adding_card``)."""
+
+    card_type: str | None  # inferred from content and url when not given
+    content: str | None
+    notes: str | None
+    tags: Sequence[str]
+    url: str | None
+    source: str | None
+    file_name: str | None
+    file_size: int | None
+    mime_type: str | None
+
+
 def add_card(
     session: Session,
     *,
     account_id: str,
-    card_type: str | None = None,
-    content: str | None = None,
-    notes: str | None = None,
-    tags: Sequence[str] = (),
-    url: str | None = None,
-    source: str | None = None,
     file: uploads.TakenFile | None = None,
-    file_name: str | None = None,
-    file_size: int | None = None,
-    mime_type: str | None = None,
     created_at: int | None = None,
     max_cards: int | None = None,
     counted: bool = True,
+    **given: Unpack[NewCard],
 ) -> Card:
     """Create a card; its type is inferred from content and url when not given. A card that
     takes an uploaded ``file`` (see ``check_file``) marks its upload taken. ``created_at`` is
     for imports, which keep a card's time. ``max_cards``: the cards the account may hold
     (CardLimitReached past it); ``counted=False``: the caller counts the card in the account's
     holdings (an import's batch, once, at its end)."""
-    clean = clean_tags(tags)
+    card_type, content, url = given.get("card_type"), given.get("content"), given.get("url")
+    clean = clean_tags(given.get("tags", ()))
     taken = file
     upload = None
     if taken is not None:
@@ -105,12 +115,12 @@ def add_card(
         account_id=account_id,
         type=card_type,
         content=content,
-        notes=notes,
+        notes=given.get("notes"),
         url=url,
-        source=source,
-        file_name=file_name,
-        file_size=file_size,
-        mime_type=mime_type,
+        source=given.get("source"),
+        file_name=given.get("file_name"),
+        file_size=given.get("file_size"),
+        mime_type=given.get("mime_type"),
         is_favorited=False,
         created_at=now,
         updated_at=now,

@@ -29,10 +29,11 @@ from cardvault.domain.models import (
     get_owned,
     refuse_while_active,
 )
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import tag_words
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.counts import TagRow
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 
 TOTAL_CAP = 10_000
 BATCH_SIZE = 2000

@@ -23,7 +23,7 @@ from cardvault.domain.portability.archive import ROLES
 from cardvault.domain.portability.exports.jobs import WEEK_MS
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api
-from tests.unit.domain.files.test_captions import VTT, attach
+from tests.unit.domain.cards.test_captions import VTT, attach
 from tests.unit.handlers.test_uploads import _get, png
 from tests.unit.workers.stages.test_media import file_card
 
@@ -113,7 +113,7 @@ class TestTheArchive:
         assert [(f["id"], f["name"], f["color"]) for f in folders] == [(folder["id"], "Recipes", "red")]
 
     def test_holds_a_caption_file_beside_its_card_file(self, files_api: Api, tmp_path: Any) -> None:
-        from tests.unit.domain.files.test_captions import audio_card
+        from tests.unit.domain.cards.test_captions import audio_card
 
         card_id = audio_card(files_api, tmp_path)
         assert attach(files_api, card_id, VTT.encode()).status_code == 200
@@ -333,7 +333,7 @@ class TestImportReadsAnExportBack:
     ) -> None:
         from cardvault.handlers.cli import restore
         from harness import media_files
-        from tests.unit.domain.files.test_captions import audio_card
+        from tests.unit.domain.cards.test_captions import audio_card
         from tests.unit.handlers.test_uploads import processed
 
         api = files_api

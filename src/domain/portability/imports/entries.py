@@ -32,13 +32,14 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain import changes, processing
 from cardvault.domain.cards import editing
-from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardVaultError, Conflict, FolderLimitReached, InvalidInput
 from cardvault.domain.folders import MAX_CARDS_PER_FOLDER, MAX_FOLDERS_PER_CARD, create_folder
 from cardvault.domain.models import Card, Folder, FolderCard, ImportJob
+from cardvault.domain.names import tag_key
 from cardvault.domain.portability.imports.formats import Broken, Entry, Item
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
+from cardvault.domain.urls import MAX_URL, normal_url, url_key
 
 MAX_FAILURES = 100  # failures listed in the report (all are counted)
 MAX_TAGS = 100  # tags a card takes (the spec's TagList)

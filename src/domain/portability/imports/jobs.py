@@ -27,7 +27,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import CardVaultError, ImportFinished, InvalidInput
-from cardvault.domain.files import quotas, uploads
+from cardvault.domain.files import doomed, quotas, uploads
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import ImportJob, add_alone, get_owned, refuse_while_active
 from cardvault.domain.portability.imports.entries import (
@@ -169,7 +169,7 @@ def end(session: Session, job: ImportJob, status: str, error: str | None = None)
     seconds, size = (now - job.created_at) / 1000, job.file_size if status == "completed" else None
     after_commit(session, lambda: metrics.job_ended("import", status, seconds, size))
     if job.object_key is not None:
-        uploads.doom(session, [job.object_key])
+        doomed.doom(session, [job.object_key])
         job.object_key = None
 
 

@@ -22,10 +22,11 @@ from cardvault.domain.errors import FolderExists, InvalidInput
 from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
+from cardvault.domain.names import tag_key
 from cardvault.domain.portability.restore.checks import strings_of, text_of, whole_of
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
-from cardvault.domain.tags.names import clean_tags, tag_key
+from cardvault.domain.tags.names import clean_tags
 
 # What each stage writes, by the record fields that show it ran (the rest run again).
 _RESTORED_BY = {

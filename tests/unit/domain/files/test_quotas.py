@@ -28,7 +28,7 @@ from cardvault.settings import Settings
 from cardvault.workers import embedded
 from harness import media_files
 from tests.conftest import Api, api_of_new_account, app_env
-from tests.unit.domain.files.test_captions import caption_ticket
+from tests.unit.domain.cards.test_captions import caption_ticket
 from tests.unit.handlers.test_uploads import png, put, thumbnail_upload, uploaded
 from tests.unit.workers.stages.test_media import file_card
 

@@ -17,7 +17,7 @@ from harness import media_files
 from harness.media_files import FOX
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.speech_extra import require_speech
-from tests.unit.domain.files.test_captions import VTT, attach
+from tests.unit.domain.cards.test_captions import VTT, attach
 from tests.unit.handlers.test_uploads import processed
 from tests.unit.workers.stages.test_media import file_card, stages
 

@@ -9,7 +9,6 @@ import pytest
 from sqlalchemy import func, select
 
 from cardvault.domain.cards import editing, listing, reading, trash
-from cardvault.domain.cards.urls import normal_url
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ImportFinished
 from cardvault.domain.folders import create_folder
@@ -17,6 +16,7 @@ from cardvault.domain.models import Card, DoomedObject, Folder, ImportJob
 from cardvault.domain.portability.imports import entries as import_entries
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.formats import Broken, Entry, Item
+from cardvault.domain.urls import normal_url
 
 SECRET = "s" * 48
 LEASE = "run-1"  # the lease of the run that claimed the job

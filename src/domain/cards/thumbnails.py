@@ -18,11 +18,11 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
+from cardvault.domain.cards.attachments import Attachment
 from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
 from cardvault.domain.files import filetypes, held, uploads
-from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "image/avif")

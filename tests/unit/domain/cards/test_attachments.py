@@ -8,11 +8,10 @@ from collections.abc import Callable
 import pytest
 
 from cardvault.adapters.blobs import BlobStore, store_from_settings
-from cardvault.domain.cards import editing, trash
+from cardvault.domain.cards import captions, editing, thumbnails, trash
+from cardvault.domain.cards.attachments import Attachment
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardInTrash, NotFound, TypeMismatch, UnsupportedType, UploadNotFound
-from cardvault.domain.files import captions, thumbnails
-from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.ids import new_id
 from cardvault.settings import Settings
 

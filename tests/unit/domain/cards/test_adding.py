@@ -5,10 +5,9 @@ from pathlib import Path
 import pytest
 
 from cardvault.adapters.blobs.local import LocalDiskStore
-from cardvault.domain.cards import editing
+from cardvault.domain.cards import adding, editing
 from cardvault.domain.db import Database
 from cardvault.domain.errors import UploadNotFound
-from cardvault.domain.files import file_cards
 from cardvault.domain.models import Card
 
 
@@ -20,7 +19,7 @@ class TestAddingCard:
     def test_the_card_is_committed_when_the_block_ends(
         self, database: Database, account_id: str, tmp_path: Path
     ) -> None:
-        with file_cards.adding_card(database, _store(tmp_path), account_id=account_id, content="hi") as (
+        with adding.adding_card(database, _store(tmp_path), account_id=account_id, content="hi") as (
             session,
             card,
         ):
@@ -33,7 +32,7 @@ class TestAddingCard:
     ) -> None:
         with (
             pytest.raises(RuntimeError),
-            file_cards.adding_card(database, _store(tmp_path), account_id=account_id, content="no") as (
+            adding.adding_card(database, _store(tmp_path), account_id=account_id, content="no") as (
                 _,
                 card,
             ),
@@ -47,8 +46,6 @@ class TestAddingCard:
     ) -> None:
         with (
             pytest.raises(UploadNotFound),
-            file_cards.adding_card(
-                database, _store(tmp_path), account_id=account_id, file_key="upl_" + "a" * 26
-            ),
+            adding.adding_card(database, _store(tmp_path), account_id=account_id, file_key="upl_" + "a" * 26),
         ):
             pytest.fail("no card is added")

@@ -12,8 +12,9 @@ the write transaction's session."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Unpack
 
 from sqlalchemy.orm import Session
 
@@ -30,18 +31,10 @@ def adding_card(
     store: BlobStore,
     *,
     account_id: str,
-    card_type: str | None = None,
-    content: str | None = None,
-    notes: str | None = None,
-    tags: Sequence[str] = (),
-    url: str | None = None,
-    source: str | None = None,
     file_key: str | None = None,
     file_etag: str | None = None,
-    file_name: str | None = None,
-    file_size: int | None = None,
-    mime_type: str | None = None,
     max_cards: int | None = None,
+    **given: Unpack[editing.NewCard],
 ) -> Iterator[tuple[Session, Card]]:
     """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
     its write transaction, which commits when the block ends (the caller enqueues its jobs
@@ -55,25 +48,11 @@ def adding_card(
                 account_id=account_id,
                 file_key=file_key,
                 file_etag=file_etag,
-                card_type=card_type,
-                content=content,
+                card_type=given.get("card_type"),
+                content=given.get("content"),
             )
-        card_type, content = checked.card_type, checked.content
+        given = {**given, "card_type": checked.card_type, "content": checked.content}
         file = uploads.copy_for_card(store, checked.checked)
     with db.transaction() as session:
-        card = editing.add_card(
-            session,
-            account_id=account_id,
-            card_type=card_type,
-            content=content,
-            notes=notes,
-            tags=tags,
-            url=url,
-            source=source,
-            file=file,
-            file_name=file_name,
-            file_size=file_size,
-            mime_type=mime_type,
-            max_cards=max_cards,
-        )
+        card = editing.add_card(session, account_id=account_id, file=file, max_cards=max_cards, **given)
         yield session, card

@@ -21,6 +21,7 @@ from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
 from cardvault.domain import processing
+from cardvault.domain.cards.attachments import Attachment
 from cardvault.domain.cards.editing import Edited, forget_ai
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -31,7 +32,6 @@ from cardvault.domain.errors import (
     UploadChanged,
 )
 from cardvault.domain.files import held, uploads
-from cardvault.domain.files.attachments import Attachment
 from cardvault.domain.models import Card
 
 CAPTION_TYPES = ("text/vtt", "application/x-subrip", "text/srt", "text/plain")

@@ -1,5 +1,5 @@
 """A file a card takes beside its own: a link card's replaced image (cardvault.domain.files.
-thumbnails), an audio or video card's caption file (cardvault.domain.files.captions).
+thumbnails), an audio or video card's caption file (cardvault.domain.cards.captions).
 
 Each is an upload issued for that one card with its own ``purpose``, and taken in three steps:
 ``check`` (in a transaction: the card and the stored upload), the work on the file's bytes

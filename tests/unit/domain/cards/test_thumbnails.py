@@ -1,5 +1,5 @@
 """Replacing a link card's image with an uploaded one, and resetting it
-(cardvault.domain.files.thumbnails), through the HTTP API."""
+(cardvault.domain.cards.thumbnails), through the HTTP API."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardvault.domain.cards.urls import MAX_URL, normal_url, url_key, url_site
+from cardvault.domain.urls import MAX_URL, normal_url, url_key, url_site
 
 
 @pytest.mark.parametrize(
