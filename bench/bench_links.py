@@ -41,11 +41,11 @@ from bench.servers import (  # noqa: E402
     process_tree,
     serve_directory,
 )
-from cardvault.domain import processing  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
+from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 
 
@@ -107,7 +107,7 @@ def _cards(db: Database, account_id: str, base: str, first: int, count: int) -> 
     with db.transaction() as session:
         pks = []
         for n in range(first, first + count):
-            card = editing.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html")
+            card = editing.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html").card
             processing.queue(session, card)
             pks.append(card.pk)
     return pks

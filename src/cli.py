@@ -16,11 +16,11 @@ from pathlib import Path
 
 from cardvault import logs
 from cardvault.adapters import speech
-from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys, oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
+from cardvault.domain.pipeline import table as pipeline
 from cardvault.domain.portability.formats.known import NAMES, RESTORED, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError, is_loopback

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import processing
 from cardvault.domain.cards import editing, facets, listing, reading, trash
-from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.files import captions, file_cards, thumbnails
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.search import highlights
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.pipeline import send_stage
+from cardvault.workers.pipeline import send_after_commit
 
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -43,18 +41,13 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         file_size=body.get("fileSize"),
         mime_type=body.get("mimeType"),
         max_cards=rt.settings.max_cards,
-    ) as (session, card):
-        _send_stages(session, card.pk, processing.queue(session, card))
+    ) as (session, written):
+        card = written.card
+        send_after_commit(session, written)
         if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
     return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
-
-
-def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
-    """Send the queued stages to the workers once the transaction commits."""
-    for stage in stages:
-        after_commit(session, functools.partial(send_stage, card_pk, stage))
 
 
 def list_cards(
@@ -149,7 +142,7 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
             url=body.get("url"),
             **notes,
         )
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)  # the old page's image
         return card_json.card_json(edited.card)
@@ -171,7 +164,7 @@ def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
 def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
     with runtime.current().db.transaction() as session:
         edited = editing.refresh(session, account_id=user, card_id=card_id)
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
     return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
 
 
@@ -266,7 +259,7 @@ def _replace_file(
     *,
     check: Callable[..., Any],
     make: Callable[[runtime.Runtime, Any], Any],
-    apply: Callable[[Session, Any], Edited],
+    apply: Callable[[Session, Any], Written],
 ) -> dict[str, Any]:
     """Check the card and its upload, then make what the card keeps from the file outside any
     transaction (it takes a while), then apply it."""
@@ -281,7 +274,7 @@ def _replace_file(
     with rt.db.transaction() as session:
         edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         return card_json.extended(session, edited.card)
 
 
@@ -290,7 +283,7 @@ def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
         edited = captions.remove(session, account_id=user, card_id=card_id)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         return card_json.extended(session, edited.card)
 
 
@@ -298,5 +291,5 @@ def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
-        _send_stages(session, edited.card.pk, edited.stages)  # the page's image again
+        send_after_commit(session, edited)  # the page's image again
         return card_json.extended(session, edited.card)

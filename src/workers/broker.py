@@ -22,7 +22,7 @@ from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.pacer import Pacer
 from cardvault.domain.db import Database
-from cardvault.domain.pipeline import DECODER_WAIT, SPEECH_WAIT
+from cardvault.domain.pipeline.table import DECODER_WAIT, SPEECH_WAIT
 from cardvault.settings import Settings
 from cardvault.workers.measured import Measured, queue_states
 from cardvault.workers.wakeable import InProcessBroker

@@ -1,19 +1,23 @@
 """The processing pipeline's recorder and actors: one message runs one stage of one card. The
-stage's row is the truth (cardvault.domain.processing): a message for a stage that is done,
+stage's row is the truth (cardvault.domain.pipeline.processing): a message for a stage that is done,
 failed, or taken by a live worker does nothing, only the attempt holding the stage's lease
 records a result, and the sweeper re-sends stages whose worker went quiet.
 
-Each row of the table (cardvault.domain.pipeline) gets an actor here, with the row's name,
-queue, time limit and retries, and a module in cardvault.workers.stages: its ``run`` does the
-slow part outside any transaction and returns its result; ``apply`` writes the result into the
-card, in the transaction that records the stage, if the lease still holds and the card still
-is what the result was made from (its ``BASIS``). A stage that fails for a passing reason is
+Each row of the table (cardvault.domain.pipeline.table) gets an actor here, with the row's
+name, queue, time limit and retries, a runner in cardvault.workers.stages (RUNNERS: its ``run``
+does the slow part outside any transaction and returns its result) and its rules in
+cardvault.domain.pipeline (RULES: its ``apply`` writes the result into the card, in the
+transaction that records the stage, if the lease still holds and the card still is what the
+result was made from, its ``BASIS``). A stage that fails for a passing reason is
 put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
 failed with a stable error code. A stage that found the file store out of reach gives its
 attempt back (``STORAGE_UNAVAILABLE``) and is sent again STORE_RETRY_MS later, for as long as
 the store stays away: the card is not to blame, and no card can take a file meanwhile. One that
-finds the disk full waits for room without spending its attempts (cardvault.domain.pipeline
+finds the disk full waits for room without spending its attempts (cardvault.domain.pipeline.table
 says for how long).
+
+A card write answers the stages it queued (cardvault.domain.pipeline.processing.Written), and
+``send_after_commit`` sends them once its transaction commits.
 
 ``run_stage`` and ``run_transcript_stage`` are the actors of the release before one actor per
 stage: they pass messages still queued for them on to the stage's own actor. They can go one
@@ -22,46 +26,45 @@ release after this one, once no queue holds their messages."""
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from types import ModuleType
 from urllib.parse import urlsplit
 
 import dramatiq
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import metrics
-from cardvault.adapters.blobs import StoreUnreachable
-from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import held, uploads
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline import table as pipeline
+from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped, StoreUnreachable, TryAgain
+from cardvault.domain.pipeline.processing import Written
+from cardvault.domain.pipeline.results import SIZES
+from cardvault.domain.pipeline.rules import RULES, StageRules
 from cardvault.domain.portability import import_turns
-from cardvault.domain.processing import StageFailed, StageSkipped
-from cardvault.workers.broker import broker, database, pacer, settings
+from cardvault.workers.broker import database, pacer, settings
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.measured import queue_states
-from cardvault.workers.stages import Deferred
+from cardvault.workers.stages import ai, capture, link_metadata, link_preview, media, renditions, transcript
 
 log = logging.getLogger("cardvault.processing")
 MIN_BACKOFF_MS = 2_000
 STORE_RETRY_MS = 5_000  # a stage that found the file store out of reach is tried again this late
-
-
-class TryAgain(Exception):
-    """A stage's attempt failed for a reason that may pass: Dramatiq retries it with backoff."""
-
-
-def _module(stage: pipeline.Stage) -> ModuleType:
-    return importlib.import_module(f"cardvault.workers.stages.{stage.module}")
-
-
-MODULES = {stage.name: _module(stage) for stage in pipeline.STAGES}
+# How each stage is run, by its row's name (its rules: cardvault.domain.pipeline.rules.RULES).
+RUNNERS: Mapping[str, Callable[[Card, str], dict[str, object]]] = {
+    "linkMetadata": link_metadata.run,
+    "linkPreview": link_preview.run,
+    "capture": capture.run,
+    "renditions": renditions.run,
+    "media": media.run,
+    "transcript": transcript.run,
+    "ai": ai.run,
+}
 
 
 def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[..., None]:
@@ -85,9 +88,6 @@ def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor
 ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
 IMPORTED_ACTORS = {stage.name: _declare(stage, imported=True) for stage in pipeline.STAGES}
 TURN_SLACK_MS = 100  # a message this early for its host's turn runs: queues are not clocks
-# A stage's message is sent after the commit that queued it (and by another host's clock): one
-# this much newer than the stage's last sign of life may be the stage's own.
-SEND_SLACK_MS = 1_000
 
 
 def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: int | None = None) -> None:
@@ -100,6 +100,14 @@ def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: in
         log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
         return
     actor.send_with_options(args=(card_pk,), delay=delay_ms)
+
+
+def send_after_commit(session: Session, written: Written) -> None:
+    """Send the stages a card write queued once its transaction commits (a lost send is the
+    sweeper's: the stages' rows are pending)."""
+    for stage in written.stages:
+        send = functools.partial(send_stage, written.card.pk, stage, imported=written.imported)
+        after_commit(session, send)
 
 
 def send_turns(account_id: str | None = None) -> int:
@@ -159,7 +167,7 @@ def run(card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
     row = pipeline.BY_NAME.get(stage)
     if row is None:
         return
-    work = MODULES[stage]
+    work = RULES[stage]
     # The lease is chosen here, so that a start whose COMMIT was lost can be run again.
     start = functools.partial(_start, card_pk, row, secrets.token_hex(16))
     taken = database().run(start, idempotent=True)
@@ -185,7 +193,7 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
-def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> None:
+def _attempt(card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool) -> None:
     """Run a taken stage's work and record its result, a retry or its end (and count the
     attempt by its outcome, cardvault.adapters.metrics)."""
     outcome = "retried"  # an exception passed on to Dramatiq's retries
@@ -196,10 +204,10 @@ def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int
         metrics.STAGE_RUNS.labels(stage, outcome).inc()
 
 
-def _outcome(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> str:
+def _outcome(card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool) -> str:
     card_pk = card.pk
     try:
-        fields = work.run(card, lease)
+        fields = RUNNERS[stage](card, lease)
     except StageSkipped as skipped:
         _settle(card, stage, lease, "skipped", skipped.code, imported)
         return "skipped"
@@ -307,13 +315,13 @@ def _release(
 
 
 def _record(
-    card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object], imported: bool
+    card: Card, stage: str, lease: str, work: StageRules, fields: dict[str, object], imported: bool
 ) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored. What the card keeps is counted in the account's
     stored bytes, last (the account's row is the last lock: cardvault.domain.db)."""
     fields = dict(fields)
-    sizes: dict[str, int] = fields.pop(held.SIZES, None) or {}  # type: ignore[assignment]  # (store_pictures')
+    sizes: dict[str, int] = fields.pop(SIZES, None) or {}  # type: ignore[assignment]  # (store_pictures')
 
     def change(session: Session) -> None:
         if work.WRITES_TAGS:
@@ -373,49 +381,3 @@ def _next_turn(session: Session, card: Card, imported: bool) -> None:
     """An imported stage settled: its account may have room for its next turn."""
     if imported:
         after_commit(session, functools.partial(send_turns, card.account_id))
-
-
-def _oldest_waiting() -> dict[str, int]:
-    """When the oldest message ready in each queue was sent (a queue with none is left out);
-    none known when the broker cannot be read (every quiet stage is then sent again)."""
-    try:
-        states = queue_states(broker)
-    except Exception as exc:  # Redis out of reach or slow: the stages are sent as before
-        log.warning("the queues could not be read; quiet stages are sent again: %s", exc)
-        return {}
-    return {state.queue: state.oldest_ms for state in states if state.oldest_ms is not None}
-
-
-def _still_queued(stage: processing.Unsettled, oldest_waiting: Mapping[str, int]) -> bool:
-    """Whether a quiet pending stage's message may still wait in its queue: a message sent no
-    later than the stage's last sign of life is waiting there, and the stage's was sent then.
-    (After 25 worker restarts on a loaded machine, the sweeper sent every queued stage again
-    each stale time and at each boot: 20,333 messages for 2,636 stages, each one a worker's
-    turn spent on a stage already run or taken.)
-    A running one's worker died (a live one beats): always sent again."""
-    row = pipeline.BY_NAME.get(stage.stage)
-    if row is None:  # a stage the table does not name: send_stage says so
-        return False
-    oldest = oldest_waiting.get(pipeline.IMPORTED_QUEUE if stage.imported else row.queue)
-    return stage.pending and oldest is not None and oldest <= stage.updated_at + SEND_SLACK_MS
-
-
-def resend_unsettled(older_than_ms: int) -> int:
-    """Send again every stage pending or running with no sign of life for ``older_than_ms``
-    (its message was lost, or its worker died), but a pending one whose message still waits in
-    its queue; return how many were sent. Those still queued count as seen, as the sent ones do
-    (``processing.resent``): the next pass looks past them, to a dead worker's running stages."""
-    now = now_ms()
-    with database().transaction(write=False) as session:
-        found = processing.unsettled(
-            session,
-            older_than=now - older_than_ms,
-            imported_older_than=now - max(older_than_ms, pipeline.IMPORTED_STALE_MS),
-        )
-    waiting = _oldest_waiting()
-    lost = [stage for stage in found if not _still_queued(stage, waiting)]
-    for stage in lost:
-        send_stage(stage.card_pk, stage.stage, imported=stage.imported)
-    with database().transaction() as session:
-        processing.resent(session, [(s.card_pk, s.stage) for s in found], older_than=now - older_than_ms)
-    return len(lost)

@@ -12,7 +12,6 @@ nothing of it kept. An archive whose records share a file fails its checks whole
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import tempfile
 import time
@@ -29,7 +28,7 @@ from cardvault import import_captures as captured
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database, after_commit
+from cardvault.domain.db import Database
 from cardvault.domain.errors import CardLimitReached, CardVaultError, InvalidInput
 from cardvault.domain.files import captions, uploads
 from cardvault.domain.files.quotas import Quotas
@@ -39,7 +38,7 @@ from cardvault.domain.portability import import_checks, import_jobs, imports, re
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
 from cardvault.workers.broker import settings
-from cardvault.workers.pipeline import send_stage
+from cardvault.workers.pipeline import send_after_commit
 
 SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
 
@@ -125,11 +124,10 @@ def restore_card(
             db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record, quota=quotas
         )
     with db.transaction() as session:
-        card_pk, queued = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
+        written = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         if on_whole is not None:
             on_whole(session)
-        for stage in queued:
-            after_commit(session, functools.partial(send_stage, card_pk, stage, imported=True))
+        send_after_commit(session, written)
     return restored
 
 

@@ -18,7 +18,7 @@ import textwrap
 
 from bench.page_charsets import FAMILIES
 from bench.servers import ROOT
-from cardvault.domain.links import PAGE_BYTES
+from cardvault.domain.pipeline.link_metadata import PAGE_BYTES
 
 CPU_SECONDS = 120  # for the whole corpus, which reads in about 5 s on one core
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.reading import aggregate, as_psycopg_gives, gathered, unpack
 from cardvault.domain.models import Card, CardStage
-from cardvault.domain.processing import STAGE_COLUMNS, StageView
+from cardvault.domain.pipeline.status import STAGE_COLUMNS, StageView
 from cardvault.domain.statements import prepared_rows
 
 

@@ -20,7 +20,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.files import uploads
-from cardvault.domain.models import Card
+from cardvault.domain.pipeline.processing import Written
 
 
 @contextmanager
@@ -41,10 +41,11 @@ def adding_card(
     file_size: int | None = None,
     mime_type: str | None = None,
     max_cards: int | None = None,
-) -> Iterator[tuple[Session, Card]]:
-    """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
-    its write transaction, which commits when the block ends (the caller enqueues its jobs
-    after that commit and reads what it answers in the same transaction)."""
+) -> Iterator[tuple[Session, Written]]:
+    """Add a card (taking the upload ``file_key`` names, if any) and queue its stages; yield it
+    with the session of its write transaction, which commits when the block ends (the caller
+    sends its stages and enqueues its jobs after that commit, and reads what it answers in the
+    same transaction)."""
     file = None
     if file_key is not None:
         with db.transaction(write=False) as session:
@@ -60,7 +61,7 @@ def adding_card(
         card_type, content = checked.card_type, checked.content
         file = uploads.copy_for_card(store, checked.checked)
     with db.transaction() as session:
-        card = editing.add_card(
+        written = editing.add_card(
             session,
             account_id=account_id,
             card_type=card_type,
@@ -74,5 +75,6 @@ def adding_card(
             file_size=file_size,
             mime_type=mime_type,
             max_cards=max_cards,
+            queued=True,
         )
-        yield session, card
+        yield session, written

@@ -23,10 +23,10 @@ def test_the_actor_purges_what_is_past_the_retention_and_nothing_else(
 ) -> None:
     broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database)
     with database.transaction() as session:
-        old = editing.add_card(session, account_id=account_id, content="old").id
+        old = editing.add_card(session, account_id=account_id, content="old").card.id
     with database.transaction() as session:
         session.execute(update(Change).where(Change.resource_id == old).values(changed_at=0))
-        kept = editing.add_card(session, account_id=account_id, content="kept").id
+        kept = editing.add_card(session, account_id=account_id, content="kept").card.id
     purge_changes()
     purge_changes()  # nothing left to purge
     with database.transaction(write=False) as session:

@@ -51,7 +51,7 @@ def start(db: Database, account: str, *, notes: int = 3) -> str:
     with db.transaction() as session:
         folder = folders.create_folder(session, account_id=account, name="Box")
         for number in range(notes):
-            card = editing.add_card(session, account_id=account, content=f"note {number}", tags=["t"])
+            card = editing.add_card(session, account_id=account, content=f"note {number}", tags=["t"]).card
             folders.add_cards(session, account_id=account, folder_id=folder.id, card_ids=[card.id])
         return exports.start_export(session, account_id=account).id
 
@@ -321,7 +321,7 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     store.write(key, iter([b"CV"]), content_type="application/octet-stream")
     os.truncate(store.open(key), big)  # a hole: 4 GiB of zeros after the first two bytes
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "disk.img", big
         job_id = exports.start_export(session, account_id=account_id).id
     with bound.transaction() as session:
@@ -409,7 +409,7 @@ def test_a_file_that_cannot_be_opened_is_tried_then_left_out(
     path.unlink()
     path.mkdir()  # there (the store knows it), yet it cannot be read
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
         job_id = exports.start_export(session, account_id=account_id).id
     actors.run_export(job_id)
@@ -429,7 +429,7 @@ def test_a_store_out_of_reach_ends_the_attempt_rather_than_leave_files_out(
     key = f"accounts/{account_id}/files/kept/a.pdf"
     store.write(key, iter([b"%PDF-1.4"]), content_type="application/pdf")
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
     job_id, _, beat, _ = _archiving(bound, account_id)
     out_of_reach = store_from_settings(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from sqlalchemy import func, select, update
 
-from cardvault.domain import pipeline as table
 from cardvault.domain.db import Database
 from cardvault.domain.models import Account, Card, CardStage, Folder, ImportJob
+from cardvault.domain.pipeline import table
 from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.import_turns import TURNS_PER_ACCOUNT
 from cardvault.settings import Settings

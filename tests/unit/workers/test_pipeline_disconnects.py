@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.domain.models import CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS
@@ -28,7 +28,7 @@ def _text_card(tmp_path: Path, database: Database, account_id: str, *, ai: str) 
     broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": ai}), database)
     broker.broker.flush_all()
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="Tides turn twice a day.")
+        card = editing.add_card(session, account_id=account_id, content="Tides turn twice a day.").card
         assert processing.queue(session, card) == ("ai",)
         return card.pk
 

@@ -16,11 +16,11 @@ import dramatiq
 import pytest
 from sqlalchemy import select, update
 
-from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage, ExportJob, TagOperation
+from cardvault.domain.pipeline import processing
 from cardvault.domain.portability import exports
 from cardvault.domain.tags import operations
 from cardvault.settings import Settings
@@ -110,7 +110,7 @@ def start_export(database: Database, account_id: str, heartbeat_ago_ms: int) -> 
 
 def queue_ai_stage(database: Database, account_id: str, updated_ago_ms: int) -> int:
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="Some words to summarise.")
+        card = editing.add_card(session, account_id=account_id, content="Some words to summarise.").card
         processing.queue(session, card)
         session.execute(
             update(CardStage).where(CardStage.card_pk == card.pk).values(updated_at=now_ms() - updated_ago_ms)
@@ -249,7 +249,7 @@ def test_a_stage_waiting_for_the_one_it_follows_is_not_sent_again_until_that_one
     wait_for_passes(sweeper)
     sent()
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=new_account(), content="https://example.com/a")
+        card = editing.add_card(session, account_id=new_account(), content="https://example.com/a").card
         processing.queue(session, card)
         pk = card.pk
         stages = set(session.scalars(select(CardStage.stage).where(CardStage.card_pk == pk)))

@@ -9,11 +9,11 @@ from pathlib import Path
 from sqlalchemy import update
 
 from bench.media_files import FOX
-from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import pipeline as worker
@@ -44,7 +44,7 @@ def audio_card(
         key = f"accounts/{account_id}/files/test/sound.ogg"
         broker.blob_store().put(key, data, content_type="audio/ogg")
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="", card_type="text")
+        card = editing.add_card(session, account_id=account_id, content="", card_type="text").card
         session.flush()
         session.execute(
             update(Card)
@@ -136,7 +136,7 @@ def test_the_sweeper_sends_again_only_stages_with_no_sign_of_life_for_the_stale_
     with database.transaction() as session:
         made = []
         for _ in range(4):
-            card = editing.add_card(session, account_id=account_id, content="x", card_type="text")
+            card = editing.add_card(session, account_id=account_id, content="x", card_type="text").card
             session.flush()
             made.append(card.pk)
         rows = [
