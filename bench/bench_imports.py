@@ -28,6 +28,7 @@ os.environ.setdefault("CARDVAULT_REDIS_URL", REDIS_URL)  # before the broker is 
 from bench.servers import fresh_database  # noqa: E402
 from cardvault import heap  # noqa: E402
 from cardvault.adapters.blobs.local import LocalDiskStore  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
@@ -118,7 +119,7 @@ def main() -> None:
         db = Database.from_url(url)
         db.migrate()
         store = LocalDiskStore(Path(workdir) / "blobs", secret_key="s" * 48, public_url="http://127.0.0.1:1")
-        broker.bind(Settings.from_env(), db, store)
+        bootstrap(Settings.from_env(), database=db, blobs=store)
         redis = broker.broker.client  # type: ignore[attr-defined]
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id

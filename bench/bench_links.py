@@ -41,6 +41,7 @@ from bench.servers import (  # noqa: E402
     process_tree,
     serve_directory,
 )
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
@@ -155,9 +156,8 @@ def main() -> None:
         db.migrate()
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-links").id
-        from cardvault.workers import broker
 
-        broker.bind(Settings.from_env(env), db)
+        bootstrap(Settings.from_env(env), database=db)
         pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
         worker = subprocess.Popen(
             [*pin, str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "1"], env=env, cwd=ROOT

@@ -52,6 +52,7 @@ from bench.servers import BIN, ROOT, fresh_database, peak_rss_mb, process_tree  
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.decoder import Decoder  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
@@ -233,7 +234,6 @@ def bench_speech(rounds: int, workdir: Path) -> dict[str, Any] | None:
 
 
 def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
-    from cardvault.workers import broker
     from cardvault.workers.pipeline import ACTORS
 
     url = fresh_database("sqlite", workdir)
@@ -242,7 +242,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     settings = Settings.from_env(
         {"CARDVAULT_DATABASE_URL": url, "CARDVAULT_DATA_DIR": str(workdir), "CARDVAULT_AI": "true"}
     )
-    broker.bind(settings, db)
+    bootstrap(settings, database=db)
     text = _text()
     with db.transaction() as session:
         account_id = accounts.create_account(session, name="bench-ai").id
@@ -282,10 +282,9 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
     db.migrate()
     key = "accounts/bench/files/video/clip.mp4"
     store_from_settings(settings).put(key, video.read_bytes(), content_type="video/mp4")
-    from cardvault.workers import broker
     from cardvault.workers.pipeline import send_stage
 
-    broker.bind(settings, db)
+    bootstrap(settings, database=db)
     worker = subprocess.Popen(
         [str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "1"], env=env, cwd=ROOT
     )

@@ -23,13 +23,13 @@ import httpx
 from sqlalchemy import select
 
 from bench.servers import fresh_database, page_server
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebhookDelivery
 from cardvault.domain.webhooks import endpoints, events
 from cardvault.settings import Settings
-from cardvault.workers import broker
 from cardvault.workers.webhooks import BATCH, deliver_webhooks
 
 AIM = 0.5
@@ -75,7 +75,7 @@ def main() -> None:
         )
         db = Database.from_url(url)
         db.migrate()
-        broker.bind(settings, db)
+        bootstrap(settings, database=db)
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id
             for _ in range(args.endpoints):

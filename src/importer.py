@@ -28,8 +28,7 @@ from cardvault.domain.errors import CardVaultError
 from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.portability import import_checks, import_jobs, imports
 from cardvault.domain.portability.formats.known import detect
-from cardvault.settings import Settings
-from cardvault.workers import broker as worker_broker
+from cardvault.services import Services
 from cardvault.workers import restores
 from cardvault.workers.imports import run_import
 
@@ -119,9 +118,7 @@ def run(
 
 
 def run_export_of(
-    db: Database,
-    store: BlobStore,
-    settings: Settings,
+    services: Services,
     *,
     account_id: str,
     path: Path,
@@ -131,7 +128,9 @@ def run_export_of(
 ) -> int:
     """The command for another service's export (cardvault.domain.portability.formats): the
     file is stored and taken by the import actor in this process, a batch at a time, as a
-    worker would (an import job, listed by listImports); the exit status."""
+    worker would (an import job, listed by listImports), on the services the command was
+    bootstrapped with (its changes reach webhooks, its stages the workers); the exit status."""
+    db, store = services.database, services.blobs
     with path.open("rb") as file:
         head = file.read(4096)
     file_format = file_format or detect(head)
@@ -157,7 +156,6 @@ def run_export_of(
                 object_key=key,
             )
         )
-    worker_broker.bind(settings, db, store)
     handed: str | None = None
     while True:
         run_import.fn(import_id, handed)

@@ -9,21 +9,20 @@ the sweeper sends a job again once its heartbeat is stale."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import secrets
 import time
 from typing import Any
-
-import dramatiq
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.portability import import_jobs
 from cardvault.domain.portability.formats.known import RESTORED, reader
 from cardvault.domain.portability.import_entries import Budget
 from cardvault.domain.portability.import_jobs import DAY_MS
+from cardvault.services import Services
+from cardvault.settings import Settings
 from cardvault.workers import restores
-from cardvault.workers.broker import blob_store, database, decoder, settings
+from cardvault.workers.broker import actor
 from cardvault.workers.pipeline import send_turns
 
 # Of batches taken; then hand over to a fresh message, well inside the time limit (600 s). Each
@@ -35,7 +34,7 @@ BEAT_SECONDS = 5.0  # while skipping what earlier runs took
 HEAD_BYTES = 4096
 
 
-@dramatiq.actor(
+@actor(
     actor_name="run_import",
     queue_name="imports",
     max_retries=10,
@@ -44,13 +43,13 @@ HEAD_BYTES = 4096
     time_limit=600_000,
     on_retry_exhausted="fail_import",
 )
-def run_import(import_id: str, handed: str | None = None) -> None:
+def run_import(services: Services, import_id: str, handed: str | None = None) -> None:
     """Take batches of the import's entries until the file ends or the time slice is used;
     ``handed`` is the lease of the run before, which ended its slice."""
-    db, store = database(), blob_store()
+    db, store = services.database, services.blobs
     lease = secrets.token_hex(8)
     with db.transaction() as session:
-        stale_ms = int(settings().stale_seconds * 1000)
+        stale_ms = int(services.settings.stale_seconds * 1000)
         job = import_jobs.claim(session, import_id=import_id, lease=lease, handed=handed, stale_ms=stale_ms)
         if job is None:
             return
@@ -62,9 +61,13 @@ def run_import(import_id: str, handed: str | None = None) -> None:
             import_jobs.fail(session, import_id=import_id, error="The import's file is gone from storage.")
         return
     if file_format == RESTORED:  # our own archive: a card at a time, files and all
-        restore = functools.partial(restores.restore_slice, db, store, decoder())
-        if restore(
-            import_id=import_id, lease=lease, position=position, key=key, max_cards=settings().max_cards
+        if restores.restore_slice(
+            services,
+            import_id=import_id,
+            lease=lease,
+            position=position,
+            key=key,
+            max_cards=services.settings.max_cards,
         ):
             run_import.send(import_id, lease)
         return
@@ -89,10 +92,10 @@ def run_import(import_id: str, handed: str | None = None) -> None:
                 start=position,
                 items=batch,
                 last=last,
-                budget=budget(),
+                budget=budget(services.settings),
             )
         if taken.stages:  # they wait for the account's turns (cardvault.domain.portability.import_turns)
-            send_turns(account_id)
+            send_turns(services, account_id)
         if not taken.going_on:
             return
         position += len(batch)
@@ -101,11 +104,11 @@ def run_import(import_id: str, handed: str | None = None) -> None:
             return
 
 
-@dramatiq.actor(actor_name="fail_import", queue_name="imports", max_retries=10)
-def fail_import(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
+@actor(actor_name="fail_import", queue_name="imports", max_retries=10)
+def fail_import(services: Services, message: dict[str, Any], retry_info: dict[str, Any]) -> None:
     """Record that an import failed for good after its retries ran out."""
     import_id = message["args"][0]
-    with database().transaction() as session:
+    with services.database.transaction() as session:
         import_jobs.fail(
             session,
             import_id=import_id,
@@ -113,9 +116,8 @@ def fail_import(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
         )
 
 
-def budget() -> Budget:
+def budget(configured: Settings) -> Budget:
     """The account's budgets an import is held to, as configured."""
-    configured = settings()
     return Budget(
         entries_per_day=configured.import_entries_per_day,
         max_cards=configured.max_cards,
@@ -123,22 +125,20 @@ def budget() -> Budget:
     )
 
 
-@dramatiq.actor(
-    actor_name="forget_ended_imports", queue_name="housekeeping", max_retries=3, time_limit=300_000
-)
-def forget_ended_imports() -> None:
+@actor(actor_name="forget_ended_imports", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def forget_ended_imports(services: Services) -> None:
     """Delete, batch by batch, the imports that ended over CARDVAULT_IMPORT_DAYS ago (their
     reports and failures with them)."""
-    older_than = now_ms() - int(settings().import_days * DAY_MS)
+    older_than = now_ms() - int(services.settings.import_days * DAY_MS)
     while True:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             if import_jobs.purge_ended(session, older_than=older_than) < import_jobs.PURGE_BATCH:
                 break
 
 
-def resume_stale(older_than_seconds: float) -> int:
+def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every active import whose last batch is older than this; return how many."""
-    with database().transaction(write=False) as session:
+    with services.database.transaction(write=False) as session:
         stale = import_jobs.stale(session, older_than_ms=int(older_than_seconds * 1000))
     for import_id in stale:
         run_import.send(import_id)

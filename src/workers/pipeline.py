@@ -48,7 +48,8 @@ from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.pipeline.results import SIZES
 from cardvault.domain.pipeline.rules import RULES, StageRules
 from cardvault.domain.portability import import_turns
-from cardvault.workers.broker import database, pacer, settings
+from cardvault.services import Services
+from cardvault.workers.broker import actor
 from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.stages import ai, capture, link_metadata, link_preview, media, renditions, transcript
 
@@ -56,7 +57,7 @@ log = logging.getLogger("cardvault.processing")
 MIN_BACKOFF_MS = 2_000
 STORE_RETRY_MS = 5_000  # a stage that found the file store out of reach is tried again this late
 # How each stage is run, by its row's name (its rules: cardvault.domain.pipeline.rules.RULES).
-RUNNERS: Mapping[str, Callable[[Card, str], dict[str, object]]] = {
+RUNNERS: Mapping[str, Callable[[Services, Card, str], dict[str, object]]] = {
     "linkMetadata": link_metadata.run,
     "linkPreview": link_preview.run,
     "capture": capture.run,
@@ -67,15 +68,15 @@ RUNNERS: Mapping[str, Callable[[Card, str], dict[str, object]]] = {
 }
 
 
-def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[..., None]:
-    def run_one(card_pk: int, turn_ms: int | None = None) -> None:
-        run(card_pk, stage.name, turn_ms=turn_ms)
+def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[[int, int | None], None]:
+    def run_one(services: Services, card_pk: int, turn_ms: int | None = None) -> None:
+        run(services, card_pk, stage.name, turn_ms=turn_ms)
 
     run_one.__doc__ = (
         f"Run the {stage.name} stage of one card, if it is still to be run; ``turn_ms``: its "
         "host's turn, taken by an earlier attempt of an imported card's stage that waited for it."
     )
-    return dramatiq.actor(
+    return actor(
         actor_name=f"{stage.actor_name}_imported" if imported else stage.actor_name,
         queue_name=pipeline.IMPORTED_QUEUE if imported else stage.queue,
         priority=pipeline.IMPORTED_PRIORITY if imported else 0,
@@ -95,11 +96,11 @@ def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: in
     the imported queue), now or ``delay_ms`` later. A stage no row names (one a later release
     dropped, or a downgrade left behind) is logged and left alone, so that one such row never
     stops the sweeper from sending the rest."""
-    actor = (IMPORTED_ACTORS if imported else ACTORS).get(stage)
-    if actor is None:
+    stage_actor = (IMPORTED_ACTORS if imported else ACTORS).get(stage)
+    if stage_actor is None:
         log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
         return
-    actor.send_with_options(args=(card_pk,), delay=delay_ms)
+    stage_actor.send_with_options(args=(card_pk,), delay=delay_ms)
 
 
 def send_after_commit(session: Session, written: Written) -> None:
@@ -110,10 +111,10 @@ def send_after_commit(session: Session, written: Written) -> None:
         after_commit(session, send)
 
 
-def send_turns(account_id: str | None = None) -> int:
+def send_turns(services: Services, account_id: str | None = None) -> int:
     """Send the next stages of imports that waited for their accounts' turns (of one account
     when given: its stage settled, or its batch queued some); return how many."""
-    with database().transaction() as session:
+    with services.database.transaction() as session:
         turns = import_turns.next_turns(session, account_id=account_id)
     for card_pk, stage in turns:
         send_stage(card_pk, stage, imported=True)
@@ -144,23 +145,23 @@ _running: dict[str, tuple[int, str]] = {}
 _running_lock = threading.Lock()
 
 
-def _stale_ms() -> int:
+def _stale_ms(services: Services) -> int:
     """How long a stage may go without a sign of life before it is sent again: a pending one
     (its message was lost) or a running one (its worker died: a live one beats)."""
-    return int(settings().stale_seconds * 1000)
+    return int(services.settings.stale_seconds * 1000)
 
 
-def beat() -> None:
+def beat(services: Services) -> None:
     """Record a sign of life of every attempt this process is running (the sweeper's heartbeat
     thread calls it several times per stale time)."""
     with _running_lock:
         attempts = dict(_running)
     if attempts:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             processing.beat(session, attempts)
 
 
-def run(card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
+def run(services: Services, card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
     """Run one stage of one card, if it is still to be run, and record its result; an imported
     card's stage that fetches from its host first waits for the host's turn (``turn_ms``, when
     an attempt before took it)."""
@@ -169,21 +170,21 @@ def run(card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
         return
     work = RULES[stage]
     # The lease is chosen here, so that a start whose COMMIT was lost can be run again.
-    start = functools.partial(_start, card_pk, row, secrets.token_hex(16))
-    taken = database().run(start, idempotent=True)
+    start = functools.partial(_start, services, card_pk, row, secrets.token_hex(16))
+    taken = services.database.run(start, idempotent=True)
     if taken is None:
         return
     card, lease = taken.card, taken.lease
-    if taken.imported and row.paced and card.url and settings().fetch_links:
-        turn = turn_ms if turn_ms is not None else pacer().turn(_host(card.url), pipeline.HOST_TURN_MS)
+    if taken.imported and row.paced and card.url and services.settings.fetch_links:
+        turn = turn_ms if turn_ms is not None else services.pacer.turn(_host(card.url), pipeline.HOST_TURN_MS)
         wait = turn - now_ms()
         if wait > TURN_SLACK_MS:
-            _defer(card_pk, stage, lease, "HOST_PACED", wait, imported=True, turn_ms=turn)
+            _defer(services, card_pk, stage, lease, "HOST_PACED", wait, imported=True, turn_ms=turn)
             return
     with _running_lock:
         _running[lease] = (card_pk, stage)
     try:
-        _attempt(card, stage, lease, work, taken.attempts, taken.imported)
+        _attempt(services, card, stage, lease, work, taken.attempts, taken.imported)
     finally:
         with _running_lock:
             del _running[lease]
@@ -193,56 +194,69 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
-def _attempt(card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool) -> None:
+def _attempt(
+    services: Services, card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool
+) -> None:
     """Run a taken stage's work and record its result, a retry or its end (and count the
     attempt by its outcome, cardvault.adapters.metrics)."""
     outcome = "retried"  # an exception passed on to Dramatiq's retries
     try:
         with metrics.stage_timer(stage):
-            outcome = _outcome(card, stage, lease, work, attempts, imported)
+            outcome = _outcome(services, card, stage, lease, work, attempts, imported)
     finally:
         metrics.STAGE_RUNS.labels(stage, outcome).inc()
 
 
-def _outcome(card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool) -> str:
+def _outcome(
+    services: Services, card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool
+) -> str:
     card_pk = card.pk
     try:
-        fields = RUNNERS[stage](card, lease)
+        fields = RUNNERS[stage](services, card, lease)
     except StageSkipped as skipped:
-        _settle(card, stage, lease, "skipped", skipped.code, imported)
+        _settle(services, card, stage, lease, "skipped", skipped.code, imported)
         return "skipped"
     except Deferred as deferred:
-        _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
+        _defer(services, card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
         return "deferred"
     except StoreUnreachable as unreachable:
         log.warning("stage %s of card %s waits for the file store: %s", stage, card.id, unreachable)
-        _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
+        _defer(services, card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
         return "deferred"
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
             log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
-            _release(card_pk, stage, lease, failed.code)
+            _release(services, card_pk, stage, lease, failed.code)
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
-        _settle(card, stage, lease, "failed", failed.code, imported)
+        _settle(services, card, stage, lease, "failed", failed.code, imported)
         return "failed"
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
-        delay_ms = int(settings().full_disk_retry_seconds * 1000)
+        delay_ms = int(services.settings.full_disk_retry_seconds * 1000)
         due_at = now_ms() + delay_ms if waits else None
-        _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits, due_at=due_at)
+        _release(
+            services,
+            card_pk,
+            stage,
+            lease,
+            "STORAGE_FULL" if full else None,
+            counted=not waits,
+            due_at=due_at,
+        )
         if not waits:
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
         log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
         send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
         return "deferred"
-    _record(card, stage, lease, work, fields, imported)
+    _record(services, card, stage, lease, work, fields, imported)
     return "completed"
 
 
 def _defer(
+    services: Services,
     card_pk: int,
     stage: str,
     lease: str,
@@ -254,17 +268,17 @@ def _defer(
 ) -> None:
     """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
     again ``delay_ms`` later (with the host's turn it took, if any)."""
-    _release(card_pk, stage, lease, code, counted=False, due_at=now_ms() + delay_ms)
+    _release(services, card_pk, stage, lease, code, counted=False, due_at=now_ms() + delay_ms)
     if turn_ms is not None:
         IMPORTED_ACTORS[stage].send_with_options(args=(card_pk, turn_ms), delay=delay_ms)
     else:
         send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
 
 
-def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
+def _start(services: Services, card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
     """Take the stage for this attempt under ``lease``; None when there is nothing to run."""
-    stale_before = now_ms() - _stale_ms()
-    with database().transaction() as session:
+    stale_before = now_ms() - _stale_ms(services)
+    with services.database.transaction() as session:
         taken = processing.start(
             session, card_pk=card_pk, stage=row.name, stale_before=stale_before, lease=lease
         )
@@ -276,7 +290,7 @@ def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | 
         return taken
 
 
-def _write(change: Callable[[Session], object]) -> None:
+def _write(services: Services, change: Callable[[Session], object]) -> None:
     """Make an attempt's change to its stage (its result, or giving the stage back) in a
     transaction of its own, waiting out a database that cannot be reached (Database.run's
     patience, up to the stale period), and run again when its COMMIT was lost (the change is
@@ -286,13 +300,14 @@ def _write(change: Callable[[Session], object]) -> None:
     the stage's heartbeat goes stale and another worker takes it over."""
 
     def unit() -> None:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             change(session)
 
-    database().run(unit, patience=settings().stale_seconds, idempotent=True)
+    services.database.run(unit, patience=services.settings.stale_seconds, idempotent=True)
 
 
 def _release(
+    services: Services,
     card_pk: int,
     stage: str,
     lease: str,
@@ -301,21 +316,18 @@ def _release(
     counted: bool = True,
     due_at: int | None = None,
 ) -> None:
-    _write(
-        functools.partial(
-            processing.release,
-            card_pk=card_pk,
-            stage=stage,
-            lease=lease,
-            error_code=error_code,
-            counted=counted,
-            due_at=due_at,
-        )
-    )
+    release = functools.partial(processing.release, card_pk=card_pk, stage=stage, lease=lease)
+    _write(services, functools.partial(release, error_code=error_code, counted=counted, due_at=due_at))
 
 
 def _record(
-    card: Card, stage: str, lease: str, work: StageRules, fields: dict[str, object], imported: bool
+    services: Services,
+    card: Card,
+    stage: str,
+    lease: str,
+    work: StageRules,
+    fields: dict[str, object],
+    imported: bool,
 ) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored. What the card keeps is counted in the account's
@@ -341,7 +353,7 @@ def _record(
             if not skipped:
                 work.apply(session, kept, fields)
             _send_followers(session, card.pk, card.type, stage, imported)
-            _next_turn(session, card, imported)
+            _next_turn(services, session, card, imported)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
             str(value)
@@ -358,18 +370,20 @@ def _record(
             }
             held.recount(session, kept, kept_sizes)
 
-    _write(change)
+    _write(services, change)
 
 
-def _settle(card: Card, stage: str, lease: str, state: str, error_code: str, imported: bool) -> None:
+def _settle(
+    services: Services, card: Card, stage: str, lease: str, state: str, error_code: str, imported: bool
+) -> None:
     def change(session: Session) -> None:
         if processing.finish(
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
             _send_followers(session, card.pk, card.type, stage, imported)
-            _next_turn(session, card, imported)
+            _next_turn(services, session, card, imported)
 
-    _write(change)
+    _write(services, change)
 
 
 def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, imported: bool) -> None:
@@ -377,7 +391,7 @@ def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, 
         after_commit(session, functools.partial(send_stage, card_pk, follower, imported=imported))
 
 
-def _next_turn(session: Session, card: Card, imported: bool) -> None:
+def _next_turn(services: Services, session: Session, card: Card, imported: bool) -> None:
     """An imported stage settled: its account may have room for its next turn."""
     if imported:
-        after_commit(session, functools.partial(send_turns, card.account_id))
+        after_commit(session, functools.partial(send_turns, services, card.account_id))

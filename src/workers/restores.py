@@ -35,9 +35,9 @@ from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
 from cardvault.domain.portability import import_checks, import_jobs, imports, restore_jobs
+from cardvault.services import Services
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
-from cardvault.workers.broker import settings
 from cardvault.workers.pipeline import send_after_commit
 
 SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
@@ -235,9 +235,7 @@ class _LeaseLost(Exception):
 
 
 def restore_slice(
-    db: Database,
-    store: BlobStore,
-    decoder: Decoder,
+    services: Services,
     *,
     import_id: str,
     lease: str,
@@ -248,6 +246,7 @@ def restore_slice(
     """Restore the job's archive (at ``key``) from its card at ``position`` for a time slice;
     True when cards are left for the next slice. The archive is copied to a temporary file and
     checked whole first (import_checks.open_archive): one that fails its checks fails the job."""
+    db, store = services.database, services.blobs
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "export.zip"
         with path.open("wb") as out:
@@ -260,7 +259,10 @@ def restore_slice(
                 import_jobs.fail(session, import_id=import_id, error=exc.message)
             return False
         try:
-            return _restore_cards(db, store, decoder, archive, import_id, lease, position, max_cards)
+            quotas = quotas_of(services.settings)
+            return _restore_cards(
+                db, store, services.decoder, quotas, archive, import_id, lease, position, max_cards
+            )
         except _LeaseLost:
             return False
         finally:
@@ -271,6 +273,7 @@ def _restore_cards(
     db: Database,
     store: BlobStore,
     decoder: Decoder,
+    quotas: Quotas,
     archive: import_checks.Archive,
     import_id: str,
     lease: str,
@@ -285,7 +288,7 @@ def _restore_cards(
             return False
         account_id = job.account_id
         folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
-    check, quotas = servable(), quotas_of(settings())
+    check = servable()
     deadline = time.monotonic() + SLICE_SECONDS
     for index in range(position, len(archive.cards)):
         if time.monotonic() > deadline:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import dramatiq
-
 from cardvault.domain.tags import operations
-from cardvault.workers.broker import database, settings
+from cardvault.services import Services
+from cardvault.workers.broker import actor
 
 SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time limit
 
 
-@dramatiq.actor(
+@actor(
     actor_name="run_tag_operation",
     queue_name="tags",
     max_retries=10,
@@ -22,9 +21,9 @@ SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time 
     time_limit=300_000,
     on_retry_exhausted="fail_tag_operation",
 )
-def run_tag_operation(operation_id: str) -> None:
+def run_tag_operation(services: Services, operation_id: str) -> None:
     """Apply batches of the operation until it is done or its time slice is used."""
-    db, batch_size = database(), settings().tag_batch_size
+    db, batch_size = services.database, services.settings.tag_batch_size
     deadline = time.monotonic() + SLICE_SECONDS
     while True:
         with db.transaction() as session:
@@ -36,11 +35,11 @@ def run_tag_operation(operation_id: str) -> None:
             return
 
 
-@dramatiq.actor(actor_name="fail_tag_operation", queue_name="tags", max_retries=10)
-def fail_tag_operation(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
+@actor(actor_name="fail_tag_operation", queue_name="tags", max_retries=10)
+def fail_tag_operation(services: Services, message: dict[str, Any], retry_info: dict[str, Any]) -> None:
     """Record that an operation failed for good after its retries ran out."""
     operation_id = message["args"][0]
-    with database().transaction() as session:
+    with services.database.transaction() as session:
         operations.fail_tag_operation(
             session,
             operation_id=operation_id,
@@ -48,9 +47,9 @@ def fail_tag_operation(message: dict[str, Any], retry_info: dict[str, Any]) -> N
         )
 
 
-def resume_stale(older_than_seconds: float) -> int:
+def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every running operation whose heartbeat is older than this; return how many."""
-    with database().transaction(write=False) as session:
+    with services.database.transaction(write=False) as session:
         stale = operations.stale_tag_operations(session, older_than_ms=int(older_than_seconds * 1000))
     for operation_id in stale:
         run_tag_operation.send(operation_id)

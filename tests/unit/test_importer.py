@@ -4,6 +4,7 @@ their manifest says (the round trip of a real export is in tests/unit/handlers/t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pty
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from sqlalchemy import select
 
 from cardvault import import_captures as capture_files
@@ -22,8 +24,10 @@ from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
 from cardvault.domain.portability import archive, import_checks
+from cardvault.domain.webhooks import endpoints
 from cardvault.settings import Settings
 from cardvault.workers.restores import quotas_of
+from tests.conftest import IN_CI, shared_redis_url
 from tests.unit.domain.files.test_quotas import assert_counters_hold
 from tests.unit.handlers.test_uploads import png
 from tests.unit.test_cli import run
@@ -440,3 +444,34 @@ def test_a_zip_of_another_service_is_imported_as_a_job_not_restored(tmp_path: Pa
     result = run(tmp_path, "import", str(archive), "--account", "Ada")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("Imported 4 cards (omnivore): 4 entries")
+
+
+def test_another_services_export_sends_the_webhooks_of_its_cards(tmp_path: Path) -> None:
+    """The command's changes reach the account's endpoints: its process connects the webhooks'
+    dispatcher (cardvault.bootstrap), which a worker on the same Redis then runs."""
+    url = shared_redis_url()
+    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true needs Redis at {url}: {exc}")
+        pytest.skip(f"no Redis at {url}: {exc}")
+    client.flushdb()
+    account_id = _account(tmp_path)
+    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    try:
+        with db.transaction() as session:
+            endpoints.create(
+                session, account_id=account_id, url="https://hooks.example/", events=["*"], description=""
+            )
+    finally:
+        db.dispose()
+    bookmarks = Path(__file__).parents[1] / "fixtures" / "imports" / "netscape_firefox.html"
+    try:
+        result = run(tmp_path, "import", str(bookmarks), "--account", "Ada", CARDVAULT_REDIS_URL=url)
+        assert result.returncode == 0, result.stderr
+        sent = [json.loads(raw) for raw in client.hvals("dramatiq:webhooks.msgs")]
+    finally:
+        client.flushdb()
+    assert {(m["actor_name"], tuple(m["args"])) for m in sent} == {("dispatch_webhooks", (account_id,))}

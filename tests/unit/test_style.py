@@ -76,6 +76,7 @@ COVERED_ELSEWHERE = {
     "health.py": "tests/unit/handlers/test_system.py",
     "settings/__init__.py": "tests/unit/settings/test_service.py",
     "settings/local.py": "tests/unit/settings/test_service.py",
+    "services.py": "tests/unit/test_bootstrap.py",
     "spec.py": "tests/unit/openapi/test_cardvault.py",
     "domain/search/matching.py": "tests/unit/handlers/test_cards_search.py",
     "domain/search/stopwords.py": "tests/unit/domain/search/test_vocabulary.py",

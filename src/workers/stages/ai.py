@@ -7,16 +7,16 @@ from cardvault.adapters import ai as engines
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import ai
 from cardvault.domain.pipeline.errors import StageFailed, StageSkipped
-from cardvault.workers.broker import database, settings
+from cardvault.services import Services
 
 
-def run(card: Card, _lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, _lease: str) -> dict[str, object]:
     """A summary, tags and the language of the card's text, by the offline engine or the
     configured provider."""
-    config = settings()
+    config = services.settings
     if not config.ai:
         raise StageSkipped("AI_OFF")
-    with database().transaction(write=False) as session:
+    with services.database.transaction(write=False) as session:
         text = ai.text_of(card, ai.source_text(session, card.pk))
         existing = ai.account_tags(session, card.account_id) if config.ai_provider else []
     if not text:

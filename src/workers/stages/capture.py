@@ -16,19 +16,19 @@ from cardvault.domain.models import Card
 from cardvault.domain.pipeline import capture
 from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped
 from cardvault.domain.pipeline.table import CAPTURE_RETRY_MS, CAPTURE_WAIT
-from cardvault.workers.broker import blob_store, capture_browser, settings
+from cardvault.services import Services
 from cardvault.workers.stages.pictures import decode
 
 
-def run(card: Card, lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, lease: str) -> dict[str, object]:
     """Capture the card's page and store what is kept of it."""
     assert card.url is not None
-    config = settings()
+    config = services.settings
     if not config.fetch_links:
         raise StageSkipped("FETCHING_OFF")
     if not config.capture.enabled:
         raise StageSkipped("CAPTURE_OFF")
-    browser = capture_browser()
+    browser = services.capture_browser()
     if browser is None:
         raise StageSkipped("NO_BROWSER")
     try:
@@ -40,5 +40,5 @@ def run(card: Card, lease: str) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         picture = Path(workdir) / "screenshot.webp"
         picture.write_bytes(shot.screenshot)
-        made = decode(picture, large=False)
-    return capture.keep(blob_store(), card, lease, shot, made, config.capture.outputs)
+        made = decode(services, picture, large=False)
+    return capture.keep(services.blobs, card, lease, shot, made, config.capture.outputs)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import link_metadata
 from cardvault.domain.pipeline.errors import StageSkipped
-from cardvault.workers.broker import fetcher, settings
+from cardvault.services import Services
 
 
-def run(card: Card, _lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, _lease: str) -> dict[str, object]:
     """What the link's page says."""
     assert card.url is not None
-    if not settings().fetch_links:
+    if not services.settings.fetch_links:
         raise StageSkipped("FETCHING_OFF")
-    return {"page": link_metadata.fetch_page(fetcher(), card.url)}
+    return {"page": link_metadata.fetch_page(services.fetcher, card.url)}

@@ -10,17 +10,17 @@ from cardvault.domain.models import Card
 from cardvault.domain.pipeline import link_preview
 from cardvault.domain.pipeline.errors import StageSkipped
 from cardvault.domain.pipeline.results import store_renditions
-from cardvault.workers.broker import blob_store, fetcher, settings
+from cardvault.services import Services
 from cardvault.workers.stages.pictures import decode
 
 
-def run(card: Card, lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, lease: str) -> dict[str, object]:
     """The page's image as the card's image (1200, 256 and 48 px), unless it was replaced."""
-    if not settings().fetch_links:
+    if not services.settings.fetch_links:
         raise StageSkipped("FETCHING_OFF")
-    body = link_preview.fetch_image(fetcher(), link_preview.image_url(card))
+    body = link_preview.fetch_image(services.fetcher, link_preview.image_url(card))
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / "image"
         original.write_bytes(body)
-        made = decode(original, large=True)
-    return store_renditions(blob_store(), card, made, lease, large=True)
+        made = decode(services, original, large=True)
+    return store_renditions(services.blobs, card, made, lease, large=True)

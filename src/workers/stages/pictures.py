@@ -7,12 +7,12 @@ from pathlib import Path
 
 from cardvault.adapters.images import ImageRefused, Renditions
 from cardvault.domain.pipeline.errors import StageFailed
-from cardvault.workers.broker import decoder
+from cardvault.services import Services
 
 
-def decode(path: Path, *, large: bool) -> Renditions:
+def decode(services: Services, path: Path, *, large: bool) -> Renditions:
     """Renditions of the image at ``path``, made in the decoder's child process."""
     try:
-        return decoder().renditions(path, large=large)
+        return services.decoder.renditions(path, large=large)
     except ImageRefused as refused:
         raise StageFailed(refused.code, str(refused), transient=refused.code == "DECODE_BUSY") from None

@@ -8,16 +8,16 @@ from pathlib import Path
 
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import renditions
-from cardvault.workers.broker import blob_store
+from cardvault.services import Services
 from cardvault.workers.stages.pictures import decode
 
 
-def run(card: Card, lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, lease: str) -> dict[str, object]:
     """An image card's 1200 px, 256 px and 48 px WebP, its size, its preview and its main
     colours."""
     with tempfile.TemporaryDirectory(prefix="cardvault-") as workdir:
         original = Path(workdir) / "original"
         assert card.file_object is not None
-        blob_store().download(card.file_object, original)
-        made = decode(original, large=True)
-    return renditions.fields_of(blob_store(), card, lease, made)
+        services.blobs.download(card.file_object, original)
+        made = decode(services, original, large=True)
+    return renditions.fields_of(services.blobs, card, lease, made)

@@ -12,7 +12,7 @@ from cardvault.adapters.images import ImageRefused
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import transcript
 from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped
-from cardvault.workers.broker import blob_store, database, decoder, settings, speech_decoder
+from cardvault.services import Services
 
 # Another transcript waits at most SPEECH_WAIT (cardvault.domain.pipeline.table) for speech
 # recognition, then gives its thread back and is sent again SPEECH_BUSY_DELAY_MS later, its
@@ -20,7 +20,7 @@ from cardvault.workers.broker import blob_store, database, decoder, settings, sp
 SPEECH_BUSY_DELAY_MS = 30_000
 
 
-def run(card: Card, _lease: str) -> dict[str, object]:
+def run(services: Services, card: Card, _lease: str) -> dict[str, object]:
     """An audio or video file's transcript: its subtitle track, else its caption file, else
     the speech heard in it (where speech recognition is installed and on). A caption file is
     used even when the file cannot be read."""
@@ -28,9 +28,9 @@ def run(card: Card, _lease: str) -> dict[str, object]:
         original = Path(workdir) / "original"
         unreadable: StageFailed | None = None
         if card.file_object is not None:
-            blob_store().download(card.file_object, original)
+            services.blobs.download(card.file_object, original)
             try:
-                facts, _ = decoder().media(
+                facts, _ = services.decoder.media(
                     original, file_kind=card.file_kind or "", mime_type=card.mime_type or "", subtitles=True
                 )
             except ImageRefused as refused:
@@ -41,7 +41,7 @@ def run(card: Card, _lease: str) -> dict[str, object]:
                 if facts["text"] is not None:
                     return transcript.heard(facts["text"], "subtitles")
         if card.captions_object is not None:
-            with database().transaction(write=False) as session:
+            with services.database.transaction(write=False) as session:
                 text = transcript.captions_text(session, card.pk)
             if text:
                 return transcript.heard(text, "captions")
@@ -49,10 +49,10 @@ def run(card: Card, _lease: str) -> dict[str, object]:
             raise unreadable
         if card.file_object is None:
             raise StageSkipped("NO_MEDIA")
-        if not (settings().speech and speech.installed()):
+        if not (services.settings.speech and speech.installed()):
             raise StageSkipped("NO_TRANSCRIBER")
         try:
-            heard = speech_decoder().speech(original, mime_type=card.mime_type or "")
+            heard = services.speech.speech(original, mime_type=card.mime_type or "")
         except ImageRefused as refused:
             if refused.code == "DECODE_BUSY":
                 raise Deferred("DECODE_BUSY", SPEECH_BUSY_DELAY_MS) from None

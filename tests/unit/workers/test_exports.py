@@ -23,6 +23,7 @@ from sqlalchemy import insert, update
 from bench.faults.disk import Filler
 from cardvault.adapters.blobs import StoreUnreachable, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
+from cardvault.bootstrap import bootstrap
 from cardvault.domain import folders
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -43,7 +44,7 @@ def store(settings: Settings) -> LocalDiskStore:
 
 @pytest.fixture
 def bound(database: Database, settings: Settings, store: LocalDiskStore) -> Database:
-    broker.bind(settings, database, store)
+    bootstrap(settings, database=database, blobs=store)
     return database
 
 
@@ -122,14 +123,21 @@ def _archiving(db: Database, account: str) -> tuple[str, str, export_archive.Bea
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None
     assert actors._snapshot(db, job_id, lease)
-    beat = export_archive.Beat(db, job_id, lease)
+    beat = export_archive.Beat(
+        db, job_id, lease, stale_seconds=broker.services_of(broker.broker).settings.stale_seconds
+    )
     created = job(db, job_id).created_at
     return (
         job_id,
         lease,
         beat,
         export_archive.write_zip(
-            db, broker.blob_store(), beat, job_id=job_id, account_id=account, created_at=created
+            db,
+            broker.services_of(broker.broker).blobs,
+            beat,
+            job_id=job_id,
+            account_id=account,
+            created_at=created,
         ),
     )
 
@@ -327,7 +335,9 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     with bound.transaction() as session:
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None and actors._snapshot(bound, job_id, lease)
-    beat = export_archive.Beat(bound, job_id, lease)
+    beat = export_archive.Beat(
+        bound, job_id, lease, stale_seconds=broker.services_of(broker.broker).settings.stale_seconds
+    )
     out = memory_path / "export.zip"
     _sparse(
         export_archive.write_zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out

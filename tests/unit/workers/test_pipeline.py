@@ -20,6 +20,7 @@ from sqlalchemy import update
 
 from bench.faults.disk import Filler
 from cardvault.adapters.blobs import store_from_settings
+from cardvault.bootstrap import bootstrap
 from cardvault.domain import pipeline as domain_pipeline
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -111,18 +112,18 @@ def test_a_stage_that_finds_the_file_store_out_of_reach_waits_for_it_and_never_f
         card.mime_type = "image/png"
         assert processing.queue(session, card) == ("renditions",)
         pk = card.pk
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), **unreachable_s3_env}), database)
+    bootstrap(Settings.from_env({**app_env(tmp_path, database), **unreachable_s3_env}), database=database)
     broker.broker.flush_all()
     for _ in range(table.MAX_ATTEMPTS + 1):  # more attempts than a failing stage has
-        pipeline.run(pk, "renditions")
+        pipeline.run(broker.services_of(broker.broker), pk, "renditions")
     assert _stage(database, pk) == ("pending", 0, "STORAGE_UNAVAILABLE")
     sent = [json.loads(m) for m in broker.broker.queues["files.DQ"].queue]  # type: ignore[attr-defined]
     assert {(m["actor_name"], m["options"]["eta"] > 0) for m in sent} == {
         (table.BY_NAME["renditions"].actor_name, True)
     }
-    broker.bind(local, database, store)  # the store is back
+    bootstrap(local, database=database, blobs=store)  # the store is back
     broker.broker.flush_all()
-    pipeline.run(pk, "renditions")
+    pipeline.run(broker.services_of(broker.broker), pk, "renditions")
     assert _stage(database, pk) == ("completed", 1, None)
 
 
@@ -137,7 +138,7 @@ def _image_card(db: Database, account_id: str, *, created_at: int | None = None)
     out = io.BytesIO()
     Image.new("RGB", (300, 200), (20, 90, 160)).save(out, "PNG")
     key = f"accounts/{account_id}/files/test/photo.png"
-    broker.blob_store().put(key, out.getvalue(), content_type="image/png")
+    broker.services_of(broker.broker).blobs.put(key, out.getvalue(), content_type="image/png")
     with db.transaction() as session:
         card = editing.add_card(session, account_id=account_id, content="", card_type="text").card
         session.flush()
@@ -161,7 +162,7 @@ def _renditions(db: Database, pk: int) -> tuple[str, int, str | None]:
 def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attempts(
     blobs_disk: Path, database: Database, settings: Settings, account_id: str
 ) -> None:
-    broker.bind(dataclasses.replace(settings, full_disk_retry_seconds=7.0), database)
+    bootstrap(dataclasses.replace(settings, full_disk_retry_seconds=7.0), database=database)
     broker.broker.flush_all()
     pk = _image_card(database, account_id)
     sent_at = time.time() * 1000
@@ -182,7 +183,7 @@ def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attem
 def test_a_stage_of_a_card_older_than_the_wait_counts_its_attempts_and_fails_storage_full(
     blobs_disk: Path, database: Database, settings: Settings, account_id: str
 ) -> None:
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     pk = _image_card(database, account_id, created_at=1)
     with Filler(blobs_disk):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.domain.models import CardStage
@@ -25,7 +26,7 @@ from tests.conftest import app_env, connections_cut
 def _text_card(tmp_path: Path, database: Database, account_id: str, *, ai: str) -> int:
     if database.dialect != "postgresql":
         pytest.skip("connections that can be cut are PostgreSQL's")
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": ai}), database)
+    bootstrap(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": ai}), database=database)
     broker.broker.flush_all()
     with database.transaction() as session:
         card = editing.add_card(session, account_id=account_id, content="Tides turn twice a day.").card

@@ -97,10 +97,14 @@ def test_an_imported_cards_followers_stay_imported_and_a_refresh_by_hand_moves_i
     ]
     assert _sent("files") == [] and _sent("captures") == []
     broker.broker.flush_all()
-    sweeper.resend_unsettled(-1)  # waiting behind an import's backlog: not lost yet
+    sweeper.resend_unsettled(
+        broker.services_of(broker.broker), -1
+    )  # waiting behind an import's backlog: not lost yet
     assert _sent(table.IMPORTED_QUEUE, pk) == []
     _age(database, pk, table.IMPORTED_STALE_MS + 1)
-    sweeper.resend_unsettled(60_000)  # silent past that: lost, sent again to the imported queue
+    sweeper.resend_unsettled(
+        broker.services_of(broker.broker), 60_000
+    )  # silent past that: lost, sent again to the imported queue
     assert {name for name, _ in _sent(table.IMPORTED_QUEUE, pk)} == {
         "capture_stage_imported",
         "link_preview_stage_imported",
@@ -121,7 +125,9 @@ def test_an_imported_fetching_stage_waits_for_its_hosts_turn_uncounted_and_a_han
     bind(tmp_path, database, pages)
     pages.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
     url = pages.url("/tides")
-    host_turn = broker.pacer().turn(urlsplit(url).hostname or "", table.HOST_TURN_MS)  # another card's
+    host_turn = broker.services_of(broker.broker).pacer.turn(
+        urlsplit(url).hostname or "", table.HOST_TURN_MS
+    )  # another card's
     imported = _link(database, account_id, url, imported=True)
     pipeline.IMPORTED_ACTORS["linkMetadata"](imported)
     assert stages(database, imported)["linkMetadata"] == ("pending", 0, "HOST_PACED")

@@ -16,6 +16,7 @@ import dramatiq
 import pytest
 from sqlalchemy import select, update
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -53,7 +54,7 @@ def sweeping(tmp_path: Path, database: Database) -> Iterator[Callable[[float], S
 
     def start(sweep_seconds: float) -> Sweeper:
         env = {**app_env(tmp_path, database), "CARDVAULT_SWEEP_SECONDS": str(sweep_seconds)}
-        broker.bind(Settings.from_env(env), database)
+        bootstrap(Settings.from_env(env), database=database)
         broker.broker.flush_all()
         sweeper = Sweeper()
         sweeper.after_worker_boot(broker.broker, None)  # type: ignore[arg-type]
@@ -202,14 +203,14 @@ def test_a_failing_pass_is_logged_and_the_next_one_goes_on(
     wait_for_passes(sweeper)
     sent()
     with caplog.at_level(logging.WARNING, logger="cardvault.sweeper"):
-        broker.bind(settings, failing)
+        bootstrap(settings, database=failing)
         wait_for_passes(sweeper, 2)  # ended, though it failed: wait_until_idle is not kept waiting
     logged = [r for r in caplog.records if r.name == "cardvault.sweeper"]
     assert logged and all((r.levelno, r.getMessage()) == (level, message) for r in logged)
     # An outage is a passing fault: one line a pass, not a traceback.
     assert all(bool(r.exc_info) == (broken == "no tables") for r in logged)
     sent()
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     wait_for_passes(sweeper, 2)
     assert ("run_tag_operation", (operation_id,)) in sent()
     failing.dispose()

@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from bench.servers import PageServer, page_server
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
@@ -51,7 +52,7 @@ def bind(tmp_path: Path, database: Database, pages: PageServer, **env: str) -> S
             **env,
         }
     )
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     return settings
 

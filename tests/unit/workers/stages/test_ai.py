@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.servers import PageServer, page_server
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing, listing
 from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
@@ -35,7 +36,7 @@ SOURDOUGH = (
 
 def bind(tmp_path: Path, database: Database, **env: str) -> Settings:
     settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": "true", **env})
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     return settings
 
