@@ -24,7 +24,6 @@ from cardvault.adapters import tracing
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
-from cardvault.adapters.limiter import Limiter
 from cardvault.adapters.pacer import Pacer
 from cardvault.domain import changes
 from cardvault.domain.db import Database
@@ -60,7 +59,6 @@ def bootstrap(
         ),
         decoder=decoder,
         speech=speech,
-        limiter=Limiter.from_settings(settings),
         pacer=_pacer(settings.redis_url),
         broker=broker,
         browsers=_browsers(),

@@ -5,6 +5,7 @@ to, and the stages), never fetched from a module of their own."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 
@@ -69,11 +70,16 @@ class Services:
     webhook_fetcher: Fetcher  # the fetcher's rules, a webhook's time to answer
     decoder: Decoder  # images, media and documents, in its child
     speech: Decoder  # speech recognition, in a child of its own (it keeps the model loaded)
-    limiter: Limiter
     pacer: Pacer  # the turns per host that imported cards' fetching stages take
     broker: dramatiq.Broker
     browsers: Browsers
     tracing: str | None  # the service name this process's traces carry (None: not traced)
+
+    @functools.cached_property
+    def limiter(self) -> Limiter:
+        """The rate limiter, made on first use: only the HTTP app and doctor count requests (in
+        memory it keeps a thread of its own)."""
+        return Limiter.from_settings(self.settings)
 
     def capture_browser(self) -> capture.CaptureBrowser | None:
         """This process's capture browser (see Browsers.get)."""
