@@ -36,13 +36,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from bench.servers import fresh_database
 from cardvault.domain.auth import accounts, credentials, keys, oauth
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import fresh_database
 
 _LOOKUP = text(
     "SELECT g.account_id, t.scopes, t.expires_at FROM oauth_tokens t "

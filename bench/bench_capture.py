@@ -65,11 +65,11 @@ from typing import Any
 import psutil
 from PIL import Image
 
-from bench.servers import free_port, peak_rss_mb, serve_directory
 from cardvault.adapters.capture import CaptureBrowser, CaptureRefused, Limits, find_browser
 from cardvault.adapters.capture.steps import SCROLL_PAUSE, SCROLL_SECONDS, SETTLE_SECONDS, VIEWPORT
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.pages.main_text import reader
+from harness.servers import free_port, peak_rss_mb, serve_directory
 
 SITE_PAGES = 6
 SAMPLE_EVERY = 20

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from sqlalchemy import event
 
-from bench.servers import fresh_database
 from cardvault import heap
 from cardvault.domain import changes
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
+from harness.servers import fresh_database
 
 AIM = 1.15
 

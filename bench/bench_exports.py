@@ -42,7 +42,6 @@ from typing import Any
 import zipstream
 from sqlalchemy import delete, select
 
-from bench.servers import ROOT, fresh_database
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.bootstrap import bootstrap
@@ -53,10 +52,11 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
-from cardvault.domain.portability import exports
+from cardvault.domain.portability.exports import jobs as exports
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.settings import Settings
+from harness.servers import ROOT, fresh_database
 
 FILE_MB = 5  # about this many MB of random bytes per file card
 BATCH = 1000

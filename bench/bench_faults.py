@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.faults import Outcome
-from bench.faults.disk import disk_full
-from bench.faults.kills import processes_killed
-from bench.faults.postgres import connections_killed, server_restarted
-from bench.faults.redis import redis_restarted
-from bench.faults.storage import s3_stopped
-from bench.servers import fresh_database
+from harness.faults import Outcome
+from harness.faults.disk import disk_full
+from harness.faults.kills import processes_killed
+from harness.faults.postgres import connections_killed, server_restarted
+from harness.faults.redis import redis_restarted
+from harness.faults.storage import s3_stopped
+from harness.servers import fresh_database
 
 # name -> the scenario, run with a fresh working directory and PostgreSQL database URL.
 Scenario = Callable[[Path, str, argparse.Namespace], Outcome]

@@ -21,12 +21,12 @@ from typing import Any
 
 from sqlalchemy import text
 
-from bench.servers import fresh_database
 from cardvault import heap
 from cardvault.domain import feed
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
+from harness.servers import fresh_database
 
 AIM = 1.5
 PAGE = 200

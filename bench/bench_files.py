@@ -29,10 +29,10 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from bench.servers import free_port, fresh_database, peak_rss_mb, start_uvicorn
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
+from harness.servers import free_port, fresh_database, peak_rss_mb, start_uvicorn
 
 UPLOAD_BYTES = 50 * 1000 * 1000
 

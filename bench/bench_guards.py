@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from bench.load import LoadResult, read_response
-from bench.servers import free_port, fresh_database, start_uvicorn
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
+from harness.servers import free_port, fresh_database, start_uvicorn
 
 TICK = os.sysconf("SC_CLK_TCK")
 REDIS = os.environ.get("CARDVAULT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")

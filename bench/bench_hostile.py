@@ -51,13 +51,13 @@ import httpx
 import yaml
 from sqlalchemy import text
 
-from bench import servers
-from bench.servers import ROOT, fresh_database
 from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import Database
 from cardvault.handlers.http.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
+from harness import servers
+from harness.servers import ROOT, fresh_database
 
 SPEC = ROOT / "openapi" / "cardvault.yaml"
 POSTGRES = os.environ.get("CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")

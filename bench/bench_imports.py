@@ -25,7 +25,6 @@ from pathlib import Path
 REDIS_URL = "redis://127.0.0.1:6379/14"
 os.environ.setdefault("CARDVAULT_REDIS_URL", REDIS_URL)  # before the broker is built
 
-from bench.servers import fresh_database  # noqa: E402
 from cardvault import heap  # noqa: E402
 from cardvault.adapters.blobs.local import LocalDiskStore  # noqa: E402
 from cardvault.bootstrap import bootstrap  # noqa: E402
@@ -34,11 +33,12 @@ from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import ImportJob  # noqa: E402
 from cardvault.domain.pipeline import processing  # noqa: E402
-from cardvault.domain.portability import import_jobs  # noqa: E402
+from cardvault.domain.portability.imports import jobs as import_jobs  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 from cardvault.workers import actors, broker  # noqa: E402, F401  (actors: declares every actor)
 from cardvault.workers.imports import run_import  # noqa: E402
 from cardvault.workers.pipeline import send_stage  # noqa: E402
+from harness.servers import fresh_database  # noqa: E402
 
 AIM, RSS_AIM_MIB = 1.5, 64
 

@@ -32,7 +32,14 @@ import httpx  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench.servers import (  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
+from cardvault.domain.auth import accounts  # noqa: E402
+from cardvault.domain.cards import editing  # noqa: E402
+from cardvault.domain.db import Database  # noqa: E402
+from cardvault.domain.models import CardStage  # noqa: E402
+from cardvault.domain.pipeline import processing  # noqa: E402
+from cardvault.settings import Settings  # noqa: E402
+from harness.servers import (  # noqa: E402
     BIN,
     ROOT,
     free_port,
@@ -41,13 +48,6 @@ from bench.servers import (  # noqa: E402
     process_tree,
     serve_directory,
 )
-from cardvault.bootstrap import bootstrap  # noqa: E402
-from cardvault.domain.auth import accounts  # noqa: E402
-from cardvault.domain.cards import editing  # noqa: E402
-from cardvault.domain.db import Database  # noqa: E402
-from cardvault.domain.models import CardStage  # noqa: E402
-from cardvault.domain.pipeline import processing  # noqa: E402
-from cardvault.settings import Settings  # noqa: E402
 
 
 def _site(root: Path, links: int) -> None:

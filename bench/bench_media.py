@@ -47,8 +47,6 @@ import numpy as np  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench import media_files  # noqa: E402
-from bench.servers import BIN, ROOT, fresh_database, peak_rss_mb, process_tree  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.decoder import Decoder  # noqa: E402
@@ -59,6 +57,8 @@ from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
 from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
+from harness import media_files  # noqa: E402
+from harness.servers import BIN, ROOT, fresh_database, peak_rss_mb, process_tree  # noqa: E402
 
 WORDS = 5_000
 
@@ -184,7 +184,7 @@ def bench_decoder(rounds: int, video: Path, pdf: Path) -> list[dict[str, Any]]:
 
 def _speech_file(path: Path, times: int = 10) -> Path:
     """The tests' recording ``times`` over, as one Ogg Opus file."""
-    from bench.media_files import FOX
+    from harness.media_files import FOX
 
     with av.open(str(path), "w", format="ogg") as out:
         stream = out.add_stream("libopus", rate=48000)

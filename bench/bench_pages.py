@@ -19,8 +19,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bench.page_charsets import FAMILIES, page
 from cardvault.adapters.pages import PageUnreadable, read_page
+from harness.page_charsets import FAMILIES, page
 
 MIB = 1024 * 1024
 

@@ -27,13 +27,13 @@ from typing import Any
 import bm25s
 from sqlalchemy import text
 
-from bench.relevance_data import GeneratedQuery, RelevanceCorpus, generate
-from bench.servers import fresh_database
 from cardvault import heap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing, listing
 from cardvault.domain.db import Database
 from cardvault.domain.search.words import split_words
+from harness.relevance_data import GeneratedQuery, RelevanceCorpus, generate
+from harness.servers import fresh_database
 
 PAGE = 50  # GET /v1/cards's page when no limit is given
 BATCH = 500  # cards saved per transaction

@@ -43,13 +43,13 @@ import redis
 from sqlalchemy import create_engine, event, text
 
 from bench.load import LoadResult, run_load
-from bench.scale_data import Generator, Stats
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
-from bench.servers import POSTGRES, free_port, start_uvicorn
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import listing
 from cardvault.domain.db import MIGRATIONS, Database
 from cardvault.domain.tags import operations
+from harness.scale_data import Generator, Stats
+from harness.servers import POSTGRES, free_port, start_uvicorn
 
 WORKDIR = Path(os.environ.get("CARDVAULT_BENCH_SCALE_DIR") or Path(tempfile.gettempdir()) / "cardvault-scale")
 DATABASE = "cardvault_scale"

@@ -26,11 +26,11 @@ import httpx
 import redis
 from sqlalchemy import create_engine, text
 
-from bench.servers import BIN, POSTGRES, ROOT, free_port
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.tags import counts
+from harness.servers import BIN, POSTGRES, ROOT, free_port
 
 REDIS = os.environ.get("CARDVAULT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 

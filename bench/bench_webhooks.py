@@ -22,7 +22,6 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
-from bench.servers import fresh_database, page_server
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
@@ -31,6 +30,7 @@ from cardvault.domain.models import WebhookDelivery
 from cardvault.domain.webhooks import endpoints, events
 from cardvault.settings import Settings
 from cardvault.workers.webhooks import BATCH, deliver_webhooks
+from harness.servers import fresh_database, page_server
 
 AIM = 0.5
 

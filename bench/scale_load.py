@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from bench.scale_data import Generator, Stats
+from harness.scale_data import Generator, Stats
 
 BASE_REVISION = "0003"  # the schema the data is written in; later migrations run on top, timed
 CARD_COLUMNS = [

@@ -20,7 +20,7 @@ from cardvault.domain.auth import accounts, keys, oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
-from cardvault.domain.portability.formats.known import NAMES, RESTORED, detect
+from cardvault.domain.portability.imports.formats.known import NAMES, RESTORED, detect
 from cardvault.handlers.http.runtime import passwords_from_settings
 from cardvault.settings import Settings, SettingsError, is_loopback
 
@@ -312,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             elif args.command == "import":
                 account_id = accounts.find_account(session, name_or_id=args.account).id
         if args.command == "import":
-            from cardvault import importer
             from cardvault.bootstrap import bootstrap
+            from cardvault.handlers.cli import imports, restore
             from cardvault.workers import restores
 
             services = bootstrap(settings, database=db)
@@ -324,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             told = args.format or detect(_head(args.archive))
             if told == RESTORED or (told is None and zipped):
                 quotas = restores.quotas_of(settings)
-                return importer.run(db, store, account_id=account_id, path=args.archive, quotas=quotas)
-            return importer.run_export_of(
+                return restore.run(db, store, account_id=account_id, path=args.archive, quotas=quotas)
+            return imports.run(
                 services,
                 account_id=account_id,
                 path=args.archive,

@@ -15,11 +15,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
-from bench.servers import IN_CI
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import IN_CI
 
 POSTGRES_URL = os.environ.get(
     "CARDVAULT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -143,6 +143,12 @@ class Conflict(CardVaultError):
 class TagOperationRunning(Conflict):
     """Another tag change is running for the account."""
 
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(
+            "Another tag change is running for this account; wait for it to finish.",
+            details={"operationId": operation_id},
+        )
+
 
 class TagExists(Conflict):
     """A rename would land on a tag that exists; merge instead."""

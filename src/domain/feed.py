@@ -109,7 +109,7 @@ def resources(session: Session, *, account_id: str, changes: Sequence[ChangeRow 
 
     return Resources(
         cards={
-            view.id: view
+            view.card.id: view
             for view in extended_views(session, account_id=account_id, card_ids=wanted.get("card", []))
         },
         folders=rows(Folder, "folder"),

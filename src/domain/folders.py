@@ -20,7 +20,7 @@ from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import FolderExists, FolderLimitReached
 from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, Folder, FolderCard, get_owned
-from cardvault.domain.tags.names import tag_key
+from cardvault.domain.names import tag_key
 
 PALETTE = ("red", "orange", "yellow", "green", "teal", "blue", "indigo", "purple", "pink", "brown", "gray")
 MAX_CARDS_PER_FOLDER = 10_000

@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.domain import links
-from cardvault.domain.cards import colors
+from cardvault.domain.cards import captions, colors
 from cardvault.domain.cards.extended import ExtendedView
 from cardvault.domain.cards.ranking import Explanation
 from cardvault.domain.cards.reading import CardView
-from cardvault.domain.files import captions, filetypes
+from cardvault.domain.files import filetypes
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import status
 from cardvault.domain.pipeline.status import StageView
@@ -23,7 +23,7 @@ from cardvault.handlers.http import runtime
 FILE_URL_SECONDS = 3600  # how long a file URL in a response works
 
 
-def _app_url(card: Card | CardView | ExtendedView) -> str:
+def _app_url(card: Card | CardView) -> str:
     return f"{runtime.current().settings.public_url}/cards/{card.id}"
 
 
@@ -67,7 +67,7 @@ def _file_preview_json(stored: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if stored is None else {field: stored.get(field) for field in _PREVIEW_FIELDS}
 
 
-def _base_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
+def _base_json(card: Card | CardView) -> dict[str, Any]:
     """The fields every card representation carries."""
     # A link without an image of its own stands by its screenshot's renditions.
     compact_key = card.compact_object or card.screenshot_compact_object
@@ -105,7 +105,7 @@ def _base_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
     }
 
 
-def card_json(card: Card | CardView | ExtendedView) -> dict[str, Any]:
+def card_json(card: Card | CardView) -> dict[str, Any]:
     """The Card schema."""
     return {
         **_base_json(card),
@@ -148,15 +148,19 @@ def list_item_json(
 
 def extended(session: Session, card: Card) -> dict[str, Any]:
     """The ExtendedCard schema, with the card's processing stages read in the same session."""
-    return _extended_card_json(card, status.stages_of(session, [card.pk]).get(card.pk, []))
+    return _extended_card_json(card, card, status.stages_of(session, [card.pk]).get(card.pk, []))
 
 
 def extended_many(cards: Sequence[ExtendedView]) -> dict[int, dict[str, Any]]:
     """The ExtendedCard schema of each card (read with its stages), by pk."""
-    return {card.pk: _extended_card_json(card, card.stages) for card in cards}
+    return {view.card.pk: _extended_card_json(view.card, view, view.stages) for view in cards}
 
 
-def _extended_card_json(card: Card | ExtendedView, stages: Sequence[StageView]) -> dict[str, Any]:
+def _extended_card_json(
+    card: Card | CardView, more: Card | ExtendedView, stages: Sequence[StageView]
+) -> dict[str, Any]:
+    """The ExtendedCard schema of a card (its card view, and ``more``: the columns only this
+    schema shows; a Card is both)."""
     return {
         **card_json(card),
         "aiTranscript": card.ai_transcript,
@@ -168,17 +172,17 @@ def _extended_card_json(card: Card | ExtendedView, stages: Sequence[StageView]) 
         **links.link_json(card.link_meta),
         "fileWidth": card.file_width,
         "fileHeight": card.file_height,
-        "fileDuration": None if card.duration_ms is None else card.duration_ms / 1000,
-        "audioWaveform": card.waveform,
+        "fileDuration": None if more.duration_ms is None else more.duration_ms / 1000,
+        "audioWaveform": more.waveform,
         "videoScrub": None
-        if card.scrub is None
-        else {**card.scrub, "url": _rendition_url(card.scrub_object, "scrub.webp")},
-        "aiTranscriptSource": card.transcript_source,
-        "captionsFile": _captions_json(card),
-        "colors": colors.palette(card.content) if card.type == "palette" else colors.named(card.colors or []),
-        "aiEngine": card.ai_engine,
+        if more.scrub is None
+        else {**more.scrub, "url": _rendition_url(more.scrub_object, "scrub.webp")},
+        "aiTranscriptSource": more.transcript_source,
+        "captionsFile": _captions_json(more),
+        "colors": colors.palette(card.content) if card.type == "palette" else colors.named(more.colors or []),
+        "aiEngine": more.ai_engine,
         "thumbnailOverridden": card.thumbnail_overridden,
-        **_capture_json(card),
+        **_capture_json(card.id, more),
     }
 
 
@@ -189,17 +193,17 @@ _CAPTURED = {
 }
 
 
-def _capture_json(card: Card | ExtendedView) -> dict[str, Any]:
+def _capture_json(card_id: str, more: Card | ExtendedView) -> dict[str, Any]:
     """The extended card's capture fields: the archive and the reader view (null while none)."""
-    facts = card.capture or {}
+    facts = more.capture or {}
     fields: dict[str, Any] = {"linkCapturedAt": facts.get("capturedAt")}
     for field, (column, extension, content_type, name) in _CAPTURED.items():
-        key = getattr(card, column)
+        key = getattr(more, column)
         fields[field] = (
             None
             if key is None
             else {
-                "url": file_url(key, f"{card.id}.{extension}", content_type),
+                "url": file_url(key, f"{card_id}.{extension}", content_type),
                 "contentType": content_type,
                 "capturedAt": facts.get("capturedAt"),
                 **facts.get(name, {}),
@@ -208,13 +212,13 @@ def _capture_json(card: Card | ExtendedView) -> dict[str, Any]:
     return fields
 
 
-def _captions_json(card: Card | ExtendedView) -> dict[str, Any] | None:
-    if card.captions is None:
+def _captions_json(more: Card | ExtendedView) -> dict[str, Any] | None:
+    if more.captions is None:
         return None
-    name, caption_format = card.captions["fileName"], card.captions["format"]
+    name, caption_format = more.captions["fileName"], more.captions["format"]
     return {
-        **card.captions,
-        "url": file_url(card.captions_object, name, captions.CONTENT_TYPES[caption_format]),
+        **more.captions,
+        "url": file_url(more.captions_object, name, captions.CONTENT_TYPES[caption_format]),
     }
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards import editing, facets, listing, reading, trash
+from cardvault.domain.cards import adding, captions, editing, facets, listing, reading, thumbnails, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
-from cardvault.domain.files import captions, file_cards, thumbnails
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.processing import Written
@@ -25,22 +24,14 @@ from cardvault.workers.pipeline import send_after_commit
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
     rt = runtime.current()
-    with file_cards.adding_card(
+    with adding.adding_card(
         rt.db,
         rt.store,
         account_id=user,
-        card_type=body.get("cardType"),
-        content=body.get("content"),
-        notes=body.get("notes"),
-        tags=body.get("tags", ()),
-        url=body.get("url"),
-        source=body.get("source"),
         file_key=body.get("fileKey"),
         file_etag=body.get("fileEtag"),
-        file_name=body.get("fileName"),
-        file_size=body.get("fileSize"),
-        mime_type=body.get("mimeType"),
         max_cards=rt.settings.max_cards,
+        **_new_card(body),
     ) as (session, written):
         card = written.card
         send_after_commit(session, written)
@@ -48,6 +39,18 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
     return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
+
+
+# The body's name of each field of a new card (editing.NewCard): cardType for card_type.
+_NEW_CARD_FIELDS = {
+    "".join(word if i == 0 else word.capitalize() for i, word in enumerate(name.split("_"))): name
+    for name in editing.NewCard.__annotations__
+}
+
+
+def _new_card(body: dict[str, Any]) -> editing.NewCard:
+    """The new card's fields the body gives."""
+    return cast(editing.NewCard, {name: body[key] for key, name in _NEW_CARD_FIELDS.items() if key in body})
 
 
 def list_cards(

@@ -30,7 +30,7 @@ def list_changes(user: str, limit: int = 100, cursor: str | None = None) -> dict
         cards = card_json.extended_many(list(found.cards.values()))
         counts = folders.card_counts(session, list(found.folders))
         shown: dict[tuple[str, str], dict[str, Any]] = {
-            **{("card", card.id): cards[card.pk] for card in found.cards.values()},
+            **{("card", view.card.id): cards[view.card.pk] for view in found.cards.values()},
             **{("folder", f.id): folder_json(f, counts[f.id]) for f in found.folders.values()},
             **{("tag", key): {"name": t.name, "count": t.count} for key, t in found.tags.items()},
             **{("tagOperation", o.id): operation_json(o) for o in found.tag_operations.values()},

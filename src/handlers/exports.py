@@ -1,4 +1,4 @@
-"""ZIP exports: thin edges over cardvault.domain.portability.exports; the archive is made by a worker."""
+"""ZIP exports: thin edges over cardvault.domain.portability.exports.jobs; the archive is made by a worker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import ExportRunning
 from cardvault.domain.models import ExportJob
-from cardvault.domain.portability import exports
+from cardvault.domain.portability.exports import jobs as exports
 from cardvault.handlers.http import runtime
 from cardvault.workers.exports import CONTENT_TYPE, run_export
 

@@ -1,4 +1,4 @@
-"""Imports: thin edges over cardvault.domain.portability.import_jobs; a worker takes the entries."""
+"""Imports: thin edges over cardvault.domain.portability.imports.jobs; a worker takes the entries."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Any
 
 from cardvault.domain.db import after_commit
 from cardvault.domain.errors import UnsupportedType
-from cardvault.domain.files import uploads
+from cardvault.domain.files import doomed, uploads
 from cardvault.domain.models import ImportJob
-from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats.known import NAMES, detect
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.imports.formats.known import NAMES, detect
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.workers.files import delete_doomed_objects
@@ -76,7 +76,7 @@ def start_import(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, 
             answer = {"job": job_json(job)}
     except Exception:
         with rt.db.transaction() as session:  # the copy no job took (another import won the race)
-            uploads.doom(session, [object_key])
+            doomed.doom(session, [object_key])
         raise
     return answer, 202, {"Location": f"/v1/imports/{import_id}"}
 

@@ -14,7 +14,8 @@ CAPTURE_MAX_SECONDS = 180.0  # inside the stage's own time limit (cardvault.doma
 
 @dataclasses.dataclass(frozen=True)
 class CaptureSettings:
-    """Link capture in headless Chromium (the ``capture`` stage; README, "Link capture")."""
+    """Link capture in headless Chromium (the ``capture`` stage; docs/files-and-capture.md,
+    "Link capture")."""
 
     enabled: bool = setting(  # off: the capture stage is skipped, CAPTURE_OFF
         "CARDVAULT_CAPTURE",

@@ -18,7 +18,8 @@ import zipstream
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportItem, ExportJob
-from cardvault.domain.portability import archive, export_runs
+from cardvault.domain.portability import archive
+from cardvault.domain.portability.exports import runs as export_runs
 
 log = logging.getLogger("cardvault.exports")
 

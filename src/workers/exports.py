@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import secrets
 import threading
 
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
@@ -16,8 +15,9 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, is_storage_full
 from cardvault.domain.models import ExportJob
-from cardvault.domain.portability import export_runs
+from cardvault.domain.portability.exports import runs as export_runs
 from cardvault.services import Services
+from cardvault.workers import sliced
 from cardvault.workers.broker import actor
 from cardvault.workers.export_archive import Beat, Stopped, write_zip
 
@@ -53,8 +53,7 @@ def run_export(services: Services, job_id: str) -> None:
 def _run(services: Services, job_id: str) -> None:
     db, patience = services.database, services.settings.stale_seconds
     # The lease is chosen here, so that a claim whose COMMIT was lost can be run again.
-    stale_ms = int(patience * 1000)
-    claim = functools.partial(_claim, db, job_id, secrets.token_hex(8), stale_ms)
+    claim = functools.partial(_claim, db, job_id, sliced.new_lease(), sliced.stale_ms(services))
     lease = db.run(claim, patience=patience, idempotent=True)
     if lease is None:
         return
@@ -180,10 +179,7 @@ def expire_exports(services: Services) -> None:
 
 def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every pending or running export whose heartbeat is older than this."""
-    with services.database.transaction(write=False) as session:
-        stale = export_runs.stale(session, older_than_ms=int(older_than_seconds * 1000))
-    for job_id in stale:
-        run_export.send(job_id)
+    stale = sliced.resend_stale(services, export_runs.stale, run_export.send, older_than_seconds)
     with services.database.transaction() as session:
         export_runs.resent(session, stale, older_than_ms=int(older_than_seconds * 1000))
     return len(stale)

@@ -3,7 +3,7 @@ triggers), and uploads no card took within 24 hours."""
 
 from __future__ import annotations
 
-from cardvault.domain.files import uploads
+from cardvault.domain.files import doomed, uploads
 from cardvault.services import Services
 from cardvault.workers.broker import actor
 
@@ -16,12 +16,12 @@ def delete_doomed_objects(services: Services) -> None:
     deletes them again (deleting a missing object is no error)."""
     while True:
         with services.database.transaction(write=False) as session:
-            keys = uploads.doomed(session, batch_size=BATCH)
+            keys = doomed.doomed(session, batch_size=BATCH)
         if not keys:
             return
         services.blobs.delete(keys)
         with services.database.transaction() as session:
-            uploads.forget_doomed(session, keys)
+            doomed.forget_doomed(session, keys)
         if len(keys) < BATCH:
             return
 

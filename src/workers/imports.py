@@ -1,6 +1,6 @@
 """The actor that runs imports: it reads the job's file from the blob store as a stream, skips
 the entries earlier runs took (the job's ``position``), and takes the rest a batch per
-transaction (cardvault.domain.portability.import_jobs), handing over to a fresh message (and
+transaction (cardvault.domain.portability.imports.jobs), handing over to a fresh message (and
 its lease) after each time slice. Memory holds one batch, whatever the file's size.
 
 One run works on a job at a time: a run holds the job's lease while its heartbeat is fresh (a
@@ -10,18 +10,16 @@ the sweeper sends a job again once its heartbeat is stale."""
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
-from typing import Any
 
 from cardvault.domain.clock import now_ms
-from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats.known import RESTORED, reader
-from cardvault.domain.portability.import_entries import Budget
-from cardvault.domain.portability.import_jobs import DAY_MS
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.imports.entries import Budget
+from cardvault.domain.portability.imports.formats.known import RESTORED, reader
+from cardvault.domain.portability.imports.jobs import DAY_MS
 from cardvault.services import Services
 from cardvault.settings import Settings
-from cardvault.workers import restores
+from cardvault.workers import restores, sliced
 from cardvault.workers.broker import actor
 from cardvault.workers.pipeline import send_turns
 
@@ -34,22 +32,27 @@ BEAT_SECONDS = 5.0  # while skipping what earlier runs took
 HEAD_BYTES = 4096
 
 
+fail_import = sliced.giving_up(
+    actor_name="fail_import",
+    queue_name="imports",
+    noun="import",
+    fail=lambda session, import_id, error: import_jobs.fail(session, import_id=import_id, error=error),
+)
+
+
 @actor(
     actor_name="run_import",
     queue_name="imports",
-    max_retries=10,
-    min_backoff=1_000,
-    max_backoff=60_000,
     time_limit=600_000,
-    on_retry_exhausted="fail_import",
+    on_retry_exhausted=fail_import.actor_name,
+    **sliced.RETRIED,
 )
 def run_import(services: Services, import_id: str, handed: str | None = None) -> None:
     """Take batches of the import's entries until the file ends or the time slice is used;
     ``handed`` is the lease of the run before, which ended its slice."""
     db, store = services.database, services.blobs
-    lease = secrets.token_hex(8)
+    lease, stale_ms = sliced.new_lease(), sliced.stale_ms(services)
     with db.transaction() as session:
-        stale_ms = int(services.settings.stale_seconds * 1000)
         job = import_jobs.claim(session, import_id=import_id, lease=lease, handed=handed, stale_ms=stale_ms)
         if job is None:
             return
@@ -80,10 +83,10 @@ def run_import(services: Services, import_id: str, handed: str | None = None) ->
             with db.transaction() as session:
                 if not import_jobs.beat(session, import_id=import_id, lease=lease):
                     return
-    deadline = time.monotonic() + SLICE_SECONDS
-    while True:
+
+    def take() -> bool:
+        nonlocal position
         batch = list(itertools.islice(items, import_jobs.BATCH_SIZE))
-        last = len(batch) < import_jobs.BATCH_SIZE
         with db.transaction() as session:
             taken = import_jobs.take(
                 session,
@@ -91,29 +94,15 @@ def run_import(services: Services, import_id: str, handed: str | None = None) ->
                 lease=lease,
                 start=position,
                 items=batch,
-                last=last,
+                last=len(batch) < import_jobs.BATCH_SIZE,
                 budget=budget(services.settings),
             )
-        if taken.stages:  # they wait for the account's turns (cardvault.domain.portability.import_turns)
+        if taken.stages:  # they wait for the account's turns (cardvault.domain.portability.imports.turns)
             send_turns(services, account_id)
-        if not taken.going_on:
-            return
         position += len(batch)
-        if time.monotonic() > deadline:
-            run_import.send(import_id, lease)
-            return
+        return taken.going_on
 
-
-@actor(actor_name="fail_import", queue_name="imports", max_retries=10)
-def fail_import(services: Services, message: dict[str, Any], retry_info: dict[str, Any]) -> None:
-    """Record that an import failed for good after its retries ran out."""
-    import_id = message["args"][0]
-    with services.database.transaction() as session:
-        import_jobs.fail(
-            session,
-            import_id=import_id,
-            error=f"The import failed {retry_info.get('retries', 0)} times and was stopped.",
-        )
+    sliced.run_slice(take, seconds=SLICE_SECONDS, hand_over=lambda: run_import.send(import_id, lease))
 
 
 def budget(configured: Settings) -> Budget:
@@ -138,8 +127,4 @@ def forget_ended_imports(services: Services) -> None:
 
 def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every active import whose last batch is older than this; return how many."""
-    with services.database.transaction(write=False) as session:
-        stale = import_jobs.stale(session, older_than_ms=int(older_than_seconds * 1000))
-    for import_id in stale:
-        run_import.send(import_id)
-    return len(stale)
+    return len(sliced.resend_stale(services, import_jobs.stale, run_import.send, older_than_seconds))

@@ -39,7 +39,7 @@ from cardvault.adapters import metrics
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
-from cardvault.domain.files import held, uploads
+from cardvault.domain.files import doomed, held
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline import processing
 from cardvault.domain.pipeline import table as pipeline
@@ -47,7 +47,7 @@ from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped
 from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.pipeline.results import SIZES
 from cardvault.domain.pipeline.rules import RULES, StageRules
-from cardvault.domain.portability import import_turns
+from cardvault.domain.portability.imports import turns as import_turns
 from cardvault.services import Services
 from cardvault.workers.broker import actor
 from cardvault.workers.files import delete_doomed_objects
@@ -361,7 +361,7 @@ def _record(
             if name.endswith("_object") and (kept is None or getattr(kept, name) != value)
         ]
         if made:
-            uploads.doom(session, made)
+            doomed.doom(session, made)
         if any(name.endswith("_object") for name in fields):  # its own, or those it replaced
             after_commit(session, delete_doomed_objects.send)
         if current and kept is not None and not skipped:

@@ -1,6 +1,6 @@
-"""Restoring our own export archive's cards (cardvault.domain.portability.import_checks and
-.imports have the rules): each card's files copied out of the archive into uploads and taken as
-any upload is, its caption file attached, its capture restored (cardvault.import_captures), and
+"""Restoring our own export archive's cards (cardvault.domain.portability.restore has the
+rules): each card's files copied out of the archive into uploads and taken as any upload is,
+its caption file attached, its capture restored (cardvault.workers.restored_captures), and
 what the pipeline made kept where the API can show it. Used by ``cardvault import`` (a card at
 a time, with a progress bar) and by the import actor for an archive imported over the API
 (``format: cardvault``), as a job that survives its worker: the card its current entry made is
@@ -24,21 +24,24 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT7
 from sqlalchemy.orm import Session
 
-from cardvault import import_captures as captured
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
-from cardvault.domain.cards import editing
+from cardvault.domain.cards import captions, editing
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardLimitReached, CardVaultError, InvalidInput
-from cardvault.domain.files import captions, uploads
+from cardvault.domain.files import uploads
 from cardvault.domain.files.quotas import Quotas
 from cardvault.domain.models import Card
 from cardvault.domain.portability import archive as archive_format
-from cardvault.domain.portability import import_checks, import_jobs, imports, restore_jobs
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.restore import cards as restore_cards
+from cardvault.domain.portability.restore import checks as restore_checks
+from cardvault.domain.portability.restore import jobs as restore_jobs
 from cardvault.services import Services
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
 from cardvault.workers.pipeline import send_after_commit
+from cardvault.workers.restored_captures import restore as restore_captures
 
 SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
 
@@ -52,7 +55,7 @@ def restore_card(
     db: Database,
     store: BlobStore,
     decoder: Decoder,
-    archive: import_checks.Archive,
+    archive: restore_checks.Archive,
     account_id: str,
     record: dict[str, Any],
     folder_ids: dict[str, str],
@@ -85,7 +88,7 @@ def restore_card(
         file, restored = uploads.copy_for_card(store, found.checked), 1
         content = found.content if found.card_type == "text" else content
     with db.transaction() as session:
-        card = imports.add_card(
+        card = restore_cards.add_card(
             session,
             account_id=account_id,
             record=record,
@@ -120,11 +123,11 @@ def restore_card(
                 captions.apply(session, account_id=account_id, card_id=card_id, attached=attached)
             restored += 1
     if any(isinstance(record.get(role), dict) for role in archive_format.CAPTURE_ROLES):
-        restored += captured.restore(
+        restored += restore_captures(
             db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record, quota=quotas
         )
     with db.transaction() as session:
-        written = imports.finish_card(session, account_id=account_id, card_id=card_id, record=record)
+        written = restore_cards.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         if on_whole is not None:
             on_whole(session)
         send_after_commit(session, written)
@@ -134,7 +137,7 @@ def restore_card(
 def _stored(
     db: Database,
     store: BlobStore,
-    archive: import_checks.Archive,
+    archive: restore_checks.Archive,
     account_id: str,
     file: dict[str, Any],
     record: dict[str, Any],
@@ -185,7 +188,7 @@ def _stored(
     return upload_id, stored.etag
 
 
-def servable() -> import_checks.Servable:
+def servable() -> restore_checks.Servable:
     """Whether a value is what the API shows, by the spec's schema of it (``link``: the
     extended card's link fields, by theirs)."""
     spec = _json_schema(spec_document()[1])
@@ -245,7 +248,7 @@ def restore_slice(
 ) -> bool:
     """Restore the job's archive (at ``key``) from its card at ``position`` for a time slice;
     True when cards are left for the next slice. The archive is copied to a temporary file and
-    checked whole first (import_checks.open_archive): one that fails its checks fails the job."""
+    checked whole first (restore_checks.open_archive): one that fails its checks fails the job."""
     db, store = services.database, services.blobs
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "export.zip"
@@ -253,7 +256,7 @@ def restore_slice(
             for chunk in store.stream(key):
                 out.write(chunk)
         try:
-            archive = import_checks.open_archive(path)
+            archive = restore_checks.open_archive(path)
         except InvalidInput as exc:
             with db.transaction() as session:
                 import_jobs.fail(session, import_id=import_id, error=exc.message)
@@ -274,7 +277,7 @@ def _restore_cards(
     store: BlobStore,
     decoder: Decoder,
     quotas: Quotas,
-    archive: import_checks.Archive,
+    archive: restore_checks.Archive,
     import_id: str,
     lease: str,
     position: int,
@@ -287,7 +290,7 @@ def _restore_cards(
         if job is None:
             return False
         account_id = job.account_id
-        folder_ids = imports.restore_folders(session, account_id=account_id, records=archive.folders)
+        folder_ids = restore_cards.restore_folders(session, account_id=account_id, records=archive.folders)
     check = servable()
     deadline = time.monotonic() + SLICE_SECONDS
     for index in range(position, len(archive.cards)):
@@ -306,7 +309,7 @@ def _restore_cards(
                 raise _LeaseLost
 
         try:
-            record = import_checks.check_record(raw, check)
+            record = restore_checks.check_record(raw, check)
             restore_card(
                 db,
                 store,
@@ -340,7 +343,7 @@ def _restore_cards(
             why = exc.message if isinstance(exc, CardVaultError) else f"{type(exc).__name__}: {exc}"
             with db.transaction() as session:
                 if made:
-                    imports.discard_card(session, account_id=account_id, card_id=made[0])
+                    restore_cards.discard_card(session, account_id=account_id, card_id=made[0])
                 if not restore_jobs.card_restored(
                     session,
                     import_id=import_id,

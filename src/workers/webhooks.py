@@ -46,7 +46,7 @@ def dispatch_webhooks(services: Services, account_id: str) -> None:
 def lease_ms(config: Settings) -> int:
     """How long a batch is held: past its sending (posts start while the lease has a post's
     time and a margin left, and each ends by its deadline), so it never expires under an
-    attempt (README: CARDVAULT_STALE_SECONDS)."""
+    attempt (docs/configuration.md: CARDVAULT_STALE_SECONDS)."""
     return int(max(config.stale_seconds, 2 * config.webhook_timeout_seconds + 5) * 1000)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, sync_playwright
 
-from bench.servers import IN_CI
+from harness.servers import IN_CI
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 

@@ -15,12 +15,12 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server, redis_server, running_server, server_env
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import PageServer, page_server, redis_server, running_server, server_env
 from tests.conftest import Api, api_of_new_account, app_env, fresh_postgres_database
 from tests.contract.test_link_workers import settled
 from tests.unit.handlers.test_exports import download, started, verified, wait_for_export
@@ -168,7 +168,7 @@ def test_with_capture_off_the_stage_is_skipped_and_the_ai_reads_the_fetched_page
 def test_an_export_carries_the_capture_and_an_import_restores_it_without_capturing_again(
     api: Api, pages: PageServer, store: BlobStore, database: Database, tmp_path: Path
 ) -> None:
-    from cardvault import importer
+    from cardvault.handlers.cli import restore
 
     card = processed(api, _link(api, pages.url("/tides")))
     started(api)
@@ -187,7 +187,7 @@ def test_an_export_carries_the_capture_and_an_import_restores_it_without_capturi
     other = api_of_new_account(api.client, database, "restored")
     out = io.StringIO()
     assert (
-        importer.run(database, store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out) == 0
+        restore.run(database, store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out) == 0
     )
     assert out.getvalue().splitlines()[-1] == "Imported 1 cards, 0 folders and 3 files."
     (listed,) = other.get("/v1/cards").json()["items"]

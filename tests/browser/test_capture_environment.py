@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import page_server
 from cardvault.adapters.capture import CaptureBrowser, Limits, environment, find_browser
 from cardvault.adapters.fetcher import Fetcher
+from harness.servers import page_server
 
 SECRETS = {
     "CARDVAULT_SECRET_KEY": "secret-key-8d1f0c",

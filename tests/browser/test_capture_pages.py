@@ -18,9 +18,9 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from bench.servers import PageServer, page_server
 from cardvault.adapters.capture import CaptureBrowser, CaptureRefused, Limits, find_browser
 from cardvault.adapters.fetcher import Fetcher
+from harness.servers import PageServer, page_server
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 SECONDS = 8.0

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import sync_playwright
 
-from bench.servers import PageServer, page_server
 from cardvault.adapters.browser_proxy import BrowserProxy, chromium_arguments
 from cardvault.adapters.fetcher import Fetcher
+from harness.servers import PageServer, page_server
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from bench.servers import BIN, PageServer, cli, page_server, server_env, serving
+from harness.servers import BIN, PageServer, cli, page_server, server_env, serving
 
 PASSWORD = "a browser-typed passphrase"
 CALLBACK_PAGE = (

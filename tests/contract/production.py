@@ -11,8 +11,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.servers import BIN, prepared, redis_server, seaweedfs_server, server_env, serving
 from cardvault.domain.db import Database
+from harness.servers import BIN, prepared, redis_server, seaweedfs_server, server_env, serving
 from tests.conftest import fresh_postgres_database
 
 

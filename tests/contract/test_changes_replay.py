@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.servers import redis_server, running_server, server_env
+from harness.servers import redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
 
 WRITERS = 16

@@ -24,7 +24,7 @@ from sqlalchemy import select
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import ExportJob
-from cardvault.domain.portability import export_runs
+from cardvault.domain.portability.exports import runs as export_runs
 from tests.contract.production import kill, worker
 from tests.contract.production import production as shape
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.servers import redis_server, running_server, server_env
+from harness.servers import redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
 
 ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
-from cardvault.domain.portability import import_jobs
+from cardvault.domain.portability.imports import jobs as import_jobs
 from tests.contract.production import kill, worker
 from tests.contract.production import production as shape
 

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from bench.media_files import FOX
-from bench.servers import PageServer, page_server, redis_server, running_server, server_env
+from harness.media_files import FOX
+from harness.servers import PageServer, page_server, redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
 from tests.speech_extra import require_speech
 

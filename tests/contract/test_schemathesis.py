@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import BIN, redis_server, running_server, server_env
+from harness.servers import BIN, redis_server, running_server, server_env
 from tests.conftest import fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook as Verifier
 
-from bench.servers import Answer, PageServer, page_server, prepared, redis_server, server_env, serving
+from harness.servers import Answer, PageServer, page_server, prepared, redis_server, server_env, serving
 from tests.conftest import fresh_postgres_database
 from tests.contract.production import kill
 from tests.contract.production import worker as start_worker

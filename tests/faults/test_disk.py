@@ -4,7 +4,7 @@ through two API processes (the PUT to this server's upload URL, then createCard)
 writes renditions of cards made just before, and an export starts on the full disk. Every
 answer is a success or 503 SERVICE_UNAVAILABLE with retryAt, no partial file stays behind,
 every acknowledged card's file is there byte for byte, and the export, given back on the full
-disk without using up its attempts, ends ready with every file (bench.faults.disk). The same
+disk without using up its attempts, ends ready with every file (harness.faults.disk). The same
 holds for the embedded default: one process, with SQLite on the full disk too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.disk import disk_full
+from harness.faults.disk import disk_full
 from tests.conftest import fresh_postgres_database
 
 

@@ -2,7 +2,7 @@
 and of the worker's process (restarted by a supervisor, as systemd would), while clients create
 link cards and start tag renames. Only a request whose process died under it loses its
 connection; every acknowledged card is stored once, and every card and operation a killed
-worker held is taken over and finished (bench.faults.kills)."""
+worker held is taken over and finished (harness.faults.kills)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.kills import processes_killed
+from harness.faults.kills import processes_killed
 from tests.conftest import fresh_postgres_database
 
 

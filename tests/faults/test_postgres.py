@@ -1,4 +1,4 @@
-"""Faults, PostgreSQL (bench.faults.postgres): clients create cards and start exports through
+"""Faults, PostgreSQL (harness.faults.postgres): clients create cards and start exports through
 two API processes and a worker while every connection to the database is killed six times,
 0.7 s apart (pg_terminate_backend; the shared server itself is never stopped), and while a
 server of the test's own is stopped, cleanly and as in a crash, for two seconds and started
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.postgres import connections_killed, postgres_bin, server_restarted
-from bench.servers import IN_CI
+from harness.faults.postgres import connections_killed, postgres_bin, server_restarted
+from harness.servers import IN_CI
 from tests.conftest import fresh_postgres_database
 
 SETTLE_SECONDS = 15.0  # well inside the stale period, after which the sweeper would send a job again

@@ -2,7 +2,7 @@
 empty while clients create link cards and start tag renames through two API processes and a
 worker. Every write is answered (Redis is not where cards are kept), every acknowledged card is
 stored once, and once Redis is back every card is processed and every operation completes: the
-sweeper sends again what Redis lost (bench.faults.redis)."""
+sweeper sends again what Redis lost (harness.faults.redis)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.redis import redis_restarted
+from harness.faults.redis import redis_restarted
 from tests.conftest import fresh_postgres_database
 
 

@@ -4,7 +4,7 @@ createCard with fileKey and fileEtag) through two API processes and a worker tha
 renditions, and an export copies the files into its archive. Every answer of our API is a card
 or the error body of a passing fault (503 SERVICE_UNAVAILABLE with retryAt), never a 500 or a
 hang; once the store is back every card's renditions are made, the export ends ready with
-every file, and every acknowledged card is there with its file (bench.faults.storage)."""
+every file, and every acknowledged card is there with its file (harness.faults.storage)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.storage import s3_stopped
+from harness.faults.storage import s3_stopped
 from tests.conftest import fresh_postgres_database
 
 

@@ -16,16 +16,16 @@ import subprocess
 import sys
 import textwrap
 
-from bench.page_charsets import FAMILIES
-from bench.servers import ROOT
 from cardvault.domain.pipeline.link_metadata import PAGE_BYTES
+from harness.page_charsets import FAMILIES
+from harness.servers import ROOT
 
 CPU_SECONDS = 120  # for the whole corpus, which reads in about 5 s on one core
 
 _CHILD = textwrap.dedent(
     """
     import sys
-    from bench.page_charsets import FAMILIES, page
+    from harness.page_charsets import FAMILIES, page
     from cardvault.adapters.pages import PageUnreadable, read_page
     for label in FAMILIES:
         try:

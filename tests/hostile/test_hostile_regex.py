@@ -21,13 +21,15 @@ from typing import Any
 
 import pytest
 
-from bench.servers import ROOT
 from cardvault.adapters.pages import categories, encodings, head, schema_org, values
 from cardvault.domain import errors
 from cardvault.domain.cards import classify
-from cardvault.domain.portability import archive, import_checks, import_entries
-from cardvault.domain.portability.formats import delimited, known, zipped
+from cardvault.domain.portability import archive
+from cardvault.domain.portability.imports import entries as import_entries
+from cardvault.domain.portability.imports.formats import delimited, known, zipped
+from cardvault.domain.portability.restore import checks as restore_checks
 from cardvault.domain.search import query, words
+from harness.servers import ROOT
 
 CASE_SECONDS = 30  # for one case's three sizes (linear ones take a few seconds on a loaded core)
 SIZES = (1, 2, 4)  # MiB
@@ -110,7 +112,7 @@ CASES: dict[str, Callable[[int], Any]] = {
     "format sniffing: a CSV header of one long line": lambda n: known.detect(("title," * (n // 6)).encode()),
     "import checks: URLs, digests and colours": lambda n: [
         pattern.fullmatch(text)
-        for pattern in (import_checks._URL, import_checks._SHA256, import_checks._COLOR)
+        for pattern in (restore_checks._URL, restore_checks._SHA256, restore_checks._COLOR)
         for text in ("http://" + "a" * n + "\x00", "http://a" + "/" * n + " ", "f" * n + "g", "#" + "a" * n)
     ],
     "import entries: control characters and URL breakers": lambda n: [

@@ -1,13 +1,17 @@
-"""The ranking-cost bench's generated library (bench/relevance_data.py) is what it says, and the
-bench (bench/bench_relevance.py) runs end to end on a small one."""
+"""The ranking-cost bench's generated library (harness/relevance_data.py) is what it says, and the
+bench (bench/bench_relevance.py) runs end to end on a small one, as its command line runs it."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
-from bench import bench_relevance
-from bench.relevance_data import STOP_WORDS, generate
+from harness.relevance_data import STOP_WORDS, generate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _edits(a: str, b: str) -> int:
@@ -60,8 +64,12 @@ def test_each_query_is_drawn_from_its_card() -> None:
         assert meant, query
 
 
-def test_the_bench_measures_each_workload_against_bm25(tmp_path: Path) -> None:
-    results = bench_relevance.run("sqlite", tmp_path, cards=300, queries=10, rounds=1, seed=3)
+def test_the_bench_measures_each_workload_against_bm25() -> None:
+    small = ["--database", "sqlite", "--cards", "300", "--queries", "10", "--rounds", "1", "--seed", "3"]
+    command = [sys.executable, "-m", "bench.bench_relevance", *small]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [r["workload"] for r in results] == ["relevance_keyword", "relevance_question", "relevance_typo"]
     for result in results:
         assert result["cards"] == 300 and result["queries"] == 10

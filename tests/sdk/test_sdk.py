@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.servers import BIN, running_server, server_env
+from harness.servers import BIN, running_server, server_env
 from tests.conftest import IN_CI
 
 HERE = Path(__file__).resolve().parent

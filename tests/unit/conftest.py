@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bench.faults.disk import small_disk
-from bench.servers import S3_ACCESS_KEY, S3_BUCKET, S3_SECRET_KEY, free_port, seaweedfs_server
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.faults.disk import small_disk
+from harness.servers import S3_ACCESS_KEY, S3_BUCKET, S3_SECRET_KEY, free_port, seaweedfs_server
 from tests.conftest import Api, api_of_new_account, app_env
 
 
@@ -40,7 +40,7 @@ def unreachable_s3_env() -> dict[str, str]:
 @pytest.fixture
 def blobs_disk(tmp_path: Path) -> Iterator[Path]:
     """A disk of 1 MiB (a tmpfs) where the data directory keeps its blobs, for a test to fill
-    (bench.faults.disk.Filler); ask for it before the app or store, so they make their folders
+    (harness.faults.disk.Filler); ask for it before the app or store, so they make their folders
     on it. Skipped where mounting is not permitted (failed under CI=true)."""
     with small_disk(tmp_path / "blobs", 1) as disk:
         yield disk

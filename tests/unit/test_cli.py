@@ -256,7 +256,7 @@ def test_a_broken_speech_install_stops_the_workers_with_a_clear_message(tmp_path
 def test_a_worker_whose_process_is_killed_as_it_boots_exits_for_its_supervisor(tmp_path: Path) -> None:
     """Dramatiq's main process waited 30 s for a worker process killed while booting to say it
     was ready; a supervisor (systemd) could not start another meanwhile."""
-    from bench.servers import redis_server
+    from harness.servers import redis_server
 
     with redis_server(tmp_path) as (url, _process):
         env = {

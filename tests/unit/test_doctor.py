@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import free_port
 from cardvault import doctor
 from cardvault.settings import Settings
+from harness.servers import free_port
 
 SECRETS = {
     "CARDVAULT_SECRET_KEY": "k" * 40,

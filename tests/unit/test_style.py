@@ -1,5 +1,5 @@
 """House rules that a machine can check: lint, formatting, types, the direction of the layers,
-that the benchmarks stand on their own, and that the unit tests mirror src/."""
+that the benchmarks and the harness stand on their own, and that the unit tests mirror src/."""
 
 import ast
 import subprocess
@@ -16,12 +16,12 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing() -> None:
-    result = run(str(BIN / "ruff"), "check", "src", "tests", "bench")
+    result = run(str(BIN / "ruff"), "check", "src", "tests", "bench", "harness")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_code_is_formatted() -> None:
-    result = run(str(BIN / "ruff"), "format", "--check", "src", "tests", "bench")
+    result = run(str(BIN / "ruff"), "format", "--check", "src", "tests", "bench", "harness")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -38,27 +38,36 @@ def test_mypy_strict_finds_nothing() -> None:
     assert "Success" in result.stdout, result.stdout + result.stderr
 
 
-def test_bench_never_imports_the_tests_or_another_benchs_private_names() -> None:
+# Who may import whom among the top-level packages beside src/: the tests and the benchmarks
+# both stand on the harness, and the harness on neither.
+FORBIDDEN = {"bench": {"tests"}, "harness": {"tests", "bench"}, "tests": {"bench"}}
+
+
+def test_tests_bench_and_harness_import_in_one_direction_and_no_private_names() -> None:
     found = []
-    for path in sorted((ROOT / "bench").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Import):
-                found += [f"{where} imports {a.name}" for a in node.names if a.name.split(".")[0] == "tests"]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if node.module.split(".")[0] == "tests":
-                    found.append(f"{where} imports from {node.module}")
-                elif node.module.split(".")[0] == "bench":
-                    private = [a.name for a in node.names if a.name.startswith("_")]
-                    found += [f"{where} imports {node.module}.{name}" for name in private]
+    for top, forbidden in FORBIDDEN.items():
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Import):
+                    found += [
+                        f"{where} imports {a.name}" for a in node.names if a.name.split(".")[0] in forbidden
+                    ]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    if node.module.split(".")[0] in forbidden:
+                        found.append(f"{where} imports from {node.module}")
+                    elif node.module.split(".")[0] in {"bench", "harness"}:
+                        private = [a.name for a in node.names if a.name.startswith("_")]
+                        found += [f"{where} imports {node.module}.{name}" for name in private]
     assert found == []
 
 
 # The unit tests mirror src/: tests/unit/<folders>/test_<module>.py, or test_<module>_<aspect>.py,
 # where <module> is a module or sub-package at that path of src/ ("init" for a package's
 # __init__.py). The spec, openapi/cardvault.yaml, ships as the package cardvault.openapi: its tests
-# are tests/unit/openapi/test_cardvault.py. These two check the repository as a whole:
-WHOLE_REPOSITORY_TESTS = {"test_style.py", "test_wheel.py"}
+# are tests/unit/openapi/test_cardvault.py. These check the repository as a whole (test_docs.py: the
+# README and the docs site):
+WHOLE_REPOSITORY_TESTS = {"test_docs.py", "test_style.py", "test_wheel.py"}
 SPEC = "openapi/cardvault.yaml"
 
 # The modules of src/ with no test file of their own: the test file that exercises each (directly
@@ -66,9 +75,9 @@ SPEC = "openapi/cardvault.yaml"
 DECLARATIONS = "declarations only; every test that saves or reads a row uses them"
 COVERED_ELSEWHERE = {
     "domain/feed.py": "tests/unit/handlers/test_changes.py",
-    "domain/portability/import_entries.py": "tests/unit/domain/portability/test_import_jobs.py",
-    "domain/portability/import_turns.py": "tests/unit/workers/test_imports_bounds.py",
-    "domain/portability/restore_jobs.py": "tests/unit/workers/test_restores.py",
+    "domain/portability/imports/entries.py": "tests/unit/domain/portability/imports/test_jobs.py",
+    "domain/portability/imports/turns.py": "tests/unit/workers/test_imports_bounds.py",
+    "domain/portability/restore/jobs.py": "tests/unit/workers/test_restores.py",
     "domain/cards/extended.py": "tests/unit/handlers/test_changes.py",
     "domain/cards/facets.py": "tests/unit/handlers/test_cards_search.py",
     "domain/cards/ranking.py": "tests/unit/domain/cards/test_listing.py",
@@ -85,8 +94,8 @@ COVERED_ELSEWHERE = {
     "adapters/capture/steps.py": "tests/browser/test_capture_pages.py",
     "adapters/capture/environment.py": "tests/browser/test_capture_environment.py",
     "adapters/deadlines.py": "tests/unit/adapters/test_fetcher.py",
-    "import_captures.py": "tests/unit/test_importer.py",
     "workers/export_archive.py": "tests/unit/workers/test_exports.py",
+    "workers/restored_captures.py": "tests/unit/handlers/cli/test_restore.py",
     "adapters/decoder/jobs.py": "tests/unit/adapters/decoder/test_init.py",
     "adapters/media/__init__.py": "tests/unit/workers/stages/test_media.py",
     "adapters/pages/categories.py": "tests/unit/adapters/pages/test_init.py",
@@ -94,6 +103,7 @@ COVERED_ELSEWHERE = {
     "adapters/pages/open_graph.py": "tests/unit/adapters/pages/test_init.py",
     "domain/clock.py": "one call of time.time(); every test that checks a time uses it",
     "domain/files/uploads.py": "tests/unit/handlers/test_uploads.py",
+    "domain/files/doomed.py": "tests/unit/workers/test_files.py",
     "domain/files/held.py": "tests/unit/domain/files/test_quotas.py",
     "domain/guards/rate_limits.py": "tests/unit/handlers/http/test_operations_rate_limits.py",
     "domain/migrations/doomed.py": "tests/unit/domain/migrations/test_versions.py",
@@ -115,10 +125,11 @@ COVERED_ELSEWHERE = {
     "domain/models/tags.py": DECLARATIONS,
     # Its savepoints: the changes feed's and the vocabulary's tests (test_vocabulary.py too).
     "domain/pending.py": "tests/unit/domain/test_changes.py",
-    "domain/portability/export_runs.py": "tests/unit/workers/test_exports.py",
-    "domain/portability/exports.py": "tests/unit/workers/test_exports.py",
-    "domain/portability/import_checks.py": "tests/unit/test_importer.py",
-    "domain/portability/imports.py": "tests/unit/test_importer.py",
+    "domain/portability/exports/runs.py": "tests/unit/workers/test_exports.py",
+    "domain/portability/exports/jobs.py": "tests/unit/workers/test_exports.py",
+    "domain/portability/restore/captures.py": "tests/unit/handlers/cli/test_restore.py",
+    "domain/portability/restore/checks.py": "tests/unit/handlers/cli/test_restore.py",
+    "domain/portability/restore/cards.py": "tests/unit/handlers/cli/test_restore.py",
     "domain/pipeline/capture.py": "tests/unit/workers/stages/test_capture.py",
     "domain/pipeline/errors.py": "tests/unit/workers/test_pipeline.py",
     "domain/pipeline/link_metadata.py": "tests/unit/workers/stages/test_link_metadata.py",
@@ -192,7 +203,7 @@ def test_every_unit_test_file_names_a_module_at_its_mirrored_path() -> None:
         stem = test.stem.removeprefix("test_")
         if not any(stem == name or stem.startswith(f"{name}_") for name in names):
             wrong.append(f"tests/unit/{test.as_posix()}")
-    assert wrong == [], "name a module or package of src/ at the same path (see README, Tests)"
+    assert wrong == [], "name a module or package of src/ at its mirrored path (docs/architecture.md)"
 
 
 def test_every_module_has_a_test_file_or_says_which_test_exercises_it() -> None:

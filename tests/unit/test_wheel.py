@@ -22,7 +22,7 @@ import pytest
 import yaml
 from alembic.script import ScriptDirectory
 
-from bench.servers import free_port, stop
+from harness.servers import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
@@ -101,6 +101,9 @@ def test_the_wheel_holds_every_package_module_and_data_file_of_src(wheel: Path) 
             f"file under [tool.setuptools.package-data] in pyproject.toml): {missing}"
         )
         assert "cardvault/py.typed" in names
+        # The harness, the benchmarks and the tests stay in the checkout.
+        tops = {name.split("/")[0] for name in names}
+        assert {top for top in tops if not top.endswith(".dist-info")} == {"cardvault"}, tops
         assert archive.read("cardvault/openapi/cardvault.yaml") == SPEC.read_bytes()
 
 

@@ -13,7 +13,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import Conflict, InvalidInput, NotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Account
-from cardvault.domain.tags.names import tag_key
+from cardvault.domain.names import tag_key
 
 # An address as people type it: something@domain.tld, no spaces (the sign-in page checks no more).
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+")

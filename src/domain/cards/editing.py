@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from sqlalchemy.orm import Session
 
@@ -36,25 +37,32 @@ def check_content_size(content: str) -> None:
         raise ContentTooLarge("content", limit=MAX_CONTENT_BYTES, actual=size)
 
 
+class NewCard(TypedDict, total=False):
+    """What a new card is given (createCard's body, an import's entry): each field may be left
+    out (None; no tags). The upload a file card takes is named apart (``adding.adding_card``)."""
+
+    card_type: str | None  # inferred from content and url when not given
+    content: str | None
+    notes: str | None
+    tags: Sequence[str]
+    url: str | None
+    source: str | None
+    file_name: str | None
+    file_size: int | None
+    mime_type: str | None
+
+
 def add_card(
     session: Session,
     *,
     account_id: str,
-    card_type: str | None = None,
-    content: str | None = None,
-    notes: str | None = None,
-    tags: Sequence[str] = (),
-    url: str | None = None,
-    source: str | None = None,
     file: uploads.TakenFile | None = None,
-    file_name: str | None = None,
-    file_size: int | None = None,
-    mime_type: str | None = None,
     created_at: int | None = None,
     max_cards: int | None = None,
     counted: bool = True,
     queued: bool = False,
     imported: bool = False,
+    **given: Unpack[NewCard],
 ) -> Written:
     """Create a card; its type is inferred from content and url when not given. A card that
     takes an uploaded ``file`` (see ``check_file``) marks its upload taken. ``created_at`` is
@@ -62,7 +70,8 @@ def add_card(
     (CardLimitReached past it); ``counted=False``: the caller counts the card in the account's
     holdings (an import's batch, once, at its end). ``queued``: queue the card's stages, to send
     after the commit (``imported``: an import's, to run behind those queued by hand)."""
-    clean = clean_tags(tags)
+    card_type, content, url = given.get("card_type"), given.get("content"), given.get("url")
+    clean = clean_tags(given.get("tags", ()))
     taken = file
     upload = None
     if taken is not None:
@@ -86,12 +95,12 @@ def add_card(
         account_id=account_id,
         type=card_type,
         content=content,
-        notes=notes,
+        notes=given.get("notes"),
         url=url,
-        source=source,
-        file_name=file_name,
-        file_size=file_size,
-        mime_type=mime_type,
+        source=given.get("source"),
+        file_name=given.get("file_name"),
+        file_size=given.get("file_size"),
+        mime_type=given.get("mime_type"),
         is_favorited=False,
         created_at=now,
         updated_at=now,

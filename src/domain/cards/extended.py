@@ -11,44 +11,25 @@ import orjson
 from sqlalchemy import ARRAY, Select, String, any_, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards.reading import aggregate, as_psycopg_gives, gathered, unpack
+from cardvault.domain.cards.reading import (
+    VIEW_WIDTH,
+    CardView,
+    aggregate,
+    as_psycopg_gives,
+    card_view,
+    view_columns,
+)
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.pipeline.status import STAGE_COLUMNS, StageView
 from cardvault.domain.statements import prepared_rows
 
 
 class ExtendedView(NamedTuple):
-    """A card as read for the extended card (the changes feed reads many at once): every
-    column but the long texts the responses never show (``source_text``, ``captions_text``)
-    and the upload's ETag, then its tags, folders and processing stages."""
+    """A card as read for the extended card (the changes feed reads many at once): its card
+    view, then every other column but the long texts the responses never show (``source_text``,
+    ``captions_text``) and the upload's ETag, then its processing stages."""
 
-    pk: int
-    id: str
-    account_id: str
-    type: str
-    content: str
-    notes: str | None
-    url: str | None
-    source: str | None
-    file_name: str | None
-    file_size: int | None
-    mime_type: str | None
-    file_object: str | None
-    file_kind: str | None
-    file_extension: str | None
-    file_language: str | None
-    file_width: int | None
-    file_height: int | None
-    file_preview: dict[str, Any] | None
-    compact_object: str | None
-    placeholder_object: str | None
-    thumbnail_object: str | None
-    thumbnail_overridden: bool
-    metadata_title: str | None
-    metadata_description: str | None
-    link_meta: dict[str, Any] | None
-    ai_summary: str | None
-    ai_transcript: str | None
+    card: CardView
     transcript_source: str | None
     ai_engine: dict[str, Any] | None
     colors: list[str] | None
@@ -58,38 +39,17 @@ class ExtendedView(NamedTuple):
     scrub_object: str | None
     captions_object: str | None
     captions: dict[str, Any] | None
-    screenshot_object: str | None
-    screenshot_compact_object: str | None
-    screenshot_placeholder_object: str | None
     archive_object: str | None
     reader_object: str | None
     capture: dict[str, Any] | None
-    is_favorited: bool
-    completed_at: int | None
-    created_at: int
-    updated_at: int
-    deleted_at: int | None
-    archived_at: int | None
-    tags: list[str]
-    ai_tags: list[str]
-    folder_ids: list[str]
     stages: list[StageView]
 
 
-_EXTENDED_COLUMNS = [Card.__table__.c[name] for name in ExtendedView._fields[:-4]]
-_EXTENDED_FLAGS = tuple(ExtendedView._fields.index(name) for name in ("is_favorited", "thumbnail_overridden"))
-_EXTENDED_DOCUMENTS = tuple(
-    ExtendedView._fields.index(name)
-    for name in (
-        "file_preview",
-        "link_meta",
-        "ai_engine",
-        "colors",
-        "waveform",
-        "scrub",
-        "captions",
-        "capture",
-    )
+# The columns read beside the card view's, in ExtendedView's order, and which of them are JSON
+# documents (SQLite reads them as text).
+_MORE = ExtendedView._fields[1:-1]
+_MORE_DOCUMENTS = tuple(
+    _MORE.index(name) for name in ("ai_engine", "colors", "waveform", "scrub", "captions", "capture")
 )
 
 
@@ -109,7 +69,8 @@ def _extended_query(dialect: str) -> Select[Any]:
         among = Card.id.in_(
             select(literal_column("value")).select_from(func.json_each(bindparam("card_ids")))
         )
-    return select(*_EXTENDED_COLUMNS, *gathered(dialect), stages.label("stage_list")).where(
+    more = [Card.__table__.c[name] for name in _MORE]
+    return select(*view_columns(dialect), *more, stages.label("stage_list")).where(
         Card.account_id == bindparam("account_id"), among
     )
 
@@ -123,12 +84,10 @@ def extended_views(session: Session, *, account_id: str, card_ids: list[str]) ->
     ids: list[str] | str = orjson.dumps(card_ids).decode() if sqlite else card_ids
     views = []
     for row in prepared_rows(session, _extended_query(dialect), {"account_id": account_id, "card_ids": ids}):
-        *columns, tag_list, folder_list, stage_list = row
+        *more, stage_list = row[VIEW_WIDTH:]
         if sqlite:
-            as_psycopg_gives(columns, _EXTENDED_FLAGS, _EXTENDED_DOCUMENTS)
-        columns += unpack(tag_list, folder_list)
-        columns.append(_stages(stage_list))
-        views.append(ExtendedView._make(columns))
+            as_psycopg_gives(more, (), _MORE_DOCUMENTS)
+        views.append(ExtendedView._make([card_view(row[:VIEW_WIDTH], sqlite), *more, _stages(stage_list)]))
     return views
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from cardvault.domain.errors import InvalidTag
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.query import Qualifier, Query, parse
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +28,7 @@ class CardFilter:
     folder: str | None = None
     in_trash: bool = False
     processing_state: str | None = None  # the pipeline's state (cardvault.domain.models.pipeline)
-    url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.cards.urls)
+    url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.urls)
 
 
 @dataclasses.dataclass(frozen=True)

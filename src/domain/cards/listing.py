@@ -17,12 +17,12 @@ from cardvault.domain.cards.filters import CardFilter as CardFilter  # (re-expor
 from cardvault.domain.cards.filters import Resolved, resolve
 from cardvault.domain.cards.reading import CardView, views
 from cardvault.domain.cards.shapes import TOTAL_CAP, Shape, count_statement, first_statement, page_statement
-from cardvault.domain.cards.urls import url_key
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import InvalidCursor, InvalidInput
 from cardvault.domain.search import matching, planning
 from cardvault.domain.search.planning import Plan
 from cardvault.domain.search.query import Query, Text
+from cardvault.domain.urls import url_key
 
 
 @dataclasses.dataclass(frozen=True)

@@ -110,9 +110,18 @@ def unpack(tag_list: str | None, folder_list: str | None) -> tuple[list[str], li
     return user, ai, folders
 
 
+def view_columns(dialect: str) -> list[Any]:
+    """What a card view reads (VIEW_WIDTH columns): its columns, then its tags and folders
+    gathered."""
+    return [*_COLUMNS, *gathered(dialect)]
+
+
+VIEW_WIDTH = len(_COLUMNS) + 2
+
+
 @functools.cache
 def view_query(dialect: str) -> Select[Any]:
-    return select(*_COLUMNS, *gathered(dialect))
+    return select(*view_columns(dialect))
 
 
 _FLAGS = (CardView._fields.index("is_favorited"), CardView._fields.index("thumbnail_overridden"))
@@ -129,7 +138,8 @@ def as_psycopg_gives(columns: list[Any], flags: tuple[int, ...], documents: tupl
             columns[document] = orjson.loads(columns[document])
 
 
-def _view(row: Any, sqlite: bool) -> CardView:
+def card_view(row: Any, sqlite: bool) -> CardView:
+    """The card view of what ``view_columns`` read (a row, or its first columns)."""
     *columns, tag_list, folder_list = row
     if sqlite:
         as_psycopg_gives(columns, _FLAGS, _DOCUMENTS)
@@ -140,7 +150,7 @@ def _view(row: Any, sqlite: bool) -> CardView:
 def views(session: Session, statement: Select[Any], values: dict[str, Any]) -> list[CardView]:
     """Run a card-view statement built once through the driver and return its rows as views."""
     sqlite = session.get_bind().dialect.name == "sqlite"
-    return [_view(row, sqlite) for row in prepared_rows(session, statement, values)]
+    return [card_view(row, sqlite) for row in prepared_rows(session, statement, values)]
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """An account's storage quotas: what its uploads no card has taken yet declare together, and that
 plus every byte its cards keep in storage. Checked when an upload is asked for
-(cardvault.domain.files.uploads) and when a restore stores a capture (cardvault.import_captures).
+(cardvault.domain.files.uploads) and when a restore stores a capture (cardvault.workers.restored_captures).
 
 Each account keeps both amounts on its row (``pending_upload_bytes``, ``stored_file_bytes``),
 so the check is one conditional UPDATE of one row however many cards and uploads the account

@@ -13,8 +13,6 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore, ObjectChanged, StoredObject, UploadTarget
@@ -29,10 +27,11 @@ from cardvault.domain.errors import (
     UploadUsed,
 )
 from cardvault.domain.files import filetypes
+from cardvault.domain.files.doomed import doom
 from cardvault.domain.files.filetypes import FileType
 from cardvault.domain.files.quotas import NO_QUOTAS, Quotas, count_deleted_uploads, ensure_room
 from cardvault.domain.ids import is_well_formed, new_id
-from cardvault.domain.models import Card, DoomedObject, Upload
+from cardvault.domain.models import Card, Upload
 
 URL_SECONDS = 15 * 60  # how long an upload URL takes a PUT
 KEEP_MS = 24 * 3600 * 1000  # how long an upload waits for a card to take it
@@ -384,16 +383,6 @@ def forget_old(session: Session, *, batch_size: int) -> int:
     return len(old)
 
 
-def doom(session: Session, keys: list[str]) -> None:
-    """Queue objects for deletion from the store (with the transaction's other work)."""
-    dialect = session.get_bind().dialect.name
-    insert = sqlite_insert if dialect == "sqlite" else pg_insert
-    now = now_ms()
-    session.execute(
-        insert(DoomedObject).values([{"key": k, "doomed_at": now} for k in keys]).on_conflict_do_nothing()
-    )
-
-
 def _keys_of(uploads: Sequence[Upload]) -> Iterator[str]:
     for upload in uploads:
         yield upload.object_key
@@ -405,13 +394,3 @@ def _keys_of(uploads: Sequence[Upload]) -> Iterator[str]:
             )
         elif upload.attached_at is None and upload.card_id is not None and upload.purpose == "captions":
             yield captions_key(account_id=upload.account_id, card_id=upload.card_id, upload_id=upload.id)
-
-
-def doomed(session: Session, *, batch_size: int) -> list[str]:
-    """Up to batch_size object keys whose cards are gone."""
-    return list(session.scalars(select(DoomedObject.key).order_by(DoomedObject.doomed_at).limit(batch_size)))
-
-
-def forget_doomed(session: Session, keys: list[str]) -> None:
-    """Forget doomed objects that were deleted from the store."""
-    session.execute(delete(DoomedObject).where(DoomedObject.key.in_(keys)))

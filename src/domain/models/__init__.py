@@ -19,7 +19,7 @@ from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.files import DoomedObject, Upload
 from cardvault.domain.models.folders import Folder, FolderCard
 from cardvault.domain.models.guards import IdempotencyKey
-from cardvault.domain.models.ownership import get_owned
+from cardvault.domain.models.ownership import add_alone, get_owned, refuse_while_active
 from cardvault.domain.models.pipeline import CardStage, ImportTurn
 from cardvault.domain.models.portability import ExportItem, ExportJob, ImportJob
 from cardvault.domain.models.search import SearchWord
@@ -56,5 +56,7 @@ __all__ = [
     "WebSession",
     "Webhook",
     "WebhookDelivery",
+    "add_alone",
     "get_owned",
+    "refuse_while_active",
 ]

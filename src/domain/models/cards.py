@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from cardvault.domain.cards.urls import url_key, url_site
 from cardvault.domain.models.declarative import SERIAL, Base
+from cardvault.domain.urls import url_key, url_site
 
 if TYPE_CHECKING:
     from cardvault.domain.models.folders import FolderCard
@@ -51,9 +51,9 @@ class Card(Base):
     content: Mapped[str] = mapped_column(Text)
     notes: Mapped[str | None] = mapped_column(Text)
     url: Mapped[str | None] = mapped_column(Text)
-    # The key of the url's normal form (cardvault.domain.cards.urls), kept by _key_url.
+    # The key of the url's normal form (cardvault.domain.urls), kept by _key_url.
     url_key: Mapped[str | None] = mapped_column(String(32))
-    # The url's host as a site key (cardvault.domain.cards.urls.site_key), kept by _key_url;
+    # The url's host as a site key (cardvault.domain.urls.site_key), kept by _key_url;
     # compared by bytes (PostgreSQL: COLLATE "C", migration 0025).
     url_site: Mapped[str | None] = mapped_column(String(256))
     source: Mapped[str | None] = mapped_column(String(200))
@@ -92,7 +92,7 @@ class Card(Base):
     # A video's scrub strip: {"frameWidth", "frameHeight", "frames", "columns"}, and its sprite.
     scrub: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     scrub_object: Mapped[str | None] = mapped_column(Text)
-    # An audio or video card's caption file (cardvault.domain.files.captions): its object, what it is
+    # An audio or video card's caption file (cardvault.domain.cards.captions): its object, what it is
     # ({"fileName", "format", "size", "cueCount"}) and its cues' text (read with the card only).
     captions_object: Mapped[str | None] = mapped_column(Text)
     captions: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -62,7 +62,7 @@ class CardStage(Base):
     lease: Mapped[str | None] = mapped_column(String(32))  # the running attempt's; its result needs it
     # Queued by an import: sent to the imported queue, and paced per host (cardvault.workers.pipeline).
     imported: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # An import's stage waits for its account's turn (cardvault.domain.portability.import_turns):
+    # An import's stage waits for its account's turn (cardvault.domain.portability.imports.turns):
     # the account, and when the stage was sent (NULL: waiting; no message exists for it).
     turn_account_id: Mapped[str | None] = mapped_column(String(64))
     turn_at: Mapped[int | None] = mapped_column(BigInteger)

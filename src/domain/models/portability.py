@@ -11,7 +11,8 @@ from cardvault.domain.models.declarative import Base
 
 
 class ExportJob(Base):
-    """A ZIP export of an account (cardvault.domain.portability.exports); the row is the truth about it."""
+    """A ZIP export of an account (cardvault.domain.portability.exports.jobs); the row is the
+    truth about it."""
 
     __tablename__ = "export_jobs"
     __table_args__ = (
@@ -62,7 +63,7 @@ class ExportItem(Base):
 
 class ImportJob(Base):
     """An import of another service's export, or of our own archive, into an account
-    (cardvault.domain.portability.import_jobs); the row is the truth about it. Entries are taken
+    (cardvault.domain.portability.imports.jobs); the row is the truth about it. Entries are taken
     in the file's order, a batch per transaction that also moves ``position``: a worker that
     dies loses its batch, and the next one starts after the last batch committed."""
 

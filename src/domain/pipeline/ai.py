@@ -23,9 +23,10 @@ from cardvault.adapters.ai import Described
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 from cardvault.domain.tags.rows import replace_tags
 
 BASIS = ("content", "url", "file_object", "ai_transcript", "metadata_title")

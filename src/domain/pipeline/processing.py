@@ -241,7 +241,7 @@ def unsettled(
     one's worker died, since a live worker beats for every attempt it runs (``beat``). A
     pending imported stage waits behind an import's whole backlog: it is sent again only with
     no sign of life since ``imported_older_than`` (default: ``older_than``), and one waiting
-    for its account's turn (cardvault.domain.portability.import_turns) is the turns' to send.
+    for its account's turn (cardvault.domain.portability.imports.turns) is the turns' to send.
     A pending stage that waits for a stage still pending or running (a link's preview for its
     page) has no message to lose: that stage sends it when it settles. Sent again every stale
     time, a backlog's followers were most of the sweeper's messages (35,346 for 2,668 stages

@@ -1,7 +1,7 @@
 """The export archive's format (version 1): what a card and a folder look like in
 ``cards.json`` and ``folders.json``, where each file goes in the ZIP, and the JSON documents
 written a piece at a time. Exports write it (cardvault.workers.exports) and imports read it
-(cardvault.domain.portability.import_checks); the spec's ``startExport`` describes it for people."""
+(cardvault.domain.portability.restore.checks); the spec's ``startExport`` describes it for people."""
 
 from __future__ import annotations
 

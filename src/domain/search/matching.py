@@ -23,11 +23,11 @@ from sqlalchemy import (
     true,
 )
 
-from cardvault.domain.cards.urls import site_key
 from cardvault.domain.models import Card, CardTag, Folder, FolderCard
 from cardvault.domain.models.pipeline import in_state
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.query import Qualifier, Query, Text
-from cardvault.domain.tags.names import tag_key
+from cardvault.domain.urls import site_key
 
 # Relevance tiers, best first. Where the groups are found: every one in the card's headline
 # (title, notes, tags, AI tags), some there, none there (in the body only); and within each,

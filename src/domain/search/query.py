@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from typing import Literal
 from urllib.parse import urlsplit
 
-from cardvault.domain.cards.urls import MAX_HOST, normal_url
 from cardvault.domain.errors import InvalidQuery
 from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
+from cardvault.domain.urls import MAX_HOST, normal_url
 
 MAX_WORDS = 48  # words past the 48th to find, and past the 48th to leave out, are ignored
 MAX_QUALIFIERS = 16  # a 17th qualifier is refused (each one is a condition of the statement)
@@ -220,7 +220,7 @@ def _moment(value: str) -> int | None:
 
 
 def _host(value: str) -> str | None:
-    """The host a ``site:`` names, in the form cards' hosts are kept (cardvault.domain.cards.urls),
+    """The host a ``site:`` names, in the form cards' hosts are kept (cardvault.domain.urls),
     from a host name or a URL."""
     normal = normal_url(value if "://" in value else f"http://{value}")
     if normal is None:

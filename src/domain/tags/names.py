@@ -8,16 +8,12 @@ import unicodedata
 from collections.abc import Iterable
 
 from cardvault.domain.errors import InvalidTag
+from cardvault.domain.names import tag_key
 
 MAX_TAG_LENGTH = 64
 # Invisible format characters, which a tag may neither begin nor end with (so no tag is blank
 # or differs from another only by them); the spec's TagName pattern names the same set.
 _INVISIBLE = re.compile("[\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
-
-
-def tag_key(name: str) -> str:
-    """Return the comparison key of a tag: canonical caseless form (Unicode case folding)."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", name).casefold())
 
 
 def clean_tag(raw: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 
 from sqlalchemy import ColumnElement, case, delete, func, select, tuple_, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import metrics
@@ -18,13 +17,23 @@ from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.db import after_commit, lock_tags
-from cardvault.domain.errors import NotFound, TagExists, TagOperationRunning
+from cardvault.domain.errors import NotFound, TagExists
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, TagCounter, TagOperation, TagSpelling, get_owned
+from cardvault.domain.models import (
+    Card,
+    CardTag,
+    TagCounter,
+    TagOperation,
+    TagSpelling,
+    add_alone,
+    get_owned,
+    refuse_while_active,
+)
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import tag_words
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.counts import TagRow
-from cardvault.domain.tags.names import clean_tag, tag_key
+from cardvault.domain.tags.names import clean_tag
 
 TOTAL_CAP = 10_000
 BATCH_SIZE = 2000
@@ -35,19 +44,6 @@ def _has_tag(session: Session, account_id: str, key: str) -> bool:
     return session.scalar(query.limit(1)) is not None
 
 
-def _running_id(session: Session, account_id: str) -> str | None:
-    return session.scalar(select(TagOperation.id).where(TagOperation.running_account_id == account_id))
-
-
-def _refuse_while_running(session: Session, account_id: str) -> None:
-    running = _running_id(session, account_id)
-    if running is not None:
-        raise TagOperationRunning(
-            "Another tag change is running for this account; wait for it to finish.",
-            details={"operationId": running},
-        )
-
-
 def start_tag_operation(
     session: Session, *, account_id: str, kind: str, tag: str, to: str | None = None
 ) -> TagOperation:
@@ -56,7 +52,7 @@ def start_tag_operation(
     from_key = tag_key(from_name)
     to_name = clean_tag(to) if to is not None else None
     to_key = tag_key(to_name) if to_name is not None else None
-    _refuse_while_running(session, account_id)
+    refuse_while_active(session, TagOperation, account_id=account_id)
     if not _has_tag(session, account_id, from_key):
         raise NotFound(f"No card has the tag {from_name!r}.")
     if kind == "rename" and to_key != from_key and _has_tag(session, account_id, to_key or ""):
@@ -87,13 +83,7 @@ def start_tag_operation(
         updated_at=now,
         heartbeat_at=now,
     )
-    try:
-        with session.begin_nested():
-            session.add(operation)
-    except IntegrityError:
-        # Another request started one between our check and our insert; the database decided.
-        _refuse_while_running(session, account_id)
-        raise
+    add_alone(session, operation)
     return operation
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cardvault.domain.models import Card, CardTag
+from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import tag_words
-from cardvault.domain.tags.names import tag_key
 
 
 def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:

@@ -37,18 +37,13 @@ from cardvault.handlers.http.connexion_overrides import (
     Bearer,
     DocsUI,
     SameBearer,
+    build_specs_once,
     use_once_decorated_operations,
 )
 from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
-from cardvault.handlers.http.middleware import (
-    DocsHeaders,
-    RequestContext,
-    RequestGuard,
-    ResponseRequestId,
-    SpecDocument,
-)
-from cardvault.handlers.http.observed import MetricsRoute, RequestMetrics
+from cardvault.handlers.http.middleware import Docs, RequestGuard, ResponseRequestId
+from cardvault.handlers.http.observed import MetricsRoute, RequestEdge
 from cardvault.handlers.web.routes import WebRoutes
 from cardvault.services import Services
 from cardvault.settings import Settings
@@ -118,6 +113,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
     db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
     services = bootstrap(settings, database=db, traced_as="cardvault-api")
+    build_specs_once()
     spec_text, spec = spec_document()
     allowed = _allowed_methods(spec)
     resolver = TagResolver(spec, operations.rules_from_spec(spec, settings))
@@ -144,24 +140,32 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             headers={"Allow": methods},
         )
 
-    # Connexion's stack, with ours placed in it and its Swagger UI middleware replaced.
+    # The layers a request passes through, outermost first: Connexion's stack (its
+    # ConnexionMiddleware.default_middlewares, in its order, with its Swagger UI middleware
+    # replaced by DocsUI) with ours placed in it.
     middlewares: list[Any] = [
+        # Connexion's: any exception left is a 500 in our error body (render_exception).
         ServerErrorMiddleware,
-        # Counted under the spec's operationIds (Connexion's routing names the functions).
+        # The request's id, runtime, trace, metrics and log line, under the spec's operationIds.
         functools.partial(
-            RequestMetrics,
+            RequestEdge,
+            runtime=rt,
             names={resolver.function_of(name): name for name in resolver.modules},
             counting=settings.metrics,
         ),
-        functools.partial(RequestContext, runtime=rt),
+        # GET /metrics, with its own bearer token.
         functools.partial(MetricsRoute, settings=settings, read_now=(metrics.Queues(worker_broker.queues),)),
+        # Connexion's: exceptions raised further in become error responses (render_exception).
         ExceptionMiddleware,
+        # Signed file URLs (/files/...), then the browser's pages (sign-in, OAuth, card pages).
         functools.partial(FileRoutes, runtime=rt),
         WebRoutes,
+        # What every API request must be before Connexion reads it (sizes, framing, JSON).
         RequestGuard,
-        functools.partial(SpecDocument, spec=spec, spec_text=spec_text),
-        DocsHeaders,
+        # The spec as written, and the docs UI's headers; then Swagger UI itself.
+        functools.partial(Docs, spec=spec, spec_text=spec_text),
         DocsUI,
+        # Connexion's: routing, security, request and response validation, lifespan.
         RoutingMiddleware,
         SecurityMiddleware,
         RequestValidationMiddleware,
@@ -169,6 +173,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         LifespanMiddleware,
         # Only the response validator needs the header this early.
         *([ResponseRequestId] if settings.validate_responses else []),
+        # Connexion's: the operation's context for the handler.
         ContextMiddleware,
     ]
     app = AsyncApp(

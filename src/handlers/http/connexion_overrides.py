@@ -25,7 +25,8 @@ changes it fails a test rather than silently dropping the override), and a check
   attribute (the next ASGI app). Why: Connexion sends every request through a router of its own
   to find the few it serves (the docs UI and the spec document): 3% of a list request's CPU.
   This sends it only requests under those paths.
-- ``init_spec_once`` (replaces ``Specification.__init__``, at import of this module): relies on
+- ``init_spec_once`` (replaces ``Specification.__init__``, installed by ``build_specs_once``,
+  which the app factory calls; nothing is patched at import): relies on
   it setting ``_raw_spec`` (a deep copy of the document), ``_spec`` (the document with its
   references resolved, once validated against the OpenAPI schema) and ``_base_uri``, and on
   Connexion changing them afterwards only at the top level (``base_path`` sets ``servers``).
@@ -33,6 +34,13 @@ changes it fails a test rather than silently dropping the override), and a check
   twice (``from_dict``, then ``clone`` for the base path): half a second of jsonschema and a
   tenth of deep copies paid again by every app a process builds (tests build hundreds). This
   does it once per distinct document per process.
+- ``shared_extensions``, ``routed_operation`` and ``routed_user`` (read the ASGI scope's
+  ``extensions``): rely on Connexion's routing setting ``extensions["connexion_routing"]
+  ["operation_id"]`` on the scope it was given (``ROUTING_CONTEXT``, on a shallow copy of the
+  outer scope, so only a dict already there is shared outward), and on its security middleware
+  putting the verified ``user`` in ``extensions["connexion_context"]``. Why: the request's log
+  line, metrics and span name the operation and the account, known only inside Connexion's
+  stack, after the outermost layer has passed the request in.
 - ``Bearer`` (subclasses ``connexion.security.BearerSecurityHandler``, replaces
   ``_resolve_func``): relies on ``get_fn`` taking the verifying function from
   ``self._resolve_func(security_scheme)``. Why: the verifier is wired here, not named in the
@@ -66,6 +74,7 @@ from connexion.apps.asynchronous import AsyncApi, AsyncOperation
 from connexion.context import receive, scope
 from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
+from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
 from connexion.spec import Specification
@@ -143,7 +152,32 @@ def init_spec_once(self: Specification, raw_spec: dict[str, t.Any], *, base_uri:
     self._raw_spec, self._spec, self._base_uri = dict(raw), dict(resolved), base_uri
 
 
-Specification.__init__ = init_spec_once
+def build_specs_once() -> None:
+    """Have Connexion build each distinct spec once per process (``init_spec_once``); called by
+    the app factory before it builds an app. It replaces ``Specification.__init__`` for the
+    whole process: the cache keys on the document's whole content, so any other document is
+    still built (and validated) in full."""
+    Specification.__init__ = init_spec_once
+
+
+def shared_extensions(scope: Scope) -> dict[str, t.Any]:
+    """The scope's ``extensions``, created here if missing, so that what Connexion's layers put
+    in it (on their shallow copies of this scope) is seen by the layer holding this one."""
+    extensions: dict[str, t.Any] = scope.setdefault("extensions", {})
+    return extensions
+
+
+def routed_operation(scope: Scope) -> str | None:
+    """The name of the function Connexion routed the request to (None when it routed none)."""
+    routed = (scope.get("extensions") or {}).get(ROUTING_CONTEXT) or {}
+    name = routed.get("operation_id")
+    return name if isinstance(name, str) else None
+
+
+def routed_user(scope: Scope) -> str | None:
+    """The account Connexion's security middleware verified the request's credential as."""
+    user = ((scope.get("extensions") or {}).get("connexion_context") or {}).get("user")
+    return user if isinstance(user, str) else None
 
 
 class Bearer(BearerSecurityHandler):

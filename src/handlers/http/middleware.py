@@ -13,7 +13,6 @@ import typing as t
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cardvault import logs
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.errors import (
     AmbiguousCredentials,
@@ -27,32 +26,17 @@ _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
-class RequestContext:
-    """Give each request an id (echoed as X-Request-Id) and bind the app's runtime."""
-
-    def __init__(self, app: ASGIApp, runtime: runtime.Runtime) -> None:
-        self.app = app
-        self.runtime = runtime
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        sent = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else f"req_{secrets.token_hex(8)}"
-        scope.setdefault("state", {})["request_id"] = request_id
-        runtime.bind(self.runtime)
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = _with_request_id(message, request_id)
-            await send(message)
-
-        with logs.bound(requestId=request_id):  # every line the request logs names it
-            await self.app(scope, receive, send_with_id)
+def start_request(scope: Scope, runtime_: runtime.Runtime) -> str:
+    """Give the request its id (the caller's X-Request-Id when it is a plain one, else ours),
+    kept in the scope's state, and bind the app's runtime; return the id."""
+    sent = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+    request_id = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else f"req_{secrets.token_hex(8)}"
+    scope.setdefault("state", {})["request_id"] = request_id
+    runtime.bind(runtime_)
+    return request_id
 
 
-def _with_request_id(message: Message, request_id: str) -> Message:
+def with_request_id(message: Message, request_id: str) -> Message:
     headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
     headers.append((b"x-request-id", request_id.encode()))
     message["headers"] = headers
@@ -61,7 +45,8 @@ def _with_request_id(message: Message, request_id: str) -> Message:
 
 class ResponseRequestId:
     """Put X-Request-Id on operation responses before Connexion validates them (the spec
-    requires the header), inside the stack; RequestContext covers the error responses."""
+    requires the header), inside the stack; cardvault.handlers.http.observed.RequestEdge covers
+    the error responses."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -74,7 +59,7 @@ class ResponseRequestId:
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = _with_request_id(message, request_id)
+                message = with_request_id(message, request_id)
             await send(message)
 
         await self.app(scope, receive, send_with_id)
@@ -218,29 +203,6 @@ def _replaced(
     return kept if value is None else [*kept, (name, value)]
 
 
-class SpecDocument:
-    """Serve the contract as written, $refs and all, at /v1/openapi.json and /v1/openapi.yaml
-    (Connexion would serve it with every $ref inlined, losing the named schemas SDK generators
-    need)."""
-
-    def __init__(self, app: ASGIApp, spec: dict[str, t.Any], spec_text: str) -> None:
-        self.app = app
-        self.documents = {
-            "/v1/openapi.json": (b"application/json", json.dumps(spec).encode()),
-            "/v1/openapi.yaml": (b"application/yaml", spec_text.encode()),
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        document = self.documents.get(scope["path"]) if scope["type"] == "http" else None
-        if document is None or scope["method"] not in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        media_type, body = document
-        headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
-
-
 DOCS_PREFIX = "/v1/ui"
 _INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.S)
 # Swagger UI (/v1/ui/) shares an origin with the sign-in pages, so it runs under a policy of its
@@ -275,37 +237,58 @@ def _with_docs_headers(message: Message, policy: str) -> Message:
     return {**message, "headers": headers}
 
 
-class DocsHeaders:
-    """Give every response under /v1/ui its own strict headers (see ``docs_policy``); an HTML
-    page (a few kB, ours) is held whole to hash its inline scripts, anything else streams."""
+class Docs:
+    """The docs: the contract as written, $refs and all, at /v1/openapi.json and
+    /v1/openapi.yaml (Connexion would serve it with every $ref inlined, losing the named schemas
+    SDK generators need), and every response under /v1/ui (Swagger UI, served further in by
+    cardvault.handlers.http.connexion_overrides.DocsUI) given its own strict headers (see
+    ``docs_policy``): an HTML page (a few kB, ours) is held whole to hash its inline scripts,
+    anything else streams."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, spec: dict[str, t.Any], spec_text: str) -> None:
         self.app = app
+        self.documents = {
+            "/v1/openapi.json": (b"application/json", json.dumps(spec).encode()),
+            "/v1/openapi.yaml": (b"application/yaml", spec_text.encode()),
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(DOCS_PREFIX):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        start: Message | None = None
-        chunks: list[bytes] = []
+        document = self.documents.get(scope["path"])
+        if document is not None and scope["method"] in ("GET", "HEAD"):
+            media_type, body = document
+            headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+        elif scope["path"].startswith(DOCS_PREFIX):
+            await self.app(scope, receive, _with_docs_headers_sent(send))
+        else:
+            await self.app(scope, receive, send)
 
-        async def send_with_headers(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                content_type = dict(message.get("headers", [])).get(b"content-type", b"")
-                if content_type.startswith(b"text/html"):
-                    start = message  # sent with the body, once the body's scripts are known
-                    return
-                message = _with_docs_headers(message, docs_policy(b""))
-            elif start is not None and message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-                if message.get("more_body", False):
-                    return
-                body = b"".join(chunks)
-                length = str(len(body)).encode()
-                headers = _replaced(list(start.get("headers", [])), b"content-length", length)
-                await send(_with_docs_headers({**start, "headers": headers}, docs_policy(body)))
-                message = {"type": "http.response.body", "body": body}
-            await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+def _with_docs_headers_sent(send: Send) -> Send:
+    start: Message | None = None
+    chunks: list[bytes] = []
+
+    async def send_with_headers(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+            if content_type.startswith(b"text/html"):
+                start = message  # sent with the body, once the body's scripts are known
+                return
+            message = _with_docs_headers(message, docs_policy(b""))
+        elif start is not None and message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            length = str(len(body)).encode()
+            headers = _replaced(list(start.get("headers", [])), b"content-length", length)
+            await send(_with_docs_headers({**start, "headers": headers}, docs_policy(body)))
+            message = {"type": "http.response.body", "body": body}
+        await send(message)
+
+    return send_with_headers

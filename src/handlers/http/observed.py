@@ -16,8 +16,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cardvault import logs
 from cardvault.adapters import metrics, tracing
+from cardvault.handlers.http import connexion_overrides
 from cardvault.handlers.http.errors import error_response
-from cardvault.handlers.http.middleware import UI_PREFIX
+from cardvault.handlers.http.middleware import UI_PREFIX, start_request, with_request_id
+from cardvault.handlers.http.runtime import Runtime
 from cardvault.settings import Settings
 
 _requests = logging.getLogger("cardvault.requests")
@@ -41,9 +43,9 @@ def _operation(scope: Scope, names: dict[str, str]) -> str:
     """The label a request is counted under: the spec's operationId of the function Connexion
     routed it to, else the kind of path (a small closed set: a label never holds a request's
     own values)."""
-    routed = (scope.get("extensions") or {}).get("connexion_routing") or {}
-    if routed.get("operation_id") in names:
-        return names[routed["operation_id"]]
+    routed = connexion_overrides.routed_operation(scope)
+    if routed is not None and routed in names:
+        return names[routed]
     path = scope["path"]
     if path == METRICS_PATH:
         return "metrics"
@@ -56,14 +58,17 @@ def _operation(scope: Scope, names: dict[str, str]) -> str:
     return "unrouted"
 
 
-class RequestMetrics:
-    """Count every request and time it, by operation and status (cardvault.adapters.metrics),
-    and log it (cardvault.requests: its id, method, path without the query, operation, status,
-    time and account); a request whose handling raised is counted as the 500 it is answered
-    with."""
+class RequestEdge:
+    """Where every request enters: give it an id (echoed as X-Request-Id, named by every line it
+    logs) and the app's runtime (cardvault.handlers.http.middleware.start_request); trace it,
+    continuing a caller's trace; count and time it by operation and status
+    (cardvault.adapters.metrics) and log it (cardvault.requests: its id, method, path without
+    the query, operation, status, time and account). A request whose handling raised is
+    counted as the 500 it is answered with."""
 
-    def __init__(self, app: ASGIApp, names: dict[str, str], counting: bool = True) -> None:
+    def __init__(self, app: ASGIApp, runtime: Runtime, names: dict[str, str], counting: bool = True) -> None:
         self.app = app
+        self.runtime = runtime
         self.names = names  # each operation's function (as Connexion names it) -> its operationId
         self.counting = counting  # CARDVAULT_METRICS=false: logged and traced, not counted
 
@@ -73,14 +78,14 @@ class RequestMetrics:
             return
         started = time.perf_counter()
         status = 500
-        # Connexion's routing names the operation in scope["extensions"] of a shallow copy of
-        # the scope: only a dict already there is shared with this one (uvicorn's scope has none).
-        scope.setdefault("extensions", {})
+        connexion_overrides.shared_extensions(scope)  # uvicorn's scope has none
+        request_id = start_request(scope, self.runtime)
 
         async def send_counted(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message = with_request_id(message, request_id)
             await send(message)
 
         carried = {
@@ -88,10 +93,11 @@ class RequestMetrics:
         }
         with tracing.extracted(carried), tracing.span(f"{scope['method']} request", SpanKind.SERVER) as span:
             try:
-                await self.app(scope, receive, send_counted)
+                with logs.bound(requestId=request_id):  # every line the request logs names it
+                    await self.app(scope, receive, send_counted)
             finally:
                 operation = _operation(scope, self.names)
-                account_id = (scope["extensions"].get("connexion_context") or {}).get("user")
+                account_id = connexion_overrides.routed_user(scope)
                 if span.is_recording():
                     _describe(span, scope, operation, status, account_id)
                 seconds = time.perf_counter() - started

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bench.servers import PageServer, page_server
 from cardvault.adapters.browser_proxy import BrowserProxy
 from cardvault.adapters.fetcher import Fetcher, FetchRefused
+from harness.servers import PageServer, page_server
 
 PAGE = b"<!doctype html><title>Tides</title><p>High water twice a day.</p>"
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
-from bench.servers import PageServer, page_server, trickle_server
 from cardvault.adapters.fetcher import MAX_REDIRECTS, Fetcher, FetchRefused, Lookups
+from harness.servers import PageServer, page_server, trickle_server
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bench.servers import redis_server
 from cardvault.adapters.limiter import Limiter, Policy
+from harness.servers import redis_server
 
 POLICY = Policy.parse("cards", "3/minute")
 

@@ -74,7 +74,7 @@ def test_the_grafana_dashboard_names_only_families_that_exist() -> None:
 def test_a_workers_metrics_are_answered_on_a_port_of_their_own_by_one_process() -> None:
     import httpx
 
-    from bench.servers import free_port
+    from harness.servers import free_port
 
     port = free_port()
     server = metrics.serve("127.0.0.1", port, metrics.Queues(list))
@@ -93,7 +93,7 @@ def test_a_workers_metrics_are_answered_on_a_port_of_their_own_by_one_process() 
 def test_a_workers_port_with_the_metrics_token_answers_only_with_it() -> None:
     import httpx
 
-    from bench.servers import free_port
+    from harness.servers import free_port
 
     port, token = free_port(), "metrics-token-0123456789"
     server = metrics.serve("127.0.0.1", port, token=token)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from bench.servers import redis_server
 from cardvault.adapters import pacer as pacer_module
 from cardvault.adapters.pacer import Pacer
+from harness.servers import redis_server
 
 
 def _now() -> int:

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import media_files
-from bench.media_files import FOX
 from cardvault.adapters import speech
 from cardvault.adapters.media import audio
+from harness import media_files
+from harness.media_files import FOX
 from tests.speech_extra import require_speech
 
 

@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from bench.servers import page_server
 from cardvault.adapters import tracing
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.adapters.fetcher import Fetcher
+from harness.servers import page_server
 
 
 @pytest.fixture

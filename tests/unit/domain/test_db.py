@@ -17,11 +17,11 @@ import redis
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
-from bench.faults.disk import Filler, small_disk
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database, after_commit, is_full
 from cardvault.domain.errors import StorageFull
 from cardvault.domain.models import Card
+from harness.faults.disk import Filler, small_disk
 
 
 def _count(database: Database, content: str) -> int:

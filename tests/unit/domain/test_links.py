@@ -15,11 +15,11 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import PageServer, page_server
 from tests.conftest import Api, api_of_new_account, app_env
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}

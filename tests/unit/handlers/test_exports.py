@@ -20,10 +20,10 @@ from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability.archive import ROLES
-from cardvault.domain.portability.exports import WEEK_MS
+from cardvault.domain.portability.exports.jobs import WEEK_MS
 from cardvault.workers import exports as export_worker
 from tests.conftest import Api
-from tests.unit.domain.files.test_captions import VTT, attach
+from tests.unit.domain.cards.test_captions import VTT, attach
 from tests.unit.handlers.test_uploads import _get, png
 from tests.unit.workers.stages.test_media import file_card
 
@@ -113,7 +113,7 @@ class TestTheArchive:
         assert [(f["id"], f["name"], f["color"]) for f in folders] == [(folder["id"], "Recipes", "red")]
 
     def test_holds_a_caption_file_beside_its_card_file(self, files_api: Api, tmp_path: Any) -> None:
-        from tests.unit.domain.files.test_captions import audio_card
+        from tests.unit.domain.cards.test_captions import audio_card
 
         card_id = audio_card(files_api, tmp_path)
         assert attach(files_api, card_id, VTT.encode()).status_code == 200
@@ -331,9 +331,9 @@ class TestImportReadsAnExportBack:
     def test_every_kind_of_card_comes_back_with_its_files_tags_folders_and_flags(
         self, files_api: Api, new_api: Any, files_store: BlobStore, database: Database, tmp_path: Any
     ) -> None:
-        from bench import media_files
-        from cardvault import importer
-        from tests.unit.domain.files.test_captions import audio_card
+        from cardvault.handlers.cli import restore
+        from harness import media_files
+        from tests.unit.domain.cards.test_captions import audio_card
         from tests.unit.handlers.test_uploads import processed
 
         api = files_api
@@ -364,7 +364,7 @@ class TestImportReadsAnExportBack:
         other = new_api()
         out = io.StringIO()
         assert (
-            importer.run(
+            restore.run(
                 database, files_store, account_id=other.account_id, path=path, quotas=NO_QUOTAS, out=out
             )
             == 0

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from cardvault.domain.db import Database
-from cardvault.domain.portability import import_jobs
+from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.workers import broker, embedded
 from cardvault.workers.imports import run_import
 from tests.conftest import Api
-from tests.unit.domain.portability.formats.conftest import FIXTURES, fixture
+from tests.unit.domain.portability.imports.formats.conftest import FIXTURES, fixture
 from tests.unit.handlers.test_uploads import uploaded
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bench.servers import redis_server
 from cardvault.domain.db import Database
 from cardvault.handlers import system
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import redis_server
 from tests.conftest import app_env
 
 ERROR_KEYS = {"code", "error", "details", "requestId", "retryAt"}

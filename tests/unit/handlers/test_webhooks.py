@@ -19,11 +19,11 @@ from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 from starlette.testclient import TestClient
 
-from bench.servers import Answer, PageServer, page_server
 from cardvault.domain.db import Database
 from cardvault.domain.models import Webhook
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import Answer, PageServer, page_server
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.unit.handlers.test_cards import assert_error
 

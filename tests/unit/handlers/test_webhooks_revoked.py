@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.models import Account
 from cardvault.settings import Settings
+from harness.servers import PageServer, page_server
 from tests.conftest import Api, app_env
 from tests.unit.handlers.test_webhooks import OK, deliveries, received
 from tests.unit.handlers.web import conftest as pages

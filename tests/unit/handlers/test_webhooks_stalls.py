@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, TrickleServer, page_server, trickle_server
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import PageServer, TrickleServer, page_server, trickle_server
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.unit.handlers.test_webhooks import OK, deliveries, received
 

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, update
 
-from bench.faults.disk import Filler
 from cardvault.adapters.blobs import StoreUnreachable, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.bootstrap import bootstrap
@@ -28,10 +27,12 @@ from cardvault.domain import folders
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ExportJob
-from cardvault.domain.portability import export_runs, exports
+from cardvault.domain.portability.exports import jobs as exports
+from cardvault.domain.portability.exports import runs as export_runs
 from cardvault.settings import Settings
 from cardvault.workers import broker, export_archive
 from cardvault.workers import exports as actors
+from harness.faults.disk import Filler
 from tests.conftest import connections_cut
 
 

@@ -10,8 +10,8 @@ from sqlalchemy import func, select, update
 
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, ImportJob
-from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.formats import delimited
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.imports.formats import delimited
 from cardvault.workers import broker, embedded, imports
 from cardvault.workers.imports import run_import
 from tests.conftest import Api

@@ -1,6 +1,6 @@
 """Imports within bounds (issue 42 #8): one account's backlog of imported stages never stands in
 front of another account's first stage (each account's turns, cardvault.domain.portability.
-import_turns); an import past the account's budgets (entries a day, cards held, folders) stops
+imports.turns); an import past the account's budgets (entries a day, cards held, folders) stops
 and says where and why, as a restore of our own archive does past the cards held; ended imports
 are purged after CARDVAULT_IMPORT_DAYS."""
 
@@ -16,13 +16,13 @@ from cardvault.bootstrap import bootstrap
 from cardvault.domain.db import Database
 from cardvault.domain.models import Account, Card, CardStage, Folder, ImportJob
 from cardvault.domain.pipeline import table
-from cardvault.domain.portability import import_jobs
-from cardvault.domain.portability.import_turns import TURNS_PER_ACCOUNT
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.imports.turns import TURNS_PER_ACCOUNT
 from cardvault.settings import Settings
 from cardvault.workers import broker, imports
 from cardvault.workers.imports import run_import
 from tests.conftest import app_env
-from tests.unit.test_importer import _card, make_archive
+from tests.unit.handlers.cli.test_restore import _card, make_archive
 
 
 def _bind(tmp_path: Path, database: Database, **env: str) -> None:

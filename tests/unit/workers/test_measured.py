@@ -13,8 +13,8 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import Retries
 from prometheus_client import REGISTRY
 
-from bench.servers import redis_server
 from cardvault.workers.measured import Measured, QueueState, queue_states
+from harness.servers import redis_server
 
 
 def _message(queue: str, sent_ms: int) -> dramatiq.Message[object]:

@@ -18,7 +18,6 @@ from dramatiq import Message
 from PIL import Image
 from sqlalchemy import update
 
-from bench.faults.disk import Filler
 from cardvault.adapters.blobs import store_from_settings
 from cardvault.bootstrap import bootstrap
 from cardvault.domain import pipeline as domain_pipeline
@@ -29,6 +28,7 @@ from cardvault.domain.pipeline import processing, status, table
 from cardvault.domain.pipeline.rules import RULES
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, pipeline, stages
+from harness.faults.disk import Filler
 from tests.conftest import app_env
 from tests.unit.handlers.test_uploads import png
 

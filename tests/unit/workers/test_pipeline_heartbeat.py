@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from bench.servers import PageServer, page_server
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage
@@ -21,6 +20,7 @@ from cardvault.domain.pipeline import processing
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS
 from cardvault.workers.sweeper import Sweeper
+from harness.servers import PageServer, page_server
 from tests.unit.workers.stages.conftest import ARTICLE, bind, link
 
 

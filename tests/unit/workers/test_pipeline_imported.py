@@ -15,13 +15,13 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select, update
 
-from bench.servers import PageServer, page_server
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.pipeline import processing, table
 from cardvault.workers import broker, embedded, pipeline, sweeper
+from harness.servers import PageServer, page_server
 from tests.conftest import Api
 from tests.unit.handlers.test_imports import imported
 from tests.unit.workers.stages.conftest import ARTICLE, bind, stages

@@ -22,7 +22,10 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.files.quotas import NO_QUOTAS
 from cardvault.domain.models import Card, ImportJob
-from cardvault.domain.portability import archive, import_checks, import_jobs, restore_jobs
+from cardvault.domain.portability import archive
+from cardvault.domain.portability.imports import jobs as import_jobs
+from cardvault.domain.portability.restore import checks as restore_checks
+from cardvault.domain.portability.restore import jobs as restore_jobs
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, restores
@@ -30,9 +33,9 @@ from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.imports import run_import
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.unit.domain.files.test_quotas import assert_counters_hold
+from tests.unit.handlers.cli.test_restore import _card, make_archive
 from tests.unit.handlers.test_imports import imported, start
 from tests.unit.handlers.test_uploads import png
-from tests.unit.test_importer import _card, make_archive
 
 
 def _archive(tmp_path: Path, cards: list[dict[str, Any]], files: dict[str, bytes] | None = None) -> bytes:
@@ -113,7 +116,7 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
         import_id = job.id
     with database.transaction() as session:
         assert import_jobs.claim(session, import_id=import_id, lease="first", handed=None, stale_ms=60_000)
-    archive = import_checks.open_archive(_spooled(tmp_path, data))
+    archive = restore_checks.open_archive(_spooled(tmp_path, data))
     with database.transaction() as session:
         restore_jobs.restoring(session, import_id=import_id, lease="first", start=0, found=5)
     made: list[str] = []
@@ -131,7 +134,7 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
             broker.services_of(broker.broker).decoder,
             archive,
             api.account_id,
-            import_checks.check_record(archive.cards[0], restores.servable()),
+            restore_checks.check_record(archive.cards[0], restores.servable()),
             {},
             made,
             quotas=NO_QUOTAS,

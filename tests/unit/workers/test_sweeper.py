@@ -22,7 +22,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage, ExportJob, TagOperation
 from cardvault.domain.pipeline import processing
-from cardvault.domain.portability import exports
+from cardvault.domain.portability.exports import jobs as exports
 from cardvault.domain.tags import operations
 from cardvault.settings import Settings
 from cardvault.workers import broker

@@ -16,13 +16,13 @@ import pytest
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from bench.servers import TrickleServer, trickle_server
 from cardvault.domain.db import Database
 from cardvault.domain.models import Webhook, WebhookDelivery
 from cardvault.domain.webhooks import deliveries, endpoints, events
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, webhooks
+from harness.servers import TrickleServer, trickle_server
 from tests.conftest import Api, api_of_new_account, app_env
 
 TIME_LIMIT_MS = 5_000  # the message's; the endpoint's own deadline (20 s) is far later

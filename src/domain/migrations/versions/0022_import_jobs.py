@@ -1,5 +1,5 @@
 """Import jobs: another service's export taken into an account by a worker, a batch of entries
-at a time (cardvault.domain.portability.import_jobs).
+at a time (cardvault.domain.portability.imports.jobs).
 
 Revision ID: 0022
 Revises: 0021

@@ -12,19 +12,164 @@ Revision ID: 0025
 Revises: 0024
 """
 
-from collections.abc import Iterator
+import functools
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import sqlalchemy as sa
 from alembic import op
-
-from cardvault.domain.cards.urls import url_site
-from cardvault.domain.search.index import GAP, fts_text, title_of, tsvector, word_runs
+from w3lib.url import canonicalize_url
 
 revision = "0025"
 down_revision = "0024"
 branch_labels = None
 depends_on = None
+
+# This migration's own copies of the rules it indexed cards by (cardvault.domain.urls and
+# cardvault.domain.search when it was written): a migration computes what it did then,
+# whatever the service's rules become. The URL's normal form and its site key:
+_TRACKING_PARAMETERS = frozenset(
+    {
+        "fbclid",
+        "gclid",
+        "gbraid",
+        "wbraid",
+        "dclid",
+        "msclkid",
+        "twclid",
+        "ttclid",
+        "li_fat_id",
+        "igshid",
+        "yclid",
+        "mc_cid",
+        "mc_eid",
+        "_hsenc",
+        "_hsmi",
+        "mkt_tok",
+        "oly_anon_id",
+        "oly_enc_id",
+        "vero_id",
+        "ref_src",
+    }
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_MAX_URL = 2048
+
+
+def _normal_url(url: str) -> str | None:
+    """The URL's normal form, or None when it is no http or https URL with a host."""
+    if len(url) > _MAX_URL:
+        return None
+    try:
+        canonical = canonicalize_url(url.strip(), keep_fragments=True)
+        parts = urlsplit(canonical)
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").rstrip(".")
+    if parts.scheme not in _DEFAULT_PORTS or not host:
+        return None
+    netloc = host if ":" not in host else f"[{host}]"
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        netloc = f"{netloc}:{port}"
+    if "@" in parts.netloc:
+        netloc = f"{parts.netloc.rsplit('@', 1)[0]}@{netloc}"
+    query = "&".join(pair for pair in parts.query.split("&") if pair and not _tracking(pair))
+    fragment = parts.fragment if parts.fragment[:1] in ("!", "/") else ""
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", query, fragment))
+
+
+def _tracking(pair: str) -> bool:
+    name = pair.split("=", 1)[0].lower()
+    return name.startswith("utm_") or name in _TRACKING_PARAMETERS
+
+
+_MAX_HOST = 253
+
+
+def _url_site(url: str | None) -> str | None:
+    """The site key of the URL's host in its normal form (``com.example.blog.``), or None."""
+    normal = None if url is None else _normal_url(url)
+    host = None if normal is None else urlsplit(normal).hostname
+    if not host or len(host) > _MAX_HOST:
+        return None
+    return "".join(f"{label}." for label in reversed(host.split(".")))
+
+
+# Words as search saw them: runs of letters and digits, case-folded, without accents.
+_WORD = re.compile(r"[^\W_]+")
+_MAX_WORD_LENGTH = 100
+
+
+@functools.cache
+def _marks() -> tuple[dict[int, None], dict[int, None]]:
+    """str.translate tables deleting every combining mark, and every one but U+0345 (which
+    case-folds to iota, so it stays until folded); made when first used, not at import."""
+    codes = range(0x300, sys.maxunicode + 1)
+    marks: dict[int, None] = {c: None for c in codes if unicodedata.category(chr(c)).startswith("M")}
+    return marks, {c: None for c in marks if c != 0x345}
+
+
+def _split_words(value: str) -> list[str]:
+    marks, before_folding = _marks()
+    unmarked = value.translate(before_folding)
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFD", unmarked).casefold()).translate(marks)
+    return _WORD.findall(unicodedata.normalize("NFC", folded))
+
+
+# The index's texts: a headline and a body, each text's words with their positions.
+_GAP = "\ue000"  # a private-use character: a token to FTS5's unicode61 tokenizer
+_INDEX_BUDGET = 900_000
+_MAX_POSITION = 16_383
+_MAX_POSITIONS = 256
+_FIRST_LINE = 200
+
+
+def _title_of(card_type: str, title: str | None, content: str | None) -> str | None:
+    if title or card_type not in ("text", "quote") or not content:
+        return title
+    end = content.find("\n", 0, _FIRST_LINE + 1)
+    if end >= 0:
+        return content[:end]
+    if len(content) <= _FIRST_LINE:
+        return content
+    cut = content.rfind(" ", 0, _FIRST_LINE + 1)
+    return content[: cut if cut > 0 else _FIRST_LINE]
+
+
+def _word_runs(texts: Iterable[str | None]) -> list[list[str]]:
+    return [[word[:_MAX_WORD_LENGTH] for word in _split_words(value or "")] for value in texts]
+
+
+def _tsvector(runs: list[list[str]]) -> str | None:
+    positions: dict[str, list[int]] = {}
+    budget = _INDEX_BUDGET
+    at = 0
+    for run in runs:
+        for word in run:
+            at = min(at + 1, _MAX_POSITION)
+            kept = positions.get(word)
+            if kept is None:
+                budget -= len(word.encode()) + 8
+                if budget < 0:
+                    break
+                positions[word] = [at]
+            elif len(kept) < _MAX_POSITIONS and kept[-1] != at:
+                budget -= 2
+                kept.append(at)
+        at += 1
+    if not positions:
+        return None
+    return " ".join(f"'{word}':{','.join(map(str, kept))}" for word, kept in positions.items())
+
+
+def _fts_text(runs: list[list[str]]) -> str:
+    return f" {_GAP} ".join(" ".join(run) for run in runs if run)
+
 
 _BATCH = 2000
 _SITED = sa.text("url_site IS NOT NULL")
@@ -110,7 +255,7 @@ def upgrade() -> None:
             "CREATE VIRTUAL TABLE card_search "
             "USING fts5(headline, body, tokenize = 'unicode61 remove_diacritics 0')"
         )
-        _gapped_tag_words(f" {GAP} ")
+        _gapped_tag_words(f" {_GAP} ")
     else:
         op.execute("SET LOCAL work_mem = '256MB'")
         op.execute("SET LOCAL maintenance_work_mem = '256MB'")
@@ -133,7 +278,7 @@ def upgrade() -> None:
         sa.column("words"),
     )
     for rows in _cards(connection):
-        sites = [{"card_pk": row[0], "site": url_site(row[5])} for row in rows if row[5] is not None]
+        sites = [{"card_pk": row[0], "site": _url_site(row[5])} for row in rows if row[5] is not None]
         if sites:
             connection.execute(
                 cards.update()
@@ -143,12 +288,12 @@ def upgrade() -> None:
             )
         entries = []
         for pk, card_type, title, notes, *body in rows:
-            headline, texts = word_runs([title_of(card_type, title, body[0]), notes]), word_runs(body)
+            headline, texts = _word_runs([_title_of(card_type, title, body[0]), notes]), _word_runs(body)
             if sqlite:
-                entries.append({"rowid": pk, "headline": fts_text(headline), "body": fts_text(texts)})
+                entries.append({"rowid": pk, "headline": _fts_text(headline), "body": _fts_text(texts)})
                 continue
             for part, runs in ((0, texts), (3, headline)):
-                vector = tsvector(runs)
+                vector = _tsvector(runs)
                 if vector is not None:
                     entries.append({"card_pk": pk, "part": part, "words": vector})
         if entries and sqlite:
@@ -214,7 +359,7 @@ def downgrade() -> None:
         )
         op.execute(
             "INSERT INTO card_search_old (rowid, words) "
-            f"SELECT rowid, replace(headline || ' ' || body, '{GAP}', ' ') FROM card_search"
+            f"SELECT rowid, replace(headline || ' ' || body, '{_GAP}', ' ') FROM card_search"
         )
         op.execute("DROP TABLE card_search")
         op.execute("ALTER TABLE card_search_old RENAME TO card_search")

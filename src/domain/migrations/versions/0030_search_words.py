@@ -12,20 +12,116 @@ Revises: 0029
 """
 
 import json
+import threading
 from collections import Counter
 from typing import Any
 
 import sqlalchemy as sa
+import Stemmer
 from alembic import op
-
-from cardvault.domain.search.index import GAP
-from cardvault.domain.search.stopwords import STOP_WORDS
-from cardvault.domain.search.vocabulary import card_language, stem
 
 revision = "0030"
 down_revision = "0029"
 branch_labels = None
 depends_on = None
+
+# This migration's own copies of the rules it counted words by (cardvault.domain.search when it
+# was written): a migration computes what it did then, whatever the service's rules become.
+_GAP = "\ue000"  # the token between an FTS5 row's texts (migration 0025)
+# English function words, which the vocabulary keeps no count of.
+_WORDS = (
+    # articles and determiners
+    "a an the this that these those some any each every either neither no all both such "
+    # pronouns
+    "i me my mine myself we us our ours ourselves you your yours yourself yourselves "
+    "he him his himself she her hers herself it its itself they them their theirs themselves "
+    # auxiliaries and modals
+    "am is are was were be been being have has had having do does did doing done "
+    "will would shall should can could may might must "
+    # prepositions
+    "about above across after against along among around at before behind below beneath beside "
+    "between beyond by down during except for from in inside into near of off on onto out outside "
+    "over past since through throughout to toward towards under until up upon with within without "
+    # conjunctions
+    "and but or nor so yet if then than because while although though unless whether "
+    # question words
+    "how what why which who whom whose when where "
+    # other common function words
+    "as not there here also just very too only own same other more most"
+)
+_STOP_WORDS = frozenset(_WORDS.split())
+# ISO 639-1 codes (what the ai stage's languages are) of the Snowball algorithms.
+_ISO = {
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "st": "sesotho",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
+}
+
+
+def _algorithm(language: str | None) -> str:
+    """The Snowball algorithm of a language (ISO 639-1 code or English name); English when
+    unknown or unsupported."""
+    if not language:
+        return "english"
+    name = language.strip().lower().replace("_", "-")
+    found = _ISO.get(name.split("-")[0], name)
+    return found if found in Stemmer.algorithms() else "english"
+
+
+_stemmers = threading.local()  # a Stemmer is not safe to share between threads
+
+
+def _stemmer(name: str) -> Any:
+    cached: dict[str, Any] = _stemmers.__dict__.setdefault("by_name", {})
+    stemmer = cached.get(name)
+    if stemmer is None:
+        stemmer = cached[name] = Stemmer.Stemmer(name)
+    return stemmer
+
+
+def _stem(word: str, language: str | None = None) -> str:
+    """The word's Snowball stem in the language (English when unknown)."""
+    return str(_stemmer(_algorithm(language)).stemWord(word))
+
+
+def _card_language(engine: dict[str, Any] | None) -> str | None:
+    """The language the ai stage found for a card (its ``ai_engine``), if any."""
+    found = (engine or {}).get("language")
+    return found if isinstance(found, str) else None
+
 
 _BATCH = 2000
 _SQLITE_CARDS = """
@@ -110,15 +206,15 @@ def _count_sqlite(connection: Any) -> None:
         stems: dict[tuple[str, str], str] = {}
         for row in batch:
             pk, account_id, engine = row[0], row[1], row[2]
-            words = {word for value in row[3:] if value for word in value.split() if word != GAP}
+            words = {word for value in row[3:] if value for word in value.split() if word != _GAP}
             if not words:
                 continue
             lengths.append({"pk": pk, "n": len(words)})
-            language = card_language(_json(engine))
+            language = _card_language(_json(engine))
             for word in words:
-                if word not in STOP_WORDS:
+                if word not in _STOP_WORDS:
                     held[account_id, word] += 1
-                    stems.setdefault((account_id, word), stem(word, language))
+                    stems.setdefault((account_id, word), _stem(word, language))
         if lengths:
             connection.execute(sa.text("UPDATE cards SET search_words = :n WHERE pk = :pk"), lengths)
         counted = sorted(held.items())
@@ -161,7 +257,7 @@ def _count_postgresql(connection: Any) -> None:
     accounts = connection.execute(sa.text("SELECT id FROM accounts ORDER BY id")).scalars().all()
     for account_id in accounts:
         rows = connection.execute(sa.text(_PG_ACCOUNT_WORDS), {"account": account_id}).all()
-        counted = sorted((word, n, language) for word, n, language in rows if word not in STOP_WORDS)
+        counted = sorted((word, n, language) for word, n, language in rows if word not in _STOP_WORDS)
         for start in range(0, len(counted), _PG_BATCH):
             chunk = counted[start : start + _PG_BATCH]
             connection.execute(
@@ -169,7 +265,7 @@ def _count_postgresql(connection: Any) -> None:
                 {
                     "account": account_id,
                     "words": [word for word, _, _ in chunk],
-                    "stems": [stem(word, language) for word, _, language in chunk],
+                    "stems": [_stem(word, language) for word, _, language in chunk],
                     "cards": [n for _, n, _ in chunk],
                 },
             )

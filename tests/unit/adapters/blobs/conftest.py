@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import seaweedfs_server
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.settings import Settings
+from harness.servers import seaweedfs_server
 
 SECRET = "k" * 48
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.disk import Filler
 from cardvault.adapters.blobs.local import LocalDiskStore, UploadRefused
+from harness.faults.disk import Filler
 
 
 class TestLocalReceive:

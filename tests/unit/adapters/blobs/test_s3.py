@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.faults import HANG_SECONDS
-from bench.servers import BIN, SeaweedFS
 from cardvault.adapters.blobs import StoreUnreachable, s3, store_from_settings
 from cardvault.adapters.blobs.s3 import S3Store
 from cardvault.settings import Settings
+from harness.faults import HANG_SECONDS
+from harness.servers import BIN, SeaweedFS
 
 
 class TestS3:
@@ -125,7 +125,7 @@ class TestOutOfReach:
 
     def test_an_api_request_meeting_a_quiet_server_answers_before_a_client_gives_up(self) -> None:
         # Every try of a call: a connection and a read, each within its timeout; boto3 waits
-        # at most 1 s, then 2 s, between them. Clients wait 30 s (bench.faults.HANG_SECONDS).
+        # at most 1 s, then 2 s, between them. Clients wait 30 s (harness.faults.HANG_SECONDS).
         worst = s3.ATTEMPTS * (s3.CONNECT_SECONDS + s3.READ_SECONDS) + 1 + 2
         assert worst < HANG_SECONDS
 

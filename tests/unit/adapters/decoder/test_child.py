@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import IN_CI
 from cardvault.adapters.decoder import CHILD_ENVIRONMENT, MAX_HEAD_BYTES, MAX_PART_BYTES, Decoder
 from cardvault.adapters.images import ImageRefused
+from harness.servers import IN_CI
 
 CAPTIONS = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nHello there\n"
 

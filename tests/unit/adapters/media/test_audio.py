@@ -13,8 +13,8 @@ import av
 import numpy as np
 import pytest
 
-from bench import media_files
 from cardvault.adapters.media import MediaRefused, audio
+from harness import media_files
 
 
 def test_a_waveform_is_the_peak_of_each_stretch_as_a_fraction_of_the_loudest() -> None:

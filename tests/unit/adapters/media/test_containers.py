@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import av
 import pytest
 
-from bench import media_files
 from cardvault.adapters.media import MediaRefused
 from cardvault.adapters.media.containers import FORMATS, MAX_SECONDS, open_container, stated_seconds
+from harness import media_files
 
 
 def test_every_sniffed_type_has_a_demuxer_ffmpeg_provides() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import media_files
 from cardvault.adapters.media import subtitles
+from harness import media_files
 
 
 def test_the_english_track_is_chosen_else_the_first(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from PIL import Image, ImageStat
 
-from bench import media_files
 from cardvault.adapters.media import MediaRefused, video
+from harness import media_files
 
 
 def _picture(data: bytes) -> Any:

@@ -16,7 +16,6 @@ from sqlalchemy import event, func, select, update
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
-from bench import media_files
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.domain.cards import trash
 from cardvault.domain.db import Database
@@ -27,8 +26,9 @@ from cardvault.domain.models import Account, Card, Upload
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import embedded
+from harness import media_files
 from tests.conftest import Api, api_of_new_account, app_env
-from tests.unit.domain.files.test_captions import caption_ticket
+from tests.unit.domain.cards.test_captions import caption_ticket
 from tests.unit.handlers.test_uploads import png, put, thumbnail_upload, uploaded
 from tests.unit.workers.stages.test_media import file_card
 

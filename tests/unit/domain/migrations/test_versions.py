@@ -302,7 +302,7 @@ def test_what_cards_keep_beyond_their_files_starts_counted_from_what_their_rows_
 
 def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> None:
     from cardvault.domain.cards import listing
-    from cardvault.domain.cards.urls import url_key
+    from cardvault.domain.urls import url_key
 
     db = saved_before(
         tmp_path,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardvault.domain.errors import InvalidTag
-from cardvault.domain.tags.names import clean_tag, clean_tags, tag_key
+from cardvault.domain.tags.names import clean_tag, clean_tags
 from cardvault.spec import spec_document
 
 TAG_SCHEMA = spec_document()[1]["components"]["schemas"]["TagName"]
@@ -41,11 +41,6 @@ def test_sixty_four_characters_after_trimming_is_allowed() -> None:
 
 def test_duplicates_ignoring_case_keep_the_first_spelling() -> None:
     assert clean_tags(["Work", "work", "WORK", "Straße", "STRASSE", "x"]) == ["Work", "Straße", "x"]
-
-
-def test_keys_fold_case_and_canonical_equivalence() -> None:
-    assert tag_key("Caf\u00e9") == tag_key("CAFE\u0301")
-    assert tag_key("Work") == tag_key("wORK")
 
 
 @settings(max_examples=400)

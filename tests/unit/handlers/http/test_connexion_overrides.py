@@ -14,9 +14,17 @@ from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
 from connexion.datastructures import MediaTypeDict
 from connexion.decorators.main import ASGIDecorator, BaseDecorator
 from connexion.exceptions import InvalidSpecification
+from connexion.lifecycle import ConnexionRequest
+from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.main import ConnexionMiddleware
+from connexion.middleware.routing import RoutingOperation
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
-from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
+from connexion.security import (
+    NO_VALUE,
+    AbstractSecurityHandler,
+    BearerSecurityHandler,
+    SecurityHandlerFactory,
+)
 from connexion.spec import OpenAPISpecification, Specification
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from connexion.validators.abstract import AbstractRequestBodyValidator
@@ -134,6 +142,10 @@ class TestDocsUI:
 
 
 class TestInitSpecOnce:
+    @pytest.fixture(autouse=True)
+    def _installed(self) -> None:
+        connexion_overrides.build_specs_once()  # as the app factory does
+
     def test_connexions_init_still_sets_what_the_app_keeps_and_only_base_path_changes_it(self) -> None:
         # An upgrade that builds a spec otherwise would silently break the once-per-process
         # build, and this must fail.
@@ -167,6 +179,51 @@ class TestInitSpecOnce:
         broken["paths"]["/cards"]["get"]["responses"] = "none"
         with pytest.raises(InvalidSpecification):
             OpenAPISpecification.from_dict(broken)
+
+
+class TestBuildSpecsOnce:
+    def test_nothing_is_patched_until_the_app_factory_asks(self) -> None:
+        # Importing the module leaves Connexion as it is: only build_specs_once (which
+        # create_app calls) replaces Specification.__init__.
+        source = inspect.getsource(connexion_overrides)
+        assert source.count("Specification.__init__ = init_spec_once") == 1
+        assert "    Specification.__init__ = init_spec_once" in source
+
+    def test_the_app_factory_installs_it(self, settings: Settings, database: Database) -> None:
+        create_app(settings, db=database)
+        assert Specification.__init__ is connexion_overrides.init_spec_once
+
+
+class TestScopeExtensions:
+    def test_relies_on_connexions_routing_and_security_keys(self) -> None:
+        assert ROUTING_CONTEXT == "connexion_routing"
+        routing = inspect.getsource(RoutingOperation.__call__)
+        assert 'extensions = original_scope.setdefault("extensions", {})' in routing
+        assert '"operation_id": self.operation_id' in routing
+        # The verified credential's subject goes into the request's context, which is the
+        # scope's extensions["connexion_context"].
+        assert 'setdefault("connexion_context", {})' in inspect.getsource(ConnexionRequest)
+        verify = inspect.getsource(SecurityHandlerFactory.verify_security)
+        assert "request.context.update(" in verify and '"user": token_info.get("sub"' in verify
+
+    def test_readers_of_a_scope_with_and_without_them(self) -> None:
+        empty: dict[str, object] = {"type": "http"}
+        assert connexion_overrides.routed_operation(empty) is None
+        assert connexion_overrides.routed_user(empty) is None
+        shared = connexion_overrides.shared_extensions(empty)
+        shared[ROUTING_CONTEXT] = {"operation_id": "cardvault.handlers.cards.list_cards"}
+        shared["connexion_context"] = {"user": "acc_1"}
+        assert connexion_overrides.routed_operation(empty) == "cardvault.handlers.cards.list_cards"
+        assert connexion_overrides.routed_user(empty) == "acc_1"
+
+    def test_a_request_is_counted_and_logged_under_its_operation_and_account(
+        self, api: Api, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        with caplog.at_level("INFO", logger="cardvault.requests"):
+            assert api.get("/v1/cards").status_code == 200
+        line = next(r for r in caplog.records if r.name == "cardvault.requests")
+        assert line.operation == "listCards"  # type: ignore[attr-defined]
+        assert line.accountId == api.account_id  # type: ignore[attr-defined]
 
 
 class TestBearer:

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bench.faults.disk import Filler
 from cardvault.domain.auth import credentials
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.faults.disk import Filler
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 from tests.unit.handlers.test_uploads import png, uploaded

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.faults.disk import Filler
 from cardvault.adapters.blobs.local import LocalDiskStore
+from harness.faults.disk import Filler
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
 from tests.unit.handlers.test_uploads import png, put, ticket, uploaded

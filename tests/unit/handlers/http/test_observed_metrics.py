@@ -14,15 +14,15 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from bench.servers import PageServer, page_server
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
 from cardvault.domain.pipeline import table as pipeline
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import embedded
+from harness.servers import PageServer, page_server
 from tests.conftest import Api, app_env
-from tests.unit.domain.portability.formats.conftest import fixture
+from tests.unit.domain.portability.imports.formats.conftest import fixture
 from tests.unit.handlers.test_imports import finished, start
 from tests.unit.handlers.test_uploads import png, uploaded
 

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from bench.servers import cli, redis_server, server_env, serving
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness.servers import cli, redis_server, server_env, serving
 from tests.conftest import Api, connections_cut, fresh_postgres_database
 
 _POLICY = re.compile(r'^"(?P<name>[a-z-]+)";q=(?P<q>\d+);w=(?P<w>\d+)$')

@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import func, select, update
 from starlette.testclient import TestClient
 
-from bench.servers import redis_server
 from cardvault.domain.auth import web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -18,6 +17,7 @@ from cardvault.domain.models import WebSession
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers.oauth import forget_ended_credentials
+from harness.servers import redis_server
 from tests.conftest import Api, app_env
 from tests.unit.handlers.web.conftest import PUBLIC_URL, Person, csrf_of, sign_in
 

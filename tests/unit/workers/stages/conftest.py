@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bench.servers import PageServer, page_server
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -18,6 +17,7 @@ from cardvault.domain.models import Card
 from cardvault.domain.pipeline import processing, status
 from cardvault.settings import Settings
 from cardvault.workers import broker
+from harness.servers import PageServer, page_server
 from tests.conftest import app_env
 
 ARTICLE = b"""<!doctype html><html><head><meta charset="utf-8">

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from bench.servers import PageServer, page_server
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing, listing
 from cardvault.domain.cards.listing import CardFilter
@@ -22,6 +21,7 @@ from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
+from harness.servers import PageServer, page_server
 from tests.conftest import app_env
 
 SOURDOUGH = (

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import PageServer
 from cardvault.domain.db import Database
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS
 from cardvault.workers.stages import capture
+from harness.servers import PageServer
 from tests.unit.workers.stages.conftest import ARTICLE, bind, link, stages
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import PageServer
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.domain.pipeline import processing
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
+from harness.servers import PageServer
 from tests.unit.workers.stages.conftest import ARTICLE, bind, card, link, png, stages
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from bench.servers import PageServer
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
 from cardvault.workers.pipeline import ACTORS
+from harness.servers import PageServer
 from tests.unit.workers.stages.conftest import ARTICLE, card, link, png, stages
 
 

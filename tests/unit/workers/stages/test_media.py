@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from bench import media_files
-from bench.servers import PageServer, page_server
 from cardvault.adapters.blobs import BlobStore
+from harness import media_files
+from harness.servers import PageServer, page_server
 from tests.conftest import Api
 from tests.unit.domain.test_links import settled
 from tests.unit.handlers.test_uploads import _get, _wait_for, processed, uploaded

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from bench.media_files import FOX
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
@@ -18,6 +17,7 @@ from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import pipeline as worker
+from harness.media_files import FOX
 from tests.conftest import app_env
 from tests.speech_extra import require_speech
 from tests.unit.workers.stages.test_ai import read, stage

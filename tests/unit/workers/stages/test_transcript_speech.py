@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bench import media_files
-from bench.media_files import FOX
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
+from harness import media_files
+from harness.media_files import FOX
 from tests.conftest import Api, api_of_new_account, app_env
 from tests.speech_extra import require_speech
-from tests.unit.domain.files.test_captions import VTT, attach
+from tests.unit.domain.cards.test_captions import VTT, attach
 from tests.unit.handlers.test_uploads import processed
 from tests.unit.workers.stages.test_media import file_card, stages
 

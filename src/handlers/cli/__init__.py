@@ -1,0 +1,1 @@
+"""The ``cardvault`` command's imports: restoring our own export, and importing another service's."""
