@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from cardvault.domain import processing
 from cardvault.domain.cards import adding, captions, editing, facets, listing, reading, thumbnails, trash
+from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
-from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.search import highlights
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.pipeline import send_after_commit
+from cardvault.workers.pipeline import send_stage
 
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -32,9 +34,8 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         file_etag=body.get("fileEtag"),
         max_cards=rt.settings.max_cards,
         **_new_card(body),
-    ) as (session, written):
-        card = written.card
-        send_after_commit(session, written)
+    ) as (session, card):
+        _send_stages(session, card.pk, processing.queue(session, card))
         if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
@@ -51,6 +52,12 @@ _NEW_CARD_FIELDS = {
 def _new_card(body: dict[str, Any]) -> editing.NewCard:
     """The new card's fields the body gives."""
     return cast(editing.NewCard, {name: body[key] for key, name in _NEW_CARD_FIELDS.items() if key in body})
+
+
+def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
+    """Send the queued stages to the workers once the transaction commits."""
+    for stage in stages:
+        after_commit(session, functools.partial(send_stage, card_pk, stage))
 
 
 def list_cards(
@@ -145,7 +152,7 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
             url=body.get("url"),
             **notes,
         )
-        send_after_commit(session, edited)
+        _send_stages(session, edited.card.pk, edited.stages)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)  # the old page's image
         return card_json.card_json(edited.card)
@@ -167,7 +174,7 @@ def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
 def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
     with runtime.current().db.transaction() as session:
         edited = editing.refresh(session, account_id=user, card_id=card_id)
-        send_after_commit(session, edited)
+        _send_stages(session, edited.card.pk, edited.stages)
     return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
 
 
@@ -262,7 +269,7 @@ def _replace_file(
     *,
     check: Callable[..., Any],
     make: Callable[[runtime.Runtime, Any], Any],
-    apply: Callable[[Session, Any], Written],
+    apply: Callable[[Session, Any], Edited],
 ) -> dict[str, Any]:
     """Check the card and its upload, then make what the card keeps from the file outside any
     transaction (it takes a while), then apply it."""
@@ -277,7 +284,7 @@ def _replace_file(
     with rt.db.transaction() as session:
         edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
-        send_after_commit(session, edited)
+        _send_stages(session, edited.card.pk, edited.stages)
         return card_json.extended(session, edited.card)
 
 
@@ -286,7 +293,7 @@ def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
         edited = captions.remove(session, account_id=user, card_id=card_id)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)
-        send_after_commit(session, edited)
+        _send_stages(session, edited.card.pk, edited.stages)
         return card_json.extended(session, edited.card)
 
 
@@ -294,5 +301,5 @@ def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
-        send_after_commit(session, edited)  # the page's image again
+        _send_stages(session, edited.card.pk, edited.stages)  # the page's image again
         return card_json.extended(session, edited.card)

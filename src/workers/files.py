@@ -3,34 +3,37 @@ triggers), and uploads no card took within 24 hours."""
 
 from __future__ import annotations
 
+import dramatiq
+
 from cardvault.domain.files import doomed, uploads
-from cardvault.services import Services
-from cardvault.workers.broker import actor
+from cardvault.workers.broker import blob_store, database
 
 BATCH = 500
 
 
-@actor(actor_name="delete_doomed_objects", queue_name="housekeeping", max_retries=5, time_limit=300_000)
-def delete_doomed_objects(services: Services) -> None:
+@dramatiq.actor(
+    actor_name="delete_doomed_objects", queue_name="housekeeping", max_retries=5, time_limit=300_000
+)
+def delete_doomed_objects() -> None:
     """Delete doomed objects from the store, then forget them; a crash between the two only
     deletes them again (deleting a missing object is no error)."""
     while True:
-        with services.database.transaction(write=False) as session:
+        with database().transaction(write=False) as session:
             keys = doomed.doomed(session, batch_size=BATCH)
         if not keys:
             return
-        services.blobs.delete(keys)
-        with services.database.transaction() as session:
+        blob_store().delete(keys)
+        with database().transaction() as session:
             doomed.forget_doomed(session, keys)
         if len(keys) < BATCH:
             return
 
 
-@actor(actor_name="forget_old_uploads", queue_name="housekeeping", max_retries=3, time_limit=300_000)
-def forget_old_uploads(services: Services) -> None:
+@dramatiq.actor(actor_name="forget_old_uploads", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def forget_old_uploads() -> None:
     """Delete uploads older than 24 hours and doom their objects."""
     while True:
-        with services.database.transaction() as session:
+        with database().transaction() as session:
             if uploads.forget_old(session, batch_size=BATCH) < BATCH:
                 break
     delete_doomed_objects.send()

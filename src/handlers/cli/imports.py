@@ -10,14 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from cardvault.adapters.blobs import BlobStore
+from cardvault.domain.db import Database
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.formats.known import detect
-from cardvault.services import Services
+from cardvault.settings import Settings
+from cardvault.workers import broker as worker_broker
 from cardvault.workers.imports import run_import
 
 
 def run(
-    services: Services,
+    db: Database,
+    store: BlobStore,
+    settings: Settings,
     *,
     account_id: str,
     path: Path,
@@ -25,10 +30,8 @@ def run(
     on_duplicate: str,
     out: TextIO = sys.stdout,
 ) -> int:
-    """The command: import the file as a job taken by the import actor in this process, on the
-    services the command was bootstrapped with (its changes reach webhooks, its stages the
-    workers); the exit status."""
-    db, store = services.database, services.blobs
+    """The command: import the file as a job taken by the import actor in this process; the
+    exit status."""
     with path.open("rb") as file:
         head = file.read(4096)
     file_format = file_format or detect(head)
@@ -54,6 +57,7 @@ def run(
                 object_key=key,
             )
         )
+    worker_broker.bind(settings, db, store)
     handed: str | None = None
     while True:
         run_import.fn(import_id, handed)

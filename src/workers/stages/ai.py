@@ -1,31 +1,54 @@
-"""Running the ``ai`` stage: the card's text described by the offline engine or the configured
-provider (its rules: cardvault.domain.pipeline.ai)."""
+"""The ``ai`` stage: a summary, tags and the language of the card's text, by the offline engine
+or the configured provider."""
 
 from __future__ import annotations
 
-from cardvault.adapters import ai as engines
+from sqlalchemy.orm import Session
+
+from cardvault.adapters import ai
+from cardvault.domain.cards import ai as ai_rules
 from cardvault.domain.models import Card
-from cardvault.domain.pipeline import ai
-from cardvault.domain.pipeline.errors import StageFailed, StageSkipped
-from cardvault.services import Services
+from cardvault.domain.processing import StageFailed, StageSkipped
+from cardvault.workers.broker import database, settings
+
+BASIS = ("content", "url", "file_object", "ai_transcript", "metadata_title")
+WRITES_TAGS = True
 
 
-def run(services: Services, card: Card, _lease: str) -> dict[str, object]:
+def run(card: Card, _lease: str) -> dict[str, object]:
     """A summary, tags and the language of the card's text, by the offline engine or the
     configured provider."""
-    config = services.settings
+    config = settings()
     if not config.ai:
         raise StageSkipped("AI_OFF")
-    with services.database.transaction(write=False) as session:
-        text = ai.text_of(card, ai.source_text(session, card.pk))
-        existing = ai.account_tags(session, card.account_id) if config.ai_provider else []
+    with database().transaction(write=False) as session:
+        text = ai_rules.text_of(card, ai_rules.source_text(session, card.pk))
+        existing = ai_rules.account_tags(session, card.account_id) if config.ai_provider else []
     if not text:
         raise StageSkipped("NO_TEXT")
     try:
         if config.ai_provider is not None:
-            described = engines.describe_with_provider(config.ai_provider, text, existing_tags=existing)
+            described = ai.describe_with_provider(config.ai_provider, text, existing_tags=existing)
         else:
-            described = engines.describe_offline(text)
-    except engines.AiRefused as refused:
+            described = ai.describe_offline(text)
+    except ai.AiRefused as refused:
         raise StageFailed(refused.code, str(refused), transient=refused.transient) from None
     return {"described": described}
+
+
+def skipped_by(card: Card) -> str | None:
+    """Nothing in the card refuses the result."""
+    return None
+
+
+def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
+    """Set the card's summary and its tags by the rules of cardvault.domain.cards.ai."""
+    described = fields["described"]
+    assert isinstance(described, ai.Described)
+    ai_rules.apply(
+        session,
+        card,
+        summary=described.summary,
+        keywords=described.tags,
+        engine={"kind": described.kind, "model": described.model, "language": described.language},
+    )
