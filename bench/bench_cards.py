@@ -48,7 +48,7 @@ def _seed(url: str, count: int) -> tuple[str, str]:
                     content=f"Card {i}: notes about topic {i % 97} and idea {i % 13}",
                     tags=[f"topic-{i % 20}", f"group-{i % 7}"],
                     url=f"https://example.com/{i}" if i % 3 == 0 else None,
-                )
+                ).card
                 card_id = card.id
     if url.startswith("postgresql"):
         # Statistics, as autovacuum gathers them on a live database: without them the planner

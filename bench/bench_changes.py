@@ -69,7 +69,8 @@ def main() -> None:
         with recording.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id
             card_ids = [
-                editing.add_card(session, account_id=account_id, content=f"card {n}").id for n in range(200)
+                editing.add_card(session, account_id=account_id, content=f"card {n}").card.id
+                for n in range(200)
             ]
         _updates(recording, account_id, card_ids, 100)  # warm both pools and caches
         _updates(bare, account_id, card_ids, 100)

@@ -44,6 +44,7 @@ from sqlalchemy import delete, select
 
 from cardvault.adapters.blobs import BlobStore, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
+from cardvault.bootstrap import bootstrap
 from cardvault.domain import folders
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
@@ -150,13 +151,12 @@ def _timed(owner: Any, name: str, spent: dict[str, float]) -> None:
 
 
 def _child_ours(data_dir: str, url: str, account_id: str) -> dict[str, Any]:
-    from cardvault.workers import broker
     from cardvault.workers import exports as worker
 
     settings = _settings(Path(data_dir), url)
     db = Database.from_url(settings.database_url)
     store = store_from_settings(settings)
-    broker.bind(settings, db, store)
+    bootstrap(settings, database=db, blobs=store)
     with db.transaction(write=False) as session:
         exports.latest_export(session, account_id=account_id)  # a connection, as a worker has
     spent: dict[str, float] = {}  # where the time goes: the snapshot, heartbeats, reads of the items

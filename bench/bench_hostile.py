@@ -430,7 +430,7 @@ def seed(url: str, count: int) -> Seeded:
         key = keys.issue_api_key(session, account_id=account)
 
     def add(session: Any, content: str, tags: tuple[str, ...] = ()) -> str:
-        return editing.add_card(session, account_id=account, content=content, tags=tags).id
+        return editing.add_card(session, account_id=account, content=content, tags=tags).card.id
 
     search_ids: list[str] = []
     n = len(VOCABULARY)

@@ -27,11 +27,12 @@ os.environ.setdefault("CARDVAULT_REDIS_URL", REDIS_URL)  # before the broker is 
 
 from cardvault import heap  # noqa: E402
 from cardvault.adapters.blobs.local import LocalDiskStore  # noqa: E402
-from cardvault.domain import processing  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import ImportJob  # noqa: E402
+from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.domain.portability.imports import jobs as import_jobs  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 from cardvault.workers import actors, broker  # noqa: E402, F401  (actors: declares every actor)
@@ -100,7 +101,7 @@ def _loop(db: Database, account_id: str, count: int, round_no: int) -> float:
                 url = f"https://example.com/{round_no}/{n}"
                 card = editing.add_card(
                     session, account_id=account_id, content=url, url=url, tags=[f"t{n % 50}"], created_at=1
-                )
+                ).card
                 sent += [(card.pk, stage) for stage in processing.queue(session, card)]
         for card_pk, stage in sent:
             send_stage(card_pk, stage)
@@ -118,7 +119,7 @@ def main() -> None:
         db = Database.from_url(url)
         db.migrate()
         store = LocalDiskStore(Path(workdir) / "blobs", secret_key="s" * 48, public_url="http://127.0.0.1:1")
-        broker.bind(Settings.from_env(), db, store)
+        bootstrap(Settings.from_env(), database=db, blobs=store)
         redis = broker.broker.client  # type: ignore[attr-defined]
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id

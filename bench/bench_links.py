@@ -32,11 +32,12 @@ import httpx  # noqa: E402
 import redis  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from cardvault.domain import processing  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
+from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 from harness.servers import (  # noqa: E402
     BIN,
@@ -107,7 +108,7 @@ def _cards(db: Database, account_id: str, base: str, first: int, count: int) -> 
     with db.transaction() as session:
         pks = []
         for n in range(first, first + count):
-            card = editing.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html")
+            card = editing.add_card(session, account_id=account_id, content=f"{base}/page-{n}.html").card
             processing.queue(session, card)
             pks.append(card.pk)
     return pks
@@ -155,9 +156,8 @@ def main() -> None:
         db.migrate()
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-links").id
-        from cardvault.workers import broker
 
-        broker.bind(Settings.from_env(env), db)
+        bootstrap(Settings.from_env(env), database=db)
         pin = ["taskset", "-c", "0"] if (os.cpu_count() or 1) > 1 else []
         worker = subprocess.Popen(
             [*pin, str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "1"], env=env, cwd=ROOT

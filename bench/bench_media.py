@@ -50,11 +50,12 @@ from PIL import Image  # noqa: E402
 from cardvault.adapters import ai  # noqa: E402
 from cardvault.adapters.blobs import store_from_settings  # noqa: E402
 from cardvault.adapters.decoder import Decoder  # noqa: E402
-from cardvault.domain import processing  # noqa: E402
+from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
+from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
 from harness import media_files  # noqa: E402
 from harness.servers import BIN, ROOT, fresh_database, peak_rss_mb, process_tree  # noqa: E402
@@ -233,7 +234,6 @@ def bench_speech(rounds: int, workdir: Path) -> dict[str, Any] | None:
 
 
 def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
-    from cardvault.workers import broker
     from cardvault.workers.pipeline import ACTORS
 
     url = fresh_database("sqlite", workdir)
@@ -242,7 +242,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     settings = Settings.from_env(
         {"CARDVAULT_DATABASE_URL": url, "CARDVAULT_DATA_DIR": str(workdir), "CARDVAULT_AI": "true"}
     )
-    broker.bind(settings, db)
+    bootstrap(settings, database=db)
     text = _text()
     with db.transaction() as session:
         account_id = accounts.create_account(session, name="bench-ai").id
@@ -253,7 +253,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
 
     def ours() -> None:
         with db.transaction() as session:
-            card = editing.add_card(session, account_id=account_id, content=text, card_type="text")
+            card = editing.add_card(session, account_id=account_id, content=text, card_type="text").card
             processing.queue(session, card)
             pk = card.pk
         ACTORS["ai"](pk)
@@ -282,10 +282,9 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
     db.migrate()
     key = "accounts/bench/files/video/clip.mp4"
     store_from_settings(settings).put(key, video.read_bytes(), content_type="video/mp4")
-    from cardvault.workers import broker
     from cardvault.workers.pipeline import send_stage
 
-    broker.bind(settings, db)
+    bootstrap(settings, database=db)
     worker = subprocess.Popen(
         [str(BIN / "cardvault"), "worker", "--processes", "1", "--threads", "1"], env=env, cwd=ROOT
     )
@@ -294,10 +293,10 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
         idle = sum(peak_rss_mb(pid) for pid in process_tree(worker.pid)[1:])
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-rss").id
-            clip = editing.add_card(session, account_id=account_id, content="", card_type="text")
+            clip = editing.add_card(session, account_id=account_id, content="", card_type="text").card
             clip.type, clip.file_object, clip.file_kind = "video", key, "video"
             clip.mime_type, clip.file_name, clip.file_size = "video/mp4", "clip.mp4", video.stat().st_size
-            text = editing.add_card(session, account_id=account_id, content=_text(), card_type="text")
+            text = editing.add_card(session, account_id=account_id, content=_text(), card_type="text").card
             sent = [(clip.pk, s) for s in processing.queue(session, clip)] + [
                 (text.pk, s) for s in processing.queue(session, text)
             ]

@@ -47,7 +47,7 @@ def load(db: Database, corpus: RelevanceCorpus) -> tuple[str, list[int]]:
     for start in range(0, len(corpus.cards), BATCH):
         with db.transaction() as session:
             for card in corpus.cards[start : start + BATCH]:
-                pks.append(editing.add_card(session, account_id=account_id, content=card.content).pk)
+                pks.append(editing.add_card(session, account_id=account_id, content=card.content).card.pk)
     with db.engine.connect() as connection:  # statistics, as autovacuum would have them by now
         connection.execute(text("ANALYZE"))
         connection.commit()

@@ -22,13 +22,13 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebhookDelivery
 from cardvault.domain.webhooks import endpoints, events
 from cardvault.settings import Settings
-from cardvault.workers import broker
 from cardvault.workers.webhooks import BATCH, deliver_webhooks
 from harness.servers import fresh_database, page_server
 
@@ -75,7 +75,7 @@ def main() -> None:
         )
         db = Database.from_url(url)
         db.migrate()
-        broker.bind(settings, db)
+        bootstrap(settings, database=db)
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id
             for _ in range(args.endpoints):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from cardvault import logs
 from cardvault.adapters import speech
-from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys, oauth, web_sessions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -256,21 +255,12 @@ def main(argv: list[str] | None = None) -> int:
                 "cardvault: workers need CARDVAULT_REDIS_URL (without it, serve runs them)", file=sys.stderr
             )
             return 2
+        from cardvault.workers import actors
+
         command = [sys.executable, "-m", "dramatiq", "cardvault.workers.main"]
-        options = [
-            "--processes",
-            str(args.processes),
-            "--threads",
-            str(args.threads),
-            "--queues",
-            "tags",
-            "trash",
-            "housekeeping",
-            *pipeline.queues(),  # the stages' queues, from the table
-            "exports",
-            "imports",
-            "webhooks",
-        ]
+        # Every queue an actor of ours is declared on (cardvault.workers.actors lists them).
+        options = ["--processes", str(args.processes), "--threads", str(args.threads), "--queues"]
+        options += actors.queues()
         # Dramatiq's main process waits up to this many ms for its worker processes to say they
         # are ready before it watches them (default 30 s): one killed while it boots would keep
         # the worker from exiting, and its supervisor from starting another, that long. The wait
@@ -322,11 +312,12 @@ def main(argv: list[str] | None = None) -> int:
             elif args.command == "import":
                 account_id = accounts.find_account(session, name_or_id=args.account).id
         if args.command == "import":
-            from cardvault.adapters.blobs import store_from_settings
+            from cardvault.bootstrap import bootstrap
             from cardvault.handlers.cli import imports, restore
             from cardvault.workers import restores
 
-            store = store_from_settings(settings)
+            services = bootstrap(settings, database=db)
+            store = services.blobs
             # A ZIP is our export unless its members tell another service's (Pocket, Omnivore):
             # restored here, a card at a time with its progress shown.
             zipped = args.archive.suffix.lower() == ".zip" or zipfile.is_zipfile(args.archive)
@@ -335,9 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 quotas = restores.quotas_of(settings)
                 return restore.run(db, store, account_id=account_id, path=args.archive, quotas=quotas)
             return imports.run(
-                db,
-                store,
-                settings,
+                services,
                 account_id=account_id,
                 path=args.archive,
                 file_format=args.format,

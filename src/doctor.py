@@ -9,9 +9,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from cardvault import health, logs
-from cardvault.adapters.blobs import store_from_settings
-from cardvault.adapters.limiter import Limiter
-from cardvault.domain.db import Database
+from cardvault.bootstrap import bootstrap
 from cardvault.settings import Settings
 
 HIDDEN = "(set, hidden)"
@@ -51,16 +49,16 @@ def run(settings: Settings, out: TextIO) -> int:
     print("Settings in force:", file=out)
     for name, value in settings_in_force(settings):
         print(f"  {name:<{width}}  {value}", file=out)
-    db = Database.from_url(settings.database_url)
+    services = bootstrap(settings)
     try:
         found = health.checks(
-            db,
-            Limiter.from_settings(settings),
-            store_from_settings(settings),
+            services.database,
+            services.limiter,
+            services.blobs,
             redis=settings.redis_url is not None,
         )
     finally:
-        db.dispose()
+        services.database.dispose()
     print("Checks:", file=out)
     for check in found:
         said = "ok    " if check.ok else "FAILED"

@@ -64,8 +64,10 @@ _listeners: list[Callable[[str], object]] = []
 
 def on_announce(listener: Callable[[str], object]) -> None:
     """Call ``listener(account_id)`` after each commit that recorded changes of an account with
-    an enabled webhook (cardvault.workers.webhooks sends its dispatcher so)."""
-    _listeners.append(listener)
+    an enabled webhook (cardvault.bootstrap connects the webhooks' dispatcher so); a listener
+    connected again is called once."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def note(
@@ -86,7 +88,7 @@ def note(
         pending[key] = ("delete" if was == "delete" else action, had | marks)
 
 
-def _collect(session: Session, _context: Any) -> None:
+def _collect(session: Session, _transaction: Any) -> None:
     changed = [
         *((instance, "upsert", CREATED) for instance in session.new),
         *((instance, "upsert", 0) for instance in session.dirty if session.is_modified(instance)),

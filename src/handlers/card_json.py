@@ -8,14 +8,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import links, processing
+from cardvault.domain import links
 from cardvault.domain.cards import captions, colors
 from cardvault.domain.cards.extended import ExtendedView
 from cardvault.domain.cards.ranking import Explanation
 from cardvault.domain.cards.reading import CardView
 from cardvault.domain.files import filetypes
 from cardvault.domain.models import Card
-from cardvault.domain.processing import StageView
+from cardvault.domain.pipeline import status
+from cardvault.domain.pipeline.status import StageView
 from cardvault.domain.search.planning import Plan
 from cardvault.handlers.http import runtime
 
@@ -121,7 +122,7 @@ def stages_for_list(
     session: Session, listed: Sequence[CardView], include: set[str]
 ) -> dict[int, list[StageView]]:
     """The listed cards' processing stages, when ``include`` asks for ``processing``."""
-    return processing.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
+    return status.stages_of(session, [c.pk for c in listed]) if "processing" in include else {}
 
 
 def list_item_json(
@@ -141,13 +142,13 @@ def list_item_json(
             filePreview=_file_preview_json(card.file_preview),
         )
     if "processing" in include:
-        item["processingStatus"] = processing.status_json(stages or [])
+        item["processingStatus"] = status.status_json(stages or [])
     return item
 
 
 def extended(session: Session, card: Card) -> dict[str, Any]:
     """The ExtendedCard schema, with the card's processing stages read in the same session."""
-    return _extended_card_json(card, card, processing.stages_of(session, [card.pk]).get(card.pk, []))
+    return _extended_card_json(card, card, status.stages_of(session, [card.pk]).get(card.pk, []))
 
 
 def extended_many(cards: Sequence[ExtendedView]) -> dict[int, dict[str, Any]]:
@@ -166,8 +167,8 @@ def _extended_card_json(
         "isDeleted": card.deleted_at is not None,
         "isArchived": card.archived_at is not None,
         "archivedAt": card.archived_at,
-        "metadataStatus": processing.metadata_status(stages),
-        "processingStatus": processing.status_json(stages),
+        "metadataStatus": status.metadata_status(stages),
+        "processingStatus": status.status_json(stages),
         **links.link_json(card.link_meta),
         "fileWidth": card.file_width,
         "fileHeight": card.file_height,

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import processing
 from cardvault.domain.cards import adding, captions, editing, facets, listing, reading, thumbnails, trash
-from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.search import highlights
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.pipeline import send_stage
+from cardvault.workers.pipeline import send_after_commit
 
 
 def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
@@ -34,8 +32,9 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         file_etag=body.get("fileEtag"),
         max_cards=rt.settings.max_cards,
         **_new_card(body),
-    ) as (session, card):
-        _send_stages(session, card.pk, processing.queue(session, card))
+    ) as (session, written):
+        card = written.card
+        send_after_commit(session, written)
         if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
@@ -52,12 +51,6 @@ _NEW_CARD_FIELDS = {
 def _new_card(body: dict[str, Any]) -> editing.NewCard:
     """The new card's fields the body gives."""
     return cast(editing.NewCard, {name: body[key] for key, name in _NEW_CARD_FIELDS.items() if key in body})
-
-
-def _send_stages(session: Session, card_pk: int, stages: Sequence[str]) -> None:
-    """Send the queued stages to the workers once the transaction commits."""
-    for stage in stages:
-        after_commit(session, functools.partial(send_stage, card_pk, stage))
 
 
 def list_cards(
@@ -152,7 +145,7 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
             url=body.get("url"),
             **notes,
         )
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)  # the old page's image
         return card_json.card_json(edited.card)
@@ -174,7 +167,7 @@ def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
 def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
     with runtime.current().db.transaction() as session:
         edited = editing.refresh(session, account_id=user, card_id=card_id)
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
     return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
 
 
@@ -269,7 +262,7 @@ def _replace_file(
     *,
     check: Callable[..., Any],
     make: Callable[[runtime.Runtime, Any], Any],
-    apply: Callable[[Session, Any], Edited],
+    apply: Callable[[Session, Any], Written],
 ) -> dict[str, Any]:
     """Check the card and its upload, then make what the card keeps from the file outside any
     transaction (it takes a while), then apply it."""
@@ -284,7 +277,7 @@ def _replace_file(
     with rt.db.transaction() as session:
         edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         return card_json.extended(session, edited.card)
 
 
@@ -293,7 +286,7 @@ def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
         edited = captions.remove(session, account_id=user, card_id=card_id)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)
-        _send_stages(session, edited.card.pk, edited.stages)
+        send_after_commit(session, edited)
         return card_json.extended(session, edited.card)
 
 
@@ -301,5 +294,5 @@ def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
     with runtime.current().db.transaction() as session:
         edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
-        _send_stages(session, edited.card.pk, edited.stages)  # the page's image again
+        send_after_commit(session, edited)  # the page's image again
         return card_json.extended(session, edited.card)

@@ -9,7 +9,7 @@ from cardvault.settings.declaring import read, setting
 from cardvault.settings.kinds import FLAG, TEXT, WHOLE, at_most, choices
 
 CAPTURE_OUTPUTS = ("screenshot", "archive", "reader")
-CAPTURE_MAX_SECONDS = 180.0  # inside the stage's own time limit (cardvault.domain.pipeline)
+CAPTURE_MAX_SECONDS = 180.0  # inside the stage's own time limit (cardvault.domain.pipeline.table)
 
 
 @dataclasses.dataclass(frozen=True)

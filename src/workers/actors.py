@@ -1,7 +1,10 @@
-"""Every actor module, imported once here: a process that runs workers imports this, and Dramatiq
-then knows every actor (actors are declared when their module is imported)."""
+"""Every actor module, in one list: a process that runs workers imports this, and Dramatiq then
+knows every actor (actors are declared when their module is imported). The queues a worker
+listens on are those the declared actors use (``queues``)."""
 
-from cardvault.workers import (  # noqa: F401  (declares the actors)
+from __future__ import annotations
+
+from cardvault.workers import (
     changes,
     exports,
     files,
@@ -13,3 +16,11 @@ from cardvault.workers import (  # noqa: F401  (declares the actors)
     trash,
     webhooks,
 )
+from cardvault.workers.broker import broker
+
+MODULES = (changes, exports, files, idempotency, imports, oauth, pipeline, tags, trash, webhooks)
+
+
+def queues() -> list[str]:
+    """The queues of every actor declared (each once, by name)."""
+    return sorted({actor.queue_name for actor in broker.actors.values()})

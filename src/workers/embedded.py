@@ -1,5 +1,6 @@
 """The embedded default's worker: Dramatiq worker threads inside the API process, started and
-stopped with the app (one per process however many apps share it, as Dramatiq requires)."""
+stopped with the app (one per process however many apps share it, as Dramatiq requires), on the
+broker of the services the app was bootstrapped with."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 
-from cardvault.workers import actors  # noqa: F401  (declares every actor)
+from cardvault.services import Services
 from cardvault.workers import broker as _broker
 from cardvault.workers.sweeper import Sweeper
 from cardvault.workers.wakeable import InProcessBroker, ReleasablePriorityQueue
@@ -20,14 +21,15 @@ _lock = threading.Lock()
 _state: dict[str, object] = {"users": 0, "worker": None}
 
 
-def start() -> None:
+def start(services: Services) -> None:
     """Start the in-process worker if this is the first app to need it."""
+    broker = services.broker
     with _lock:
         _state["users"] = int(_state["users"]) + 1  # type: ignore[call-overload]
         if _state["worker"] is None:
-            if not any(isinstance(m, Sweeper) for m in _broker.broker.middleware):
-                _broker.broker.add_middleware(Sweeper())
-            worker = dramatiq.Worker(_broker.broker, worker_threads=2, worker_timeout=100)
+            if not any(isinstance(m, Sweeper) for m in broker.middleware):
+                broker.add_middleware(Sweeper())
+            worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=100)
             worker.work_queue = ReleasablePriorityQueue()  # before start() hands it to the threads
             worker.start()
             _state["worker"] = worker

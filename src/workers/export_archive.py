@@ -20,7 +20,6 @@ from cardvault.domain.db import Database
 from cardvault.domain.models import ExportItem, ExportJob
 from cardvault.domain.portability import archive
 from cardvault.domain.portability.exports import runs as export_runs
-from cardvault.workers.broker import settings
 
 log = logging.getLogger("cardvault.exports")
 
@@ -38,10 +37,10 @@ class Beat:
     """Archiving's heartbeat: records progress under the lease every ``every`` seconds, a
     quarter of the time after which the sweeper would hand the job to another worker."""
 
-    def __init__(self, db: Database, job_id: str, lease: str) -> None:
+    def __init__(self, db: Database, job_id: str, lease: str, *, stale_seconds: float) -> None:
         self.db, self.job_id, self.lease = db, job_id, lease
         self.progress = export_runs.Progress()
-        self.every = min(HEARTBEAT_SECONDS, settings().stale_seconds / 4)
+        self.every = min(HEARTBEAT_SECONDS, stale_seconds / 4)
         self._next = time.monotonic() + self.every
 
     def tick(self, *, force: bool = False) -> None:

@@ -10,16 +10,15 @@ import functools
 import logging
 import threading
 
-import dramatiq
-
 from cardvault.adapters.blobs import BlobStore, StoreUnreachable
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, is_storage_full
 from cardvault.domain.models import ExportJob
 from cardvault.domain.portability.exports import runs as export_runs
+from cardvault.services import Services
 from cardvault.workers import sliced
-from cardvault.workers.broker import blob_store, database, settings
+from cardvault.workers.broker import actor
 from cardvault.workers.export_archive import Beat, Stopped, write_zip
 
 log = logging.getLogger("cardvault.exports")
@@ -33,34 +32,34 @@ _one_at_a_time = threading.Lock()
 CONTENT_TYPE = "application/zip"
 
 
-@dramatiq.actor(
+@actor(
     actor_name="run_export",
     queue_name="exports",
     max_retries=0,  # attempts are counted on the job (export_runs.claim), which also sees crashes
     time_limit=EXPORT_SECONDS * 1000,
 )
-def run_export(job_id: str) -> None:
+def run_export(services: Services, job_id: str) -> None:
     """Run the export from where its row says it is; one at a time in a process, so exports
     never take every worker thread from the other queues (another waits and comes back)."""
     if not _one_at_a_time.acquire(blocking=False):
         run_export.send_with_options(args=(job_id,), delay=BUSY_DELAY_MS)
         return
     try:
-        _run(job_id)
+        _run(services, job_id)
     finally:
         _one_at_a_time.release()
 
 
-def _run(job_id: str) -> None:
-    db, patience = database(), settings().stale_seconds
+def _run(services: Services, job_id: str) -> None:
+    db, patience = services.database, services.settings.stale_seconds
     # The lease is chosen here, so that a claim whose COMMIT was lost can be run again.
-    claim = functools.partial(_claim, db, job_id, sliced.new_lease())
+    claim = functools.partial(_claim, db, job_id, sliced.new_lease(), sliced.stale_ms(services))
     lease = db.run(claim, patience=patience, idempotent=True)
     if lease is None:
         return
     try:
         if _snapshot(db, job_id, lease):
-            _archive(db, blob_store(), job_id, lease)
+            _archive(db, services.blobs, job_id, lease, stale_seconds=patience)
     except Stopped:
         log.info("export %s stopped: canceled or taken over", job_id)
     except (ServiceBusy, ServiceUnavailable):
@@ -84,9 +83,9 @@ def _run(job_id: str) -> None:
         _give_back(db, job_id, lease, "storage_unavailable" if storage else "internal_error", full=full)
 
 
-def _claim(db: Database, job_id: str, lease: str) -> str | None:
+def _claim(db: Database, job_id: str, lease: str, stale_ms: int) -> str | None:
     with db.transaction() as session:
-        return export_runs.claim(session, job_id=job_id, stale_ms=sliced.stale_ms(), lease=lease)
+        return export_runs.claim(session, job_id=job_id, stale_ms=stale_ms, lease=lease)
 
 
 def _give_back(
@@ -138,7 +137,7 @@ def _snapshot(db: Database, job_id: str, lease: str) -> bool:
             return True
 
 
-def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
+def _archive(db: Database, store: BlobStore, job_id: str, lease: str, *, stale_seconds: float) -> None:
     """Write the archive to its own key, then mark the job ready (or delete it, when the
     job was canceled or taken over meanwhile)."""
     with db.transaction(write=False) as session:
@@ -147,7 +146,7 @@ def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
             return
         account_id, created_at = job.account_id, job.created_at
     key = export_runs.object_key(account_id, job_id, lease)
-    beat = Beat(db, job_id, lease)
+    beat = Beat(db, job_id, lease, stale_seconds=stale_seconds)
     chunks = write_zip(db, store, beat, job_id=job_id, account_id=account_id, created_at=created_at)
     stored = store.write(key, chunks, content_type=CONTENT_TYPE)
     with db.transaction() as session:
@@ -156,10 +155,10 @@ def _archive(db: Database, store: BlobStore, job_id: str, lease: str) -> None:
         store.delete([key])
 
 
-@dramatiq.actor(actor_name="expire_exports", queue_name="housekeeping", max_retries=3)
-def expire_exports() -> None:
+@actor(actor_name="expire_exports", queue_name="housekeeping", max_retries=3)
+def expire_exports(services: Services) -> None:
     """Delete archives past their time, and what writes that never ended left behind."""
-    db, store = database(), blob_store()
+    db, store = services.database, services.blobs
     while True:
         with db.transaction() as session:
             keys = export_runs.expire(session)
@@ -178,9 +177,9 @@ def expire_exports() -> None:
     store.forget_partial_writes(older_than_seconds=2 * EXPORT_SECONDS, prefix="exports/")
 
 
-def resume_stale(older_than_seconds: float) -> int:
+def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every pending or running export whose heartbeat is older than this."""
-    stale = sliced.resend_stale(export_runs.stale, run_export.send, older_than_seconds)
-    with database().transaction() as session:
+    stale = sliced.resend_stale(services, export_runs.stale, run_export.send, older_than_seconds)
+    with services.database.transaction() as session:
         export_runs.resent(session, stale, older_than_ms=int(older_than_seconds * 1000))
     return len(stale)

@@ -3,37 +3,34 @@ triggers), and uploads no card took within 24 hours."""
 
 from __future__ import annotations
 
-import dramatiq
-
 from cardvault.domain.files import doomed, uploads
-from cardvault.workers.broker import blob_store, database
+from cardvault.services import Services
+from cardvault.workers.broker import actor
 
 BATCH = 500
 
 
-@dramatiq.actor(
-    actor_name="delete_doomed_objects", queue_name="housekeeping", max_retries=5, time_limit=300_000
-)
-def delete_doomed_objects() -> None:
+@actor(actor_name="delete_doomed_objects", queue_name="housekeeping", max_retries=5, time_limit=300_000)
+def delete_doomed_objects(services: Services) -> None:
     """Delete doomed objects from the store, then forget them; a crash between the two only
     deletes them again (deleting a missing object is no error)."""
     while True:
-        with database().transaction(write=False) as session:
+        with services.database.transaction(write=False) as session:
             keys = doomed.doomed(session, batch_size=BATCH)
         if not keys:
             return
-        blob_store().delete(keys)
-        with database().transaction() as session:
+        services.blobs.delete(keys)
+        with services.database.transaction() as session:
             doomed.forget_doomed(session, keys)
         if len(keys) < BATCH:
             return
 
 
-@dramatiq.actor(actor_name="forget_old_uploads", queue_name="housekeeping", max_retries=3, time_limit=300_000)
-def forget_old_uploads() -> None:
+@actor(actor_name="forget_old_uploads", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def forget_old_uploads(services: Services) -> None:
     """Delete uploads older than 24 hours and doom their objects."""
     while True:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             if uploads.forget_old(session, batch_size=BATCH) < BATCH:
                 break
     delete_doomed_objects.send()

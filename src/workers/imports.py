@@ -9,19 +9,18 @@ the sweeper sends a job again once its heartbeat is stale."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import time
-
-import dramatiq
 
 from cardvault.domain.clock import now_ms
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.entries import Budget
 from cardvault.domain.portability.imports.formats.known import RESTORED, reader
 from cardvault.domain.portability.imports.jobs import DAY_MS
+from cardvault.services import Services
+from cardvault.settings import Settings
 from cardvault.workers import restores, sliced
-from cardvault.workers.broker import blob_store, database, decoder, settings
+from cardvault.workers.broker import actor
 from cardvault.workers.pipeline import send_turns
 
 # Of batches taken; then hand over to a fresh message, well inside the time limit (600 s). Each
@@ -41,18 +40,18 @@ fail_import = sliced.giving_up(
 )
 
 
-@dramatiq.actor(
+@actor(
     actor_name="run_import",
     queue_name="imports",
     time_limit=600_000,
     on_retry_exhausted=fail_import.actor_name,
     **sliced.RETRIED,
 )
-def run_import(import_id: str, handed: str | None = None) -> None:
+def run_import(services: Services, import_id: str, handed: str | None = None) -> None:
     """Take batches of the import's entries until the file ends or the time slice is used;
     ``handed`` is the lease of the run before, which ended its slice."""
-    db, store = database(), blob_store()
-    lease, stale_ms = sliced.new_lease(), sliced.stale_ms()
+    db, store = services.database, services.blobs
+    lease, stale_ms = sliced.new_lease(), sliced.stale_ms(services)
     with db.transaction() as session:
         job = import_jobs.claim(session, import_id=import_id, lease=lease, handed=handed, stale_ms=stale_ms)
         if job is None:
@@ -65,9 +64,13 @@ def run_import(import_id: str, handed: str | None = None) -> None:
             import_jobs.fail(session, import_id=import_id, error="The import's file is gone from storage.")
         return
     if file_format == RESTORED:  # our own archive: a card at a time, files and all
-        restore = functools.partial(restores.restore_slice, db, store, decoder())
-        if restore(
-            import_id=import_id, lease=lease, position=position, key=key, max_cards=settings().max_cards
+        if restores.restore_slice(
+            services,
+            import_id=import_id,
+            lease=lease,
+            position=position,
+            key=key,
+            max_cards=services.settings.max_cards,
         ):
             run_import.send(import_id, lease)
         return
@@ -92,19 +95,18 @@ def run_import(import_id: str, handed: str | None = None) -> None:
                 start=position,
                 items=batch,
                 last=len(batch) < import_jobs.BATCH_SIZE,
-                budget=budget(),
+                budget=budget(services.settings),
             )
         if taken.stages:  # they wait for the account's turns (cardvault.domain.portability.imports.turns)
-            send_turns(account_id)
+            send_turns(services, account_id)
         position += len(batch)
         return taken.going_on
 
     sliced.run_slice(take, seconds=SLICE_SECONDS, hand_over=lambda: run_import.send(import_id, lease))
 
 
-def budget() -> Budget:
+def budget(configured: Settings) -> Budget:
     """The account's budgets an import is held to, as configured."""
-    configured = settings()
     return Budget(
         entries_per_day=configured.import_entries_per_day,
         max_cards=configured.max_cards,
@@ -112,19 +114,17 @@ def budget() -> Budget:
     )
 
 
-@dramatiq.actor(
-    actor_name="forget_ended_imports", queue_name="housekeeping", max_retries=3, time_limit=300_000
-)
-def forget_ended_imports() -> None:
+@actor(actor_name="forget_ended_imports", queue_name="housekeeping", max_retries=3, time_limit=300_000)
+def forget_ended_imports(services: Services) -> None:
     """Delete, batch by batch, the imports that ended over CARDVAULT_IMPORT_DAYS ago (their
     reports and failures with them)."""
-    older_than = now_ms() - int(settings().import_days * DAY_MS)
+    older_than = now_ms() - int(services.settings.import_days * DAY_MS)
     while True:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             if import_jobs.purge_ended(session, older_than=older_than) < import_jobs.PURGE_BATCH:
                 break
 
 
-def resume_stale(older_than_seconds: float) -> int:
+def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every active import whose last batch is older than this; return how many."""
-    return len(sliced.resend_stale(import_jobs.stale, run_import.send, older_than_seconds))
+    return len(sliced.resend_stale(services, import_jobs.stale, run_import.send, older_than_seconds))

@@ -1,12 +1,13 @@
 """Entry point of worker processes: ``dramatiq cardvault.workers.main`` (or ``cardvault worker``).
 
-Reads the settings, binds the database and declares every actor on the Redis broker."""
+Dramatiq runs this module as each worker process's program: it reads the settings, bootstraps
+the process's services on the Redis broker (which declares every actor and gives them the
+services), and adds the sweeper."""
 
 from cardvault import heap, logs
-from cardvault.adapters import metrics, speech, tracing
-from cardvault.domain.db import Database
+from cardvault.adapters import metrics, speech
+from cardvault.bootstrap import bootstrap
 from cardvault.settings import Settings
-from cardvault.workers import actors  # noqa: F401  (declares every actor)
 from cardvault.workers import broker as _broker
 from cardvault.workers.sweeper import Sweeper
 
@@ -17,11 +18,8 @@ if _settings.speech and speech.installed():
         speech.check()  # the model files are the pinned ones, or the worker does not start
     except speech.SpeechUnavailable as exc:
         raise SystemExit(f"cardvault: {exc}") from None
-tracing.configure(_settings, "cardvault-worker")
-_database = Database.from_url(_settings.database_url)
-tracing.instrument_engine(_database.engine)
-_broker.bind(_settings, _database)
-_broker.broker.add_middleware(Sweeper())
+_services = bootstrap(_settings, traced_as="cardvault-worker")
+_services.broker.add_middleware(Sweeper())
 if _settings.worker_metrics_port is not None:  # the first worker process to bind it answers for all
     metrics.serve(
         _settings.worker_metrics_host,

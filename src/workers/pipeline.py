@@ -1,19 +1,23 @@
 """The processing pipeline's recorder and actors: one message runs one stage of one card. The
-stage's row is the truth (cardvault.domain.processing): a message for a stage that is done,
+stage's row is the truth (cardvault.domain.pipeline.processing): a message for a stage that is done,
 failed, or taken by a live worker does nothing, only the attempt holding the stage's lease
 records a result, and the sweeper re-sends stages whose worker went quiet.
 
-Each row of the table (cardvault.domain.pipeline) gets an actor here, with the row's name,
-queue, time limit and retries, and a module in cardvault.workers.stages: its ``run`` does the
-slow part outside any transaction and returns its result; ``apply`` writes the result into the
-card, in the transaction that records the stage, if the lease still holds and the card still
-is what the result was made from (its ``BASIS``). A stage that fails for a passing reason is
+Each row of the table (cardvault.domain.pipeline.table) gets an actor here, with the row's
+name, queue, time limit and retries, a runner in cardvault.workers.stages (RUNNERS: its ``run``
+does the slow part outside any transaction and returns its result) and its rules in
+cardvault.domain.pipeline (RULES: its ``apply`` writes the result into the card, in the
+transaction that records the stage, if the lease still holds and the card still is what the
+result was made from, its ``BASIS``). A stage that fails for a passing reason is
 put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
 failed with a stable error code. A stage that found the file store out of reach gives its
 attempt back (``STORAGE_UNAVAILABLE``) and is sent again STORE_RETRY_MS later, for as long as
 the store stays away: the card is not to blame, and no card can take a file meanwhile. One that
-finds the disk full waits for room without spending its attempts (cardvault.domain.pipeline
+finds the disk full waits for room without spending its attempts (cardvault.domain.pipeline.table
 says for how long).
+
+A card write answers the stages it queued (cardvault.domain.pipeline.processing.Written), and
+``send_after_commit`` sends them once its transaction commits.
 
 ``run_stage`` and ``run_transcript_stage`` are the actors of the release before one actor per
 stage: they pass messages still queued for them on to the stage's own actor. They can go one
@@ -22,57 +26,57 @@ release after this one, once no queue holds their messages."""
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from types import ModuleType
 from urllib.parse import urlsplit
 
 import dramatiq
 from sqlalchemy.orm import Session
 
 from cardvault.adapters import metrics
-from cardvault.adapters.blobs import StoreUnreachable
-from cardvault.domain import pipeline, processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.errors import is_storage_full
 from cardvault.domain.files import doomed, held
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline import table as pipeline
+from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped, StoreUnreachable, TryAgain
+from cardvault.domain.pipeline.processing import Written
+from cardvault.domain.pipeline.results import SIZES
+from cardvault.domain.pipeline.rules import RULES, StageRules
 from cardvault.domain.portability.imports import turns as import_turns
-from cardvault.domain.processing import StageFailed, StageSkipped
-from cardvault.workers.broker import broker, database, pacer, settings
+from cardvault.services import Services
+from cardvault.workers.broker import actor
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.measured import queue_states
-from cardvault.workers.stages import Deferred
+from cardvault.workers.stages import ai, capture, link_metadata, link_preview, media, renditions, transcript
 
 log = logging.getLogger("cardvault.processing")
 MIN_BACKOFF_MS = 2_000
 STORE_RETRY_MS = 5_000  # a stage that found the file store out of reach is tried again this late
+# How each stage is run, by its row's name (its rules: cardvault.domain.pipeline.rules.RULES).
+RUNNERS: Mapping[str, Callable[[Services, Card, str], dict[str, object]]] = {
+    "linkMetadata": link_metadata.run,
+    "linkPreview": link_preview.run,
+    "capture": capture.run,
+    "renditions": renditions.run,
+    "media": media.run,
+    "transcript": transcript.run,
+    "ai": ai.run,
+}
 
 
-class TryAgain(Exception):
-    """A stage's attempt failed for a reason that may pass: Dramatiq retries it with backoff."""
-
-
-def _module(stage: pipeline.Stage) -> ModuleType:
-    return importlib.import_module(f"cardvault.workers.stages.{stage.module}")
-
-
-MODULES = {stage.name: _module(stage) for stage in pipeline.STAGES}
-
-
-def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[..., None]:
-    def run_one(card_pk: int, turn_ms: int | None = None) -> None:
-        run(card_pk, stage.name, turn_ms=turn_ms)
+def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor[[int, int | None], None]:
+    def run_one(services: Services, card_pk: int, turn_ms: int | None = None) -> None:
+        run(services, card_pk, stage.name, turn_ms=turn_ms)
 
     run_one.__doc__ = (
         f"Run the {stage.name} stage of one card, if it is still to be run; ``turn_ms``: its "
         "host's turn, taken by an earlier attempt of an imported card's stage that waited for it."
     )
-    return dramatiq.actor(
+    return actor(
         actor_name=f"{stage.actor_name}_imported" if imported else stage.actor_name,
         queue_name=pipeline.IMPORTED_QUEUE if imported else stage.queue,
         priority=pipeline.IMPORTED_PRIORITY if imported else 0,
@@ -85,9 +89,6 @@ def _declare(stage: pipeline.Stage, *, imported: bool = False) -> dramatiq.Actor
 ACTORS = {stage.name: _declare(stage) for stage in pipeline.STAGES}
 IMPORTED_ACTORS = {stage.name: _declare(stage, imported=True) for stage in pipeline.STAGES}
 TURN_SLACK_MS = 100  # a message this early for its host's turn runs: queues are not clocks
-# A stage's message is sent after the commit that queued it (and by another host's clock): one
-# this much newer than the stage's last sign of life may be the stage's own.
-SEND_SLACK_MS = 1_000
 
 
 def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: int | None = None) -> None:
@@ -95,17 +96,25 @@ def send_stage(card_pk: int, stage: str, *, imported: bool = False, delay_ms: in
     the imported queue), now or ``delay_ms`` later. A stage no row names (one a later release
     dropped, or a downgrade left behind) is logged and left alone, so that one such row never
     stops the sweeper from sending the rest."""
-    actor = (IMPORTED_ACTORS if imported else ACTORS).get(stage)
-    if actor is None:
+    stage_actor = (IMPORTED_ACTORS if imported else ACTORS).get(stage)
+    if stage_actor is None:
         log.warning("card %s has a stage the table does not name: %r; not sent", card_pk, stage)
         return
-    actor.send_with_options(args=(card_pk,), delay=delay_ms)
+    stage_actor.send_with_options(args=(card_pk,), delay=delay_ms)
 
 
-def send_turns(account_id: str | None = None) -> int:
+def send_after_commit(session: Session, written: Written) -> None:
+    """Send the stages a card write queued once its transaction commits (a lost send is the
+    sweeper's: the stages' rows are pending)."""
+    for stage in written.stages:
+        send = functools.partial(send_stage, written.card.pk, stage, imported=written.imported)
+        after_commit(session, send)
+
+
+def send_turns(services: Services, account_id: str | None = None) -> int:
     """Send the next stages of imports that waited for their accounts' turns (of one account
     when given: its stage settled, or its batch queued some); return how many."""
-    with database().transaction() as session:
+    with services.database.transaction() as session:
         turns = import_turns.next_turns(session, account_id=account_id)
     for card_pk, stage in turns:
         send_stage(card_pk, stage, imported=True)
@@ -136,46 +145,46 @@ _running: dict[str, tuple[int, str]] = {}
 _running_lock = threading.Lock()
 
 
-def _stale_ms() -> int:
+def _stale_ms(services: Services) -> int:
     """How long a stage may go without a sign of life before it is sent again: a pending one
     (its message was lost) or a running one (its worker died: a live one beats)."""
-    return int(settings().stale_seconds * 1000)
+    return int(services.settings.stale_seconds * 1000)
 
 
-def beat() -> None:
+def beat(services: Services) -> None:
     """Record a sign of life of every attempt this process is running (the sweeper's heartbeat
     thread calls it several times per stale time)."""
     with _running_lock:
         attempts = dict(_running)
     if attempts:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             processing.beat(session, attempts)
 
 
-def run(card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
+def run(services: Services, card_pk: int, stage: str, *, turn_ms: int | None = None) -> None:
     """Run one stage of one card, if it is still to be run, and record its result; an imported
     card's stage that fetches from its host first waits for the host's turn (``turn_ms``, when
     an attempt before took it)."""
     row = pipeline.BY_NAME.get(stage)
     if row is None:
         return
-    work = MODULES[stage]
+    work = RULES[stage]
     # The lease is chosen here, so that a start whose COMMIT was lost can be run again.
-    start = functools.partial(_start, card_pk, row, secrets.token_hex(16))
-    taken = database().run(start, idempotent=True)
+    start = functools.partial(_start, services, card_pk, row, secrets.token_hex(16))
+    taken = services.database.run(start, idempotent=True)
     if taken is None:
         return
     card, lease = taken.card, taken.lease
-    if taken.imported and row.paced and card.url and settings().fetch_links:
-        turn = turn_ms if turn_ms is not None else pacer().turn(_host(card.url), pipeline.HOST_TURN_MS)
+    if taken.imported and row.paced and card.url and services.settings.fetch_links:
+        turn = turn_ms if turn_ms is not None else services.pacer.turn(_host(card.url), pipeline.HOST_TURN_MS)
         wait = turn - now_ms()
         if wait > TURN_SLACK_MS:
-            _defer(card_pk, stage, lease, "HOST_PACED", wait, imported=True, turn_ms=turn)
+            _defer(services, card_pk, stage, lease, "HOST_PACED", wait, imported=True, turn_ms=turn)
             return
     with _running_lock:
         _running[lease] = (card_pk, stage)
     try:
-        _attempt(card, stage, lease, work, taken.attempts, taken.imported)
+        _attempt(services, card, stage, lease, work, taken.attempts, taken.imported)
     finally:
         with _running_lock:
             del _running[lease]
@@ -185,56 +194,69 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
-def _attempt(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> None:
+def _attempt(
+    services: Services, card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool
+) -> None:
     """Run a taken stage's work and record its result, a retry or its end (and count the
     attempt by its outcome, cardvault.adapters.metrics)."""
     outcome = "retried"  # an exception passed on to Dramatiq's retries
     try:
         with metrics.stage_timer(stage):
-            outcome = _outcome(card, stage, lease, work, attempts, imported)
+            outcome = _outcome(services, card, stage, lease, work, attempts, imported)
     finally:
         metrics.STAGE_RUNS.labels(stage, outcome).inc()
 
 
-def _outcome(card: Card, stage: str, lease: str, work: ModuleType, attempts: int, imported: bool) -> str:
+def _outcome(
+    services: Services, card: Card, stage: str, lease: str, work: StageRules, attempts: int, imported: bool
+) -> str:
     card_pk = card.pk
     try:
-        fields = work.run(card, lease)
+        fields = RUNNERS[stage](services, card, lease)
     except StageSkipped as skipped:
-        _settle(card, stage, lease, "skipped", skipped.code, imported)
+        _settle(services, card, stage, lease, "skipped", skipped.code, imported)
         return "skipped"
     except Deferred as deferred:
-        _defer(card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
+        _defer(services, card_pk, stage, lease, deferred.code, deferred.delay_ms, imported=imported)
         return "deferred"
     except StoreUnreachable as unreachable:
         log.warning("stage %s of card %s waits for the file store: %s", stage, card.id, unreachable)
-        _defer(card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
+        _defer(services, card_pk, stage, lease, "STORAGE_UNAVAILABLE", STORE_RETRY_MS, imported=imported)
         return "deferred"
     except StageFailed as failed:
         if failed.transient and attempts < pipeline.MAX_ATTEMPTS:
             log.info("stage %s of card %s will be retried: %s", stage, card.id, failed)
-            _release(card_pk, stage, lease, failed.code)
+            _release(services, card_pk, stage, lease, failed.code)
             raise TryAgain(failed.code) from None
         log.info("stage %s of card %s failed: %s", stage, card.id, failed)
-        _settle(card, stage, lease, "failed", failed.code, imported)
+        _settle(services, card, stage, lease, "failed", failed.code, imported)
         return "failed"
     except Exception as exc:  # the database out of reach, a bug, a full disk: Dramatiq retries
         full = is_storage_full(exc)
         waits = full and card.created_at > now_ms() - pipeline.FULL_DISK_WAIT_MS
-        delay_ms = int(settings().full_disk_retry_seconds * 1000)
+        delay_ms = int(services.settings.full_disk_retry_seconds * 1000)
         due_at = now_ms() + delay_ms if waits else None
-        _release(card_pk, stage, lease, "STORAGE_FULL" if full else None, counted=not waits, due_at=due_at)
+        _release(
+            services,
+            card_pk,
+            stage,
+            lease,
+            "STORAGE_FULL" if full else None,
+            counted=not waits,
+            due_at=due_at,
+        )
         if not waits:
             raise
         # The disk is the service's to free, not the card's fault: wait for room.
         log.warning("stage %s of card %s found the disk full (%s); sent again later", stage, card.id, exc)
         send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
         return "deferred"
-    _record(card, stage, lease, work, fields, imported)
+    _record(services, card, stage, lease, work, fields, imported)
     return "completed"
 
 
 def _defer(
+    services: Services,
     card_pk: int,
     stage: str,
     lease: str,
@@ -246,17 +268,17 @@ def _defer(
 ) -> None:
     """Give the attempt back, not counted, with ``code`` as its reason, and send the stage
     again ``delay_ms`` later (with the host's turn it took, if any)."""
-    _release(card_pk, stage, lease, code, counted=False, due_at=now_ms() + delay_ms)
+    _release(services, card_pk, stage, lease, code, counted=False, due_at=now_ms() + delay_ms)
     if turn_ms is not None:
         IMPORTED_ACTORS[stage].send_with_options(args=(card_pk, turn_ms), delay=delay_ms)
     else:
         send_stage(card_pk, stage, imported=imported, delay_ms=delay_ms)
 
 
-def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
+def _start(services: Services, card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | None:
     """Take the stage for this attempt under ``lease``; None when there is nothing to run."""
-    stale_before = now_ms() - _stale_ms()
-    with database().transaction() as session:
+    stale_before = now_ms() - _stale_ms(services)
+    with services.database.transaction() as session:
         taken = processing.start(
             session, card_pk=card_pk, stage=row.name, stale_before=stale_before, lease=lease
         )
@@ -268,7 +290,7 @@ def _start(card_pk: int, row: pipeline.Stage, lease: str) -> processing.Taken | 
         return taken
 
 
-def _write(change: Callable[[Session], object]) -> None:
+def _write(services: Services, change: Callable[[Session], object]) -> None:
     """Make an attempt's change to its stage (its result, or giving the stage back) in a
     transaction of its own, waiting out a database that cannot be reached (Database.run's
     patience, up to the stale period), and run again when its COMMIT was lost (the change is
@@ -278,13 +300,14 @@ def _write(change: Callable[[Session], object]) -> None:
     the stage's heartbeat goes stale and another worker takes it over."""
 
     def unit() -> None:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             change(session)
 
-    database().run(unit, patience=settings().stale_seconds, idempotent=True)
+    services.database.run(unit, patience=services.settings.stale_seconds, idempotent=True)
 
 
 def _release(
+    services: Services,
     card_pk: int,
     stage: str,
     lease: str,
@@ -293,27 +316,24 @@ def _release(
     counted: bool = True,
     due_at: int | None = None,
 ) -> None:
-    _write(
-        functools.partial(
-            processing.release,
-            card_pk=card_pk,
-            stage=stage,
-            lease=lease,
-            error_code=error_code,
-            counted=counted,
-            due_at=due_at,
-        )
-    )
+    release = functools.partial(processing.release, card_pk=card_pk, stage=stage, lease=lease)
+    _write(services, functools.partial(release, error_code=error_code, counted=counted, due_at=due_at))
 
 
 def _record(
-    card: Card, stage: str, lease: str, work: ModuleType, fields: dict[str, object], imported: bool
+    services: Services,
+    card: Card,
+    stage: str,
+    lease: str,
+    work: StageRules,
+    fields: dict[str, object],
+    imported: bool,
 ) -> None:
     """Keep the attempt's result, if its lease still holds and the card still is what it was
     made from; else doom the objects it stored. What the card keeps is counted in the account's
     stored bytes, last (the account's row is the last lock: cardvault.domain.db)."""
     fields = dict(fields)
-    sizes: dict[str, int] = fields.pop(held.SIZES, None) or {}  # type: ignore[assignment]  # (store_pictures')
+    sizes: dict[str, int] = fields.pop(SIZES, None) or {}  # type: ignore[assignment]  # (store_pictures')
 
     def change(session: Session) -> None:
         if work.WRITES_TAGS:
@@ -333,7 +353,7 @@ def _record(
             if not skipped:
                 work.apply(session, kept, fields)
             _send_followers(session, card.pk, card.type, stage, imported)
-            _next_turn(session, card, imported)
+            _next_turn(services, session, card, imported)
         # What this attempt stored and the card does not hold belongs to nobody.
         made = [
             str(value)
@@ -350,18 +370,20 @@ def _record(
             }
             held.recount(session, kept, kept_sizes)
 
-    _write(change)
+    _write(services, change)
 
 
-def _settle(card: Card, stage: str, lease: str, state: str, error_code: str, imported: bool) -> None:
+def _settle(
+    services: Services, card: Card, stage: str, lease: str, state: str, error_code: str, imported: bool
+) -> None:
     def change(session: Session) -> None:
         if processing.finish(
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
             _send_followers(session, card.pk, card.type, stage, imported)
-            _next_turn(session, card, imported)
+            _next_turn(services, session, card, imported)
 
-    _write(change)
+    _write(services, change)
 
 
 def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, imported: bool) -> None:
@@ -369,53 +391,7 @@ def _send_followers(session: Session, card_pk: int, card_type: str, stage: str, 
         after_commit(session, functools.partial(send_stage, card_pk, follower, imported=imported))
 
 
-def _next_turn(session: Session, card: Card, imported: bool) -> None:
+def _next_turn(services: Services, session: Session, card: Card, imported: bool) -> None:
     """An imported stage settled: its account may have room for its next turn."""
     if imported:
-        after_commit(session, functools.partial(send_turns, card.account_id))
-
-
-def _oldest_waiting() -> dict[str, int]:
-    """When the oldest message ready in each queue was sent (a queue with none is left out);
-    none known when the broker cannot be read (every quiet stage is then sent again)."""
-    try:
-        states = queue_states(broker)
-    except Exception as exc:  # Redis out of reach or slow: the stages are sent as before
-        log.warning("the queues could not be read; quiet stages are sent again: %s", exc)
-        return {}
-    return {state.queue: state.oldest_ms for state in states if state.oldest_ms is not None}
-
-
-def _still_queued(stage: processing.Unsettled, oldest_waiting: Mapping[str, int]) -> bool:
-    """Whether a quiet pending stage's message may still wait in its queue: a message sent no
-    later than the stage's last sign of life is waiting there, and the stage's was sent then.
-    (After 25 worker restarts on a loaded machine, the sweeper sent every queued stage again
-    each stale time and at each boot: 20,333 messages for 2,636 stages, each one a worker's
-    turn spent on a stage already run or taken.)
-    A running one's worker died (a live one beats): always sent again."""
-    row = pipeline.BY_NAME.get(stage.stage)
-    if row is None:  # a stage the table does not name: send_stage says so
-        return False
-    oldest = oldest_waiting.get(pipeline.IMPORTED_QUEUE if stage.imported else row.queue)
-    return stage.pending and oldest is not None and oldest <= stage.updated_at + SEND_SLACK_MS
-
-
-def resend_unsettled(older_than_ms: int) -> int:
-    """Send again every stage pending or running with no sign of life for ``older_than_ms``
-    (its message was lost, or its worker died), but a pending one whose message still waits in
-    its queue; return how many were sent. Those still queued count as seen, as the sent ones do
-    (``processing.resent``): the next pass looks past them, to a dead worker's running stages."""
-    now = now_ms()
-    with database().transaction(write=False) as session:
-        found = processing.unsettled(
-            session,
-            older_than=now - older_than_ms,
-            imported_older_than=now - max(older_than_ms, pipeline.IMPORTED_STALE_MS),
-        )
-    waiting = _oldest_waiting()
-    lost = [stage for stage in found if not _still_queued(stage, waiting)]
-    for stage in lost:
-        send_stage(stage.card_pk, stage.stage, imported=stage.imported)
-    with database().transaction() as session:
-        processing.resent(session, [(s.card_pk, s.stage) for s in found], older_than=now - older_than_ms)
-    return len(lost)
+        after_commit(session, functools.partial(send_turns, services, card.account_id))

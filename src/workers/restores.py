@@ -12,7 +12,6 @@ nothing of it kept. An archive whose records share a file fails its checks whole
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import tempfile
 import time
@@ -28,7 +27,7 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.cards import captions, editing
-from cardvault.domain.db import Database, after_commit
+from cardvault.domain.db import Database
 from cardvault.domain.errors import CardLimitReached, CardVaultError, InvalidInput
 from cardvault.domain.files import uploads
 from cardvault.domain.files.quotas import Quotas
@@ -38,10 +37,10 @@ from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.restore import cards as restore_cards
 from cardvault.domain.portability.restore import checks as restore_checks
 from cardvault.domain.portability.restore import jobs as restore_jobs
+from cardvault.services import Services
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
-from cardvault.workers.broker import settings
-from cardvault.workers.pipeline import send_stage
+from cardvault.workers.pipeline import send_after_commit
 from cardvault.workers.restored_captures import restore as restore_captures
 
 SLICE_SECONDS = 240.0  # of cards restored; then the run hands over (each slice copies the archive again)
@@ -128,13 +127,10 @@ def restore_card(
             db, store, decoder, archive, account_id=account_id, card_id=card_id, record=record, quota=quotas
         )
     with db.transaction() as session:
-        card_pk, queued = restore_cards.finish_card(
-            session, account_id=account_id, card_id=card_id, record=record
-        )
+        written = restore_cards.finish_card(session, account_id=account_id, card_id=card_id, record=record)
         if on_whole is not None:
             on_whole(session)
-        for stage in queued:
-            after_commit(session, functools.partial(send_stage, card_pk, stage, imported=True))
+        send_after_commit(session, written)
     return restored
 
 
@@ -242,9 +238,7 @@ class _LeaseLost(Exception):
 
 
 def restore_slice(
-    db: Database,
-    store: BlobStore,
-    decoder: Decoder,
+    services: Services,
     *,
     import_id: str,
     lease: str,
@@ -255,6 +249,7 @@ def restore_slice(
     """Restore the job's archive (at ``key``) from its card at ``position`` for a time slice;
     True when cards are left for the next slice. The archive is copied to a temporary file and
     checked whole first (restore_checks.open_archive): one that fails its checks fails the job."""
+    db, store = services.database, services.blobs
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "export.zip"
         with path.open("wb") as out:
@@ -267,7 +262,10 @@ def restore_slice(
                 import_jobs.fail(session, import_id=import_id, error=exc.message)
             return False
         try:
-            return _restore_cards(db, store, decoder, archive, import_id, lease, position, max_cards)
+            quotas = quotas_of(services.settings)
+            return _restore_cards(
+                db, store, services.decoder, quotas, archive, import_id, lease, position, max_cards
+            )
         except _LeaseLost:
             return False
         finally:
@@ -278,6 +276,7 @@ def _restore_cards(
     db: Database,
     store: BlobStore,
     decoder: Decoder,
+    quotas: Quotas,
     archive: restore_checks.Archive,
     import_id: str,
     lease: str,
@@ -292,7 +291,7 @@ def _restore_cards(
             return False
         account_id = job.account_id
         folder_ids = restore_cards.restore_folders(session, account_id=account_id, records=archive.folders)
-    check, quotas = servable(), quotas_of(settings())
+    check = servable()
     deadline = time.monotonic() + SLICE_SECONDS
     for index in range(position, len(archive.cards)):
         if time.monotonic() > deadline:

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import dramatiq
 from sqlalchemy.orm import Session
 
-from cardvault.workers.broker import database, settings
+from cardvault.services import Services
+from cardvault.workers.broker import actor
 
 # A sliced job's retries: a run that raised is tried again, backing off from 1 s to a minute.
 RETRIED: dict[str, Any] = {"max_retries": 10, "min_backoff": 1_000, "max_backoff": 60_000}
@@ -32,9 +33,9 @@ def new_lease() -> str:
     return secrets.token_hex(8)
 
 
-def stale_ms() -> int:
+def stale_ms(services: Services) -> int:
     """How long a held job's heartbeat may go quiet before another run may take it over."""
-    return int(settings().stale_seconds * 1000)
+    return int(services.settings.stale_seconds * 1000)
 
 
 def run_slice(step: Callable[[], bool], *, seconds: float, hand_over: Callable[[], object]) -> None:
@@ -53,17 +54,19 @@ def giving_up(
     """Declare the actor Dramatiq sends once a job's retries ran out (the job's actor names it
     as its ``on_retry_exhausted``): ``fail(session, job_id, error)`` ends the job, saying why."""
 
-    def gave_up(message: dict[str, Any], retry_info: dict[str, Any]) -> None:
+    def gave_up(services: Services, message: dict[str, Any], retry_info: dict[str, Any]) -> None:
         error = f"The {noun} failed {retry_info.get('retries', 0)} times and was stopped."
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             fail(session, message["args"][0], error)
 
-    return dramatiq.actor(actor_name=actor_name, queue_name=queue_name, max_retries=10)(gave_up)
+    return actor(actor_name=actor_name, queue_name=queue_name, max_retries=10)(gave_up)
 
 
-def resend_stale(stale: Stale, send: Callable[[str], object], older_than_seconds: float) -> list[str]:
+def resend_stale(
+    services: Services, stale: Stale, send: Callable[[str], object], older_than_seconds: float
+) -> list[str]:
     """Send again every job ``stale`` finds quiet for this long; their ids."""
-    with database().transaction(write=False) as session:
+    with services.database.transaction(write=False) as session:
         found = stale(session, older_than_ms=int(older_than_seconds * 1000))
     for job_id in found:
         send(job_id)

@@ -3,11 +3,10 @@ shape): a batch per transaction, under a lock on the operation's row, for a time
 
 from __future__ import annotations
 
-import dramatiq
-
 from cardvault.domain.tags import operations
+from cardvault.services import Services
 from cardvault.workers import sliced
-from cardvault.workers.broker import database, settings
+from cardvault.workers.broker import actor
 
 SLICE_SECONDS = 20.0  # then hand over to a fresh message, well inside the time limit
 
@@ -21,16 +20,16 @@ fail_tag_operation = sliced.giving_up(
 )
 
 
-@dramatiq.actor(
+@actor(
     actor_name="run_tag_operation",
     queue_name="tags",
     time_limit=300_000,
     on_retry_exhausted=fail_tag_operation.actor_name,
     **sliced.RETRIED,
 )
-def run_tag_operation(operation_id: str) -> None:
+def run_tag_operation(services: Services, operation_id: str) -> None:
     """Apply batches of the operation until it is done or its time slice is used."""
-    db, batch_size = database(), settings().tag_batch_size
+    db, batch_size = services.database, services.settings.tag_batch_size
 
     def apply() -> bool:
         with db.transaction() as session:
@@ -39,7 +38,9 @@ def run_tag_operation(operation_id: str) -> None:
     sliced.run_slice(apply, seconds=SLICE_SECONDS, hand_over=lambda: run_tag_operation.send(operation_id))
 
 
-def resume_stale(older_than_seconds: float) -> int:
+def resume_stale(services: Services, older_than_seconds: float) -> int:
     """Re-send every running operation whose heartbeat is older than this; return how many."""
-    resent = sliced.resend_stale(operations.stale_tag_operations, run_tag_operation.send, older_than_seconds)
+    resent = sliced.resend_stale(
+        services, operations.stale_tag_operations, run_tag_operation.send, older_than_seconds
+    )
     return len(resent)

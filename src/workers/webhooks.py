@@ -1,7 +1,8 @@
 """Actors that turn an account's changes into webhook deliveries and send them.
 
 ``dispatch_webhooks`` is sent after each commit that recorded changes of an account with an
-enabled endpoint (cardvault.domain.changes announces it); ``deliver_webhooks`` sends an
+enabled endpoint (cardvault.domain.changes announces it to the listener cardvault.bootstrap
+connects); ``deliver_webhooks`` sends an
 endpoint's due deliveries in batches and sends itself again, delayed, for the next attempt due.
 A batch is taken only on its account's turn (CARDVAULT_WEBHOOK_ACCOUNT_SENDS endpoints at once),
 and one that ends sends the account's endpoints left waiting.
@@ -14,14 +15,12 @@ import email.utils
 import logging
 import time
 
-import dramatiq
-
 from cardvault.adapters.fetcher import FetchRefused
-from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.webhooks import deliveries, events
+from cardvault.services import Services
 from cardvault.settings import Settings
-from cardvault.workers.broker import database, settings, webhook_fetcher
+from cardvault.workers.broker import actor
 
 log = logging.getLogger("cardvault.webhooks")
 MAX_RETRY_AFTER_MS = 86_400_000
@@ -30,21 +29,18 @@ MAX_RETRY_AFTER_MS = 86_400_000
 BATCH = 50  # deliveries an attempt takes of one endpoint
 
 
-@dramatiq.actor(actor_name="dispatch_webhooks", queue_name="webhooks", max_retries=10, time_limit=300_000)
-def dispatch_webhooks(account_id: str) -> None:
+@actor(actor_name="dispatch_webhooks", queue_name="webhooks", max_retries=10, time_limit=300_000)
+def dispatch_webhooks(services: Services, account_id: str) -> None:
     """Make the deliveries of the account's changes not yet dispatched, and send them once all
     are made (a burst's coalesced delivery takes in every batch before it is sent)."""
     endpoints: set[str] = set()
     more = True
     while more:
-        with database().transaction() as session:
+        with services.database.transaction() as session:
             made, more = events.dispatch(session, account_id=account_id)
             endpoints.update(delivery.webhook_id for delivery in made)
     for webhook_id in sorted(endpoints):
         deliver_webhooks.send(webhook_id)
-
-
-changes.on_announce(dispatch_webhooks.send)
 
 
 def lease_ms(config: Settings) -> int:
@@ -54,14 +50,14 @@ def lease_ms(config: Settings) -> int:
     return int(max(config.stale_seconds, 2 * config.webhook_timeout_seconds + 5) * 1000)
 
 
-@dramatiq.actor(actor_name="deliver_webhooks", queue_name="webhooks", max_retries=10, time_limit=180_000)
-def deliver_webhooks(webhook_id: str) -> None:
+@actor(actor_name="deliver_webhooks", queue_name="webhooks", max_retries=10, time_limit=180_000)
+def deliver_webhooks(services: Services, webhook_id: str) -> None:
     """Send the endpoint's due deliveries, a batch over one connection, record what each met,
     and send this again for the rest, for the next attempt due and for the account's endpoints
     that waited for their turn."""
-    config = settings()
+    config = services.settings
     held_ms = lease_ms(config)
-    with database().transaction() as session:
+    with services.database.transaction() as session:
         batch = deliveries.take(
             session,
             webhook_id=webhook_id,
@@ -74,15 +70,15 @@ def deliver_webhooks(webhook_id: str) -> None:
     sent: Sent = []
     began = time.monotonic()
     try:
-        unsent = send(batch, sent, seconds=held_ms / 1000 - config.webhook_timeout_seconds - 5)
+        unsent = send(services, batch, sent, seconds=held_ms / 1000 - config.webhook_timeout_seconds - 5)
     except BaseException as exc:
         # Cut short (the actor's time limit, a shutdown, a fault of ours): the attempt under
         # way is a failure, counted like any other, and the rest go back unsent.
         took = int((time.monotonic() - began) * 1000)
-        _settle(webhook_id, *_interrupted(batch, sent, exc, took), config)
+        _settle(services, webhook_id, *_interrupted(batch, sent, exc, took))
         raise
-    next_at = _settle(webhook_id, sent, unsent, config)
-    with database().transaction(write=False) as session:
+    next_at = _settle(services, webhook_id, sent, unsent)
+    with services.database.transaction(write=False) as session:
         waiting = deliveries.handed_on(session, webhook_id=webhook_id)
     for waiting_id in waiting:
         deliver_webhooks.send(waiting_id)
@@ -93,9 +89,10 @@ def deliver_webhooks(webhook_id: str) -> None:
 Sent = list[tuple[deliveries.Attempt, deliveries.Outcome]]
 
 
-def _settle(webhook_id: str, sent: Sent, unsent: list[deliveries.Attempt], config: Settings) -> int | None:
-    with database().transaction() as session:
-        return deliveries.settle(session, webhook_id, sent, unsent=unsent, schedule=config.webhook_schedule)
+def _settle(services: Services, webhook_id: str, sent: Sent, unsent: list[deliveries.Attempt]) -> int | None:
+    schedule = services.settings.webhook_schedule
+    with services.database.transaction() as session:
+        return deliveries.settle(session, webhook_id, sent, unsent=unsent, schedule=schedule)
 
 
 def _interrupted(
@@ -111,7 +108,9 @@ def _interrupted(
     return [*sent, (batch.attempts[done], failed)], batch.attempts[done + 1 :]
 
 
-def send(batch: deliveries.Batch, results: Sent, *, seconds: float) -> list[deliveries.Attempt]:
+def send(
+    services: Services, batch: deliveries.Batch, results: Sent, *, seconds: float
+) -> list[deliveries.Attempt]:
     """POST the batch's attempts one after another through the SSRF-safe fetcher, over one
     connection to the vetted address, adding what each sent one met to ``results`` as it is
     met; answer those left unsent (the time was up, or the endpoint said 410 or to slow down).
@@ -119,7 +118,7 @@ def send(batch: deliveries.Batch, results: Sent, *, seconds: float) -> list[deli
     same error: it would not answer them either."""
     started, attempts = time.monotonic(), batch.attempts
     try:
-        with webhook_fetcher().poster(batch.url) as post:
+        with services.webhook_fetcher.poster(batch.url) as post:
             for index, attempt in enumerate(attempts):
                 if results and time.monotonic() - started > seconds:
                     return attempts[index:]
@@ -166,10 +165,10 @@ def retry_after(value: str | None) -> int | None:
     return max(0, min(MAX_RETRY_AFTER_MS, int(when.timestamp() * 1000) - now_ms()))
 
 
-def resend_due() -> int:
+def resend_due(services: Services) -> int:
     """Send the delivery of every endpoint with an attempt due and not held, and the dispatch of
     every account whose endpoints are behind its changes; return how many messages."""
-    with database().transaction(write=False) as session:
+    with services.database.transaction(write=False) as session:
         due = deliveries.due(session)
         behind = events.behind(session)
     for webhook_id in due:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 
-from cardvault.domain.links import PAGE_BYTES
+from cardvault.domain.pipeline.link_metadata import PAGE_BYTES
 from harness.page_charsets import FAMILIES
 from harness.servers import ROOT
 

@@ -494,7 +494,7 @@ class TestRegressionCardPageRendersOffTheEventLoop:
         with database.transaction() as session:
             card_id = editing.add_card(
                 session, account_id=person.account_id, content="![" * 60_000, card_type="text"
-            ).id
+            ).card.id
         sign_in(browser, person)
         result: list[Any] = []
         viewer = threading.Thread(target=lambda: result.append(browser.get(f"/cards/{card_id}")))
@@ -519,7 +519,7 @@ class TestRegressionCardHeading:
         with database.transaction() as session:
             card_id = editing.add_card(
                 session, account_id=person.account_id, content="# " + "#" * 500_000 + "x", card_type="text"
-            ).id
+            ).card.id
         sign_in(browser, person)
         started = time.process_time()
         page = browser.get(f"/cards/{card_id}")
@@ -1104,7 +1104,7 @@ class TestCorpusCardPage:
                 url="https://example.com/a?b=%22%3E%3Cscript%3E",
                 notes=hostile,
                 tags=["<script>alert(1)</script>", '" onmouseover="alert(1)'],
-            )
+            ).card
             row = session.scalar(select(Card).where(Card.id == card.id))
             assert row is not None
             row.metadata_title = hostile
@@ -1129,7 +1129,7 @@ class TestCorpusCardPage:
     ) -> None:
         owner, other = make_person(), make_person()
         with database.transaction() as session:
-            card_id = editing.add_card(session, account_id=owner.account_id, content="owner only").id
+            card_id = editing.add_card(session, account_id=owner.account_id, content="owner only").card.id
         sign_in(browser, other)
         for variant in (card_id, card_id.upper(), card_id + "%00", card_id + "%20"):
             response = browser.get(f"/cards/{variant}")

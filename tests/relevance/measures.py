@@ -67,7 +67,7 @@ def save_library(database: Database, account_id: str) -> dict[int, str]:
                 tags=card["tags"],
                 url=card["url"],
                 card_type=card["type"],
-            )
+            ).card
             made.metadata_title = card["title"]  # what the link stage reads from the page
             made.is_favorited = card["favorite"]
             index_card(session, made)

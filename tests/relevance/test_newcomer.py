@@ -44,7 +44,7 @@ def test_a_newcomers_query_finds_its_card_first(
     keys = {}
     for key, content in CARDS.items():
         with database.transaction() as session:
-            keys[editing.add_card(session, account_id=account_id, content=content).pk] = key
+            keys[editing.add_card(session, account_id=account_id, content=content).card.pk] = key
     with database.transaction(write=False) as session:
         page = listing.list_cards(
             session, account_id=account_id, secret="s" * 48, filters=listing.CardFilter(q=q), limit=10

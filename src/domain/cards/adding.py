@@ -22,7 +22,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.files import uploads
-from cardvault.domain.models import Card
+from cardvault.domain.pipeline.processing import Written
 
 
 @contextmanager
@@ -35,10 +35,11 @@ def adding_card(
     file_etag: str | None = None,
     max_cards: int | None = None,
     **given: Unpack[editing.NewCard],
-) -> Iterator[tuple[Session, Card]]:
-    """Add a card (taking the upload ``file_key`` names, if any); yield it with the session of
-    its write transaction, which commits when the block ends (the caller enqueues its jobs
-    after that commit and reads what it answers in the same transaction)."""
+) -> Iterator[tuple[Session, Written]]:
+    """Add a card (taking the upload ``file_key`` names, if any) and queue its stages; yield it
+    with the session of its write transaction, which commits when the block ends (the caller
+    sends its stages and enqueues its jobs after that commit, and reads what it answers in the
+    same transaction)."""
     file = None
     if file_key is not None:
         with db.transaction(write=False) as session:
@@ -54,5 +55,7 @@ def adding_card(
         given = {**given, "card_type": checked.card_type, "content": checked.content}
         file = uploads.copy_for_card(store, checked.checked)
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, file=file, max_cards=max_cards, **given)
-        yield session, card
+        written = editing.add_card(
+            session, account_id=account_id, file=file, max_cards=max_cards, queued=True, **given
+        )
+        yield session, written

@@ -1,5 +1,5 @@
 """An audio or video card's caption file: the transcript stage's source when the file itself
-has no subtitle track (cardvault.workers.stages.transcript).
+has no subtitle track (cardvault.domain.pipeline.transcript).
 
 The file is an upload issued for that card (``purpose`` captions), at most MAX_BYTES: WebVTT or
 SubRip by its bytes (UTF-8, a byte order mark allowed). Its cues are read in the decoder's child
@@ -20,9 +20,8 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore, ObjectChanged
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
-from cardvault.domain import processing
 from cardvault.domain.cards.attachments import Attachment
-from cardvault.domain.cards.editing import Edited, forget_ai
+from cardvault.domain.cards.editing import forget_ai
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import (
@@ -33,6 +32,8 @@ from cardvault.domain.errors import (
 )
 from cardvault.domain.files import held, uploads
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline.processing import Written
 
 CAPTION_TYPES = ("text/vtt", "application/x-subrip", "text/srt", "text/plain")
 MAX_BYTES = 5_000_000
@@ -134,7 +135,7 @@ def read(
     )
 
 
-def apply(session: Session, *, account_id: str, card_id: str, attached: Attached) -> Edited:
+def apply(session: Session, *, account_id: str, card_id: str, attached: Attached) -> Written:
     """Make the file the card's caption file (the one before is doomed by the database) and run
     its transcript again."""
     lock_tags(session, account_id=account_id)  # before the card: its AI tags go
@@ -155,20 +156,20 @@ def apply(session: Session, *, account_id: str, card_id: str, attached: Attached
     return edited
 
 
-def remove(session: Session, *, account_id: str, card_id: str) -> Edited:
+def remove(session: Session, *, account_id: str, card_id: str) -> Written:
     """Remove the card's caption file (the database dooms it) and run its transcript again; a
     card without one is left as it is."""
     lock_tags(session, account_id=account_id)
     card = CAPTIONS.card(session, account_id=account_id, card_id=card_id, for_update=True)
     if card.captions_object is None:
-        return Edited(card)
+        return Written(card)
     card.captions_object = card.captions = card.captions_text = None
     edited = _transcribe_again(session, card)
     held.recount(session, card)
     return edited
 
 
-def _transcribe_again(session: Session, card: Card) -> Edited:
+def _transcribe_again(session: Session, card: Card) -> Written:
     forget_ai(session, card)
     card.updated_at = max(now_ms(), card.updated_at)
-    return Edited(card, processing.queue(session, card, ["transcript", "ai"]))
+    return Written(card, processing.queue(session, card, ["transcript", "ai"]))

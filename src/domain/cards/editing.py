@@ -9,7 +9,7 @@ from typing import TypedDict, Unpack
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
-from cardvault.domain import links, processing
+from cardvault.domain import links
 from cardvault.domain.cards import holdings
 from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
@@ -17,11 +17,13 @@ from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardInTrash, ContentTooLarge, FileRequired, InvalidInput, TypeMismatch
 from cardvault.domain.files import filetypes, held, quotas, uploads
 from cardvault.domain.ids import new_id
-from cardvault.domain.models import Card, CardTag, get_owned
-from cardvault.domain.names import tag_key
-from cardvault.domain.search.index import index_card, tag_words
+from cardvault.domain.models import Card, get_owned
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline.processing import Written
+from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags
+from cardvault.domain.tags.rows import replace_tags
 
 MAX_CONTENT_BYTES = 512 * 1024
 FILE_CARD_TYPES = ("image", "video", "audio", "document")  # cards whose item is a file
@@ -33,31 +35,6 @@ def check_content_size(content: str) -> None:
     size = len(content.encode("utf-8"))
     if size > MAX_CONTENT_BYTES:
         raise ContentTooLarge("content", limit=MAX_CONTENT_BYTES, actual=size)
-
-
-def replace_tags(card: Card, kind: str, names: Sequence[str]) -> None:
-    """Make the card's tags of one kind exactly these names, in this order."""
-    wanted = {tag_key(name): (position, name) for position, name in enumerate(names)}
-    for row in list(card.tag_rows):
-        if row.kind != kind:
-            continue
-        if row.name_key in wanted:
-            row.position, row.name = wanted.pop(row.name_key)
-            row.words = tag_words(row.name)
-        else:
-            card.tag_rows.remove(row)
-    for key, (position, name) in wanted.items():
-        card.tag_rows.append(
-            CardTag(
-                kind=kind,
-                name_key=key,
-                name=name,
-                position=position,
-                account_id=card.account_id,
-                words=tag_words(name),
-                card_created_at=card.created_at,
-            )
-        )
 
 
 class NewCard(TypedDict, total=False):
@@ -83,13 +60,16 @@ def add_card(
     created_at: int | None = None,
     max_cards: int | None = None,
     counted: bool = True,
+    queued: bool = False,
+    imported: bool = False,
     **given: Unpack[NewCard],
-) -> Card:
+) -> Written:
     """Create a card; its type is inferred from content and url when not given. A card that
     takes an uploaded ``file`` (see ``check_file``) marks its upload taken. ``created_at`` is
     for imports, which keep a card's time. ``max_cards``: the cards the account may hold
     (CardLimitReached past it); ``counted=False``: the caller counts the card in the account's
-    holdings (an import's batch, once, at its end)."""
+    holdings (an import's batch, once, at its end). ``queued``: queue the card's stages, to send
+    after the commit (``imported``: an import's, to run behind those queued by hand)."""
     card_type, content, url = given.get("card_type"), given.get("content"), given.get("url")
     clean = clean_tags(given.get("tags", ()))
     taken = file
@@ -145,7 +125,8 @@ def add_card(
     )
     if counted:
         holdings.take(session, account_id=account_id, limit=max_cards)
-    return card
+    stages = processing.queue(session, card, imported=imported) if queued else ()
+    return Written(card, stages, imported)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,14 +223,6 @@ def update_card(
     ).card
 
 
-@dataclasses.dataclass(frozen=True)
-class Edited:
-    """An edited card, and the processing stages the edit queued (to send after the commit)."""
-
-    card: Card
-    stages: tuple[str, ...] = ()
-
-
 def edit_card(
     session: Session,
     *,
@@ -259,7 +232,7 @@ def edit_card(
     notes: str | object | None = _UNSET,
     tags: Sequence[str] | None = None,
     url: str | None = None,
-) -> Edited:
+) -> Written:
     """Set the given fields; updatedAt moves only when a value changes. A link's new URL drops
     what its old page said and queues its stages again (a replaced image stays); a text or
     quote card's new content queues its ``ai`` stage again."""
@@ -293,10 +266,10 @@ def edit_card(
         index_card(session, card)
         counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))
         held.recount(session, card)  # the old page's image counts no more
-    return Edited(card, stages)
+    return Written(card, stages)
 
 
-def refresh(session: Session, *, account_id: str, card_id: str) -> Edited:
+def refresh(session: Session, *, account_id: str, card_id: str) -> Written:
     """Clear the card's AI summary, AI tags and transcript and queue its whole pipeline again
     (a replaced link image stays; a link's page is read again, its old fields kept until
     then)."""
@@ -304,7 +277,7 @@ def refresh(session: Session, *, account_id: str, card_id: str) -> Edited:
     card = get_card(session, account_id=account_id, card_id=card_id, for_update=True)
     ensure_not_in_trash(card)
     forget_ai(session, card)
-    return Edited(card, processing.queue(session, card))
+    return Written(card, processing.queue(session, card))
 
 
 def forget_ai(session: Session, card: Card) -> None:

@@ -20,7 +20,7 @@ from cardvault.domain.cards.reading import (
     view_columns,
 )
 from cardvault.domain.models import Card, CardStage
-from cardvault.domain.processing import STAGE_COLUMNS, StageView
+from cardvault.domain.pipeline.status import STAGE_COLUMNS, StageView
 from cardvault.domain.statements import prepared_rows
 
 

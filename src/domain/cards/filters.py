@@ -27,7 +27,7 @@ class CardFilter:
     archived: str | None = None  # exclude | include | only
     folder: str | None = None
     in_trash: bool = False
-    processing_state: str | None = None  # the pipeline's state (cardvault.domain.processing)
+    processing_state: str | None = None  # the pipeline's state (cardvault.domain.models.pipeline)
     url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.urls)
 
 

@@ -9,9 +9,9 @@ from typing import Any, NamedTuple
 from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import aliased
 
-from cardvault.domain import processing
 from cardvault.domain.cards.reading import view_query
 from cardvault.domain.models import Card, CardTag, FolderCard
+from cardvault.domain.models.pipeline import in_state
 from cardvault.domain.search import matching
 from cardvault.domain.search.query import Query
 
@@ -96,7 +96,7 @@ def statement(shape: Shape) -> Select[Any]:
     if shape.search != NO_SEARCH:
         query = query.where(matching.condition(shape.dialect, shape.search, shape.tier, probed=shape.probed))
     if shape.processing_state is not None:
-        query = query.where(processing.in_state(shape.processing_state))
+        query = query.where(in_state(shape.processing_state))
     if not shape.view:
         query = query.add_columns(*position)
     moment, pk = position

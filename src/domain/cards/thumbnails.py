@@ -17,13 +17,13 @@ from sqlalchemy.orm import Session
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.images import ImageRefused
-from cardvault.domain import processing
 from cardvault.domain.cards.attachments import Attachment
-from cardvault.domain.cards.editing import Edited
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidInput, ServiceBusy, UnsupportedType
 from cardvault.domain.files import filetypes, held, uploads
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline.processing import Written
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp", "image/avif")
 MAX_BYTES = filetypes.MAX_BYTES["image"]
@@ -106,7 +106,7 @@ def render(
     )
 
 
-def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Edited:
+def apply(session: Session, *, account_id: str, card_id: str, replacement: Replacement) -> Written:
     """Make the renditions the card's image (the old ones are doomed by the database); it
     queues no stage."""
     card = IMAGE.card(session, account_id=account_id, card_id=card_id, for_update=True)
@@ -117,19 +117,19 @@ def apply(session: Session, *, account_id: str, card_id: str, replacement: Repla
     card.thumbnail_overridden = True
     card.updated_at = now_ms()
     held.recount(session, card, replacement.sizes, pending=-upload.declared_size)
-    return Edited(card)
+    return Written(card)
 
 
-def reset(session: Session, *, account_id: str, card_id: str) -> Edited:
+def reset(session: Session, *, account_id: str, card_id: str) -> Written:
     """Drop a replaced image: the card shows its page's image again, once its ``linkPreview``
     stage (queued here) made it. Resetting a card whose image was not replaced changes
     nothing."""
     card = IMAGE.card(session, account_id=account_id, card_id=card_id, for_update=True)
     if not card.thumbnail_overridden:
-        return Edited(card)
+        return Written(card)
     card.thumbnail_object = card.compact_object = card.placeholder_object = None
     card.thumbnail_overridden = False
     card.updated_at = now_ms()
     queued = processing.queue(session, card, ["linkPreview"]) if card.url else ()
     held.recount(session, card)
-    return Edited(card, queued)
+    return Written(card, queued)

@@ -1,11 +1,28 @@
-"""Models of the processing pipeline: each card's stages and their state."""
+"""Models of the processing pipeline: each card's stages and their state, and the state a
+card's stages sum to (in Python and in SQL: listings and search filter by it)."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, false, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    exists,
+    false,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
+from cardvault.domain.models.cards import Card
 from cardvault.domain.models.declarative import Base
+
+STATES = ("pending", "running", "completed", "failed", "skipped")
 
 
 class CardStage(Base):
@@ -59,3 +76,33 @@ class ImportTurn(Base):
 
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
     served_at: Mapped[int] = mapped_column(BigInteger)
+
+
+def in_state(state: str) -> ColumnElement[bool]:
+    """A condition on a card: its pipeline's state (as ``summary_state`` sums it) is ``state``."""
+
+    def having(*states: str) -> ColumnElement[bool]:
+        # The states are written into the SQL (card listings compile it once, with no
+        # expanding parameters): they are our own constants.
+        assert set(states) <= set(STATES)
+        rows = select(CardStage.card_pk).where(CardStage.card_pk == Card.pk)
+        return exists(rows.where(CardStage.state.in_([literal_column(f"'{s}'") for s in states])))
+
+    settled_only = ~having("failed", "running", "pending")
+    conditions = {
+        "failed": having("failed"),
+        "running": ~having("failed") & having("running"),
+        "pending": ~having("failed", "running") & having("pending"),
+        "completed": settled_only & having("completed"),
+        "skipped": having("skipped") & ~having("failed", "running", "pending", "completed"),
+    }
+    return conditions[state]
+
+
+def summary_state(states: set[str]) -> str:
+    """The pipeline's state from its stages': failed if any failed, else running, else
+    pending, else skipped if all were, else completed."""
+    return next(
+        (s for s in ("failed", "running", "pending") if s in states),
+        "skipped" if states == {"skipped"} else "completed",
+    )

@@ -23,8 +23,8 @@ from sqlalchemy import (
     true,
 )
 
-from cardvault.domain import processing
 from cardvault.domain.models import Card, CardTag, Folder, FolderCard
+from cardvault.domain.models.pipeline import in_state
 from cardvault.domain.names import tag_key
 from cardvault.domain.search.query import Qualifier, Query, Text
 from cardvault.domain.urls import site_key
@@ -218,7 +218,7 @@ _FLAGS: dict[str, Any] = {
     "is:favorite": lambda: Card.is_favorited.is_(True),
     "is:done": lambda: Card.completed_at.is_not(None),
     "is:archived": lambda: Card.archived_at.is_not(None),
-    "is:failed": lambda: processing.in_state("failed"),
+    "is:failed": lambda: in_state("failed"),
     "has:file": lambda: Card.file_object.is_not(None),
     "has:notes": lambda: Card.notes.is_not(None) & (Card.notes != ""),
 }

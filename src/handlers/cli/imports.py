@@ -10,19 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from cardvault.adapters.blobs import BlobStore
-from cardvault.domain.db import Database
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.formats.known import detect
-from cardvault.settings import Settings
-from cardvault.workers import broker as worker_broker
+from cardvault.services import Services
 from cardvault.workers.imports import run_import
 
 
 def run(
-    db: Database,
-    store: BlobStore,
-    settings: Settings,
+    services: Services,
     *,
     account_id: str,
     path: Path,
@@ -30,8 +25,10 @@ def run(
     on_duplicate: str,
     out: TextIO = sys.stdout,
 ) -> int:
-    """The command: import the file as a job taken by the import actor in this process; the
-    exit status."""
+    """The command: import the file as a job taken by the import actor in this process, on the
+    services the command was bootstrapped with (its changes reach webhooks, its stages the
+    workers); the exit status."""
+    db, store = services.database, services.blobs
     with path.open("rb") as file:
         head = file.read(4096)
     file_format = file_format or detect(head)
@@ -57,7 +54,6 @@ def run(
                 object_key=key,
             )
         )
-    worker_broker.bind(settings, db, store)
     handed: str | None = None
     while True:
         run_import.fn(import_id, handed)

@@ -1,4 +1,5 @@
-"""The HTTP app's composition root: create_app(settings) builds the Connexion AsyncApp."""
+"""The HTTP app's composition root: create_app(settings) bootstraps the process's services
+(cardvault.bootstrap) and builds the Connexion AsyncApp on them."""
 
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ from connexion.resolver import Resolution, Resolver
 from starlette.exceptions import HTTPException
 
 from cardvault import heap
-from cardvault.adapters import metrics, tracing
-from cardvault.adapters.blobs import store_from_settings
-from cardvault.adapters.limiter import Limiter
+from cardvault.adapters import metrics
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers.http import operations, runtime
@@ -45,6 +45,7 @@ from cardvault.handlers.http.files import FileRoutes
 from cardvault.handlers.http.middleware import Docs, RequestGuard, ResponseRequestId
 from cardvault.handlers.http.observed import MetricsRoute, RequestEdge
 from cardvault.handlers.web.routes import WebRoutes
+from cardvault.services import Services
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
 from cardvault.workers import broker as worker_broker
@@ -92,15 +93,17 @@ def _allowed_methods(spec: dict[str, Any]) -> list[tuple[re.Pattern[str], str]]:
     return table
 
 
-def _lifespan(embedded_worker: bool) -> Any:
+def _lifespan(services: Services | None) -> Any:
+    """The app's lifespan: with ``services``, the embedded worker runs on them while it lives."""
+
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        if embedded_worker:
-            await anyio.to_thread.run_sync(embedded.start)
+        if services is not None:
+            await anyio.to_thread.run_sync(embedded.start, services)
         try:
             yield
         finally:
-            if embedded_worker:
+            if services is not None:
                 await anyio.to_thread.run_sync(embedded.stop)
 
     return lifespan
@@ -109,19 +112,16 @@ def _lifespan(embedded_worker: bool) -> Any:
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
     db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
-    tracing.configure(settings, "cardvault-api")
-    tracing.instrument_engine(db.engine)
-    store = store_from_settings(settings)
-    worker_broker.bind(settings, db, store)
+    services = bootstrap(settings, database=db, traced_as="cardvault-api")
     build_specs_once()
     spec_text, spec = spec_document()
     allowed = _allowed_methods(spec)
     resolver = TagResolver(spec, operations.rules_from_spec(spec, settings))
     rt = runtime.Runtime(
         settings=settings,
-        db=db,
-        limiter=Limiter.from_settings(settings),
-        store=store,
+        db=services.database,
+        limiter=services.limiter,
+        store=services.blobs,
         passwords=runtime.passwords_from_settings(settings),
     )
 
@@ -178,7 +178,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     ]
     app = AsyncApp(
         __name__,
-        lifespan=_lifespan(worker_broker.is_embedded()),
+        lifespan=_lifespan(services if worker_broker.is_embedded() else None),
         middlewares=middlewares,
         swagger_ui_options=SwaggerUIOptions(
             swagger_ui=settings.swagger_ui,

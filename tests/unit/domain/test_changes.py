@@ -30,7 +30,7 @@ def _feed(database: Database, account_id: str, after: int = 0) -> list[tuple[int
 
 def _card(database: Database, account_id: str, content: str = "note", **fields: object) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, content=content, **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, content=content, **fields).card.id  # type: ignore[arg-type]
 
 
 def test_a_card_is_in_the_feed_once_as_its_latest_change(database: Database, account_id: str) -> None:
@@ -190,12 +190,12 @@ def test_a_savepoint_keeps_its_changes_when_released_and_drops_them_when_rolled_
         folders.create_folder(session, account_id=account_id, name="Shore", color=None)
     before = max(seq for seq, *_ in _feed(database, account_id))
     with database.transaction() as session:
-        outer = editing.add_card(session, account_id=account_id, content="outer").id
+        outer = editing.add_card(session, account_id=account_id, content="outer").card.id
         with session.begin_nested():
-            inner = editing.add_card(session, account_id=account_id, content="inner").id
+            inner = editing.add_card(session, account_id=account_id, content="inner").card.id
         try:
             with session.begin_nested():
-                lost = editing.add_card(session, account_id=account_id, content="lost").id
+                lost = editing.add_card(session, account_id=account_id, content="lost").card.id
                 session.add(
                     Folder(
                         id="fld_dup",

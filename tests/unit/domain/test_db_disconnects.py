@@ -53,7 +53,7 @@ def test_a_connection_lost_before_commit_is_run_again_and_writes_once(
     def work() -> str:
         with database.transaction() as session:
             attempts.append(1)
-            card = editing.add_card(session, account_id=account_id, content="written once")
+            card = editing.add_card(session, account_id=account_id, content="written once").card
             session.flush()
             if len(attempts) == 1:
                 _kill(database, session)
@@ -74,7 +74,7 @@ def test_a_connection_lost_writing_what_the_block_left_pending_is_run_again(
     def work() -> None:
         with database.transaction() as session:
             attempts.append(1)
-            card = editing.add_card(session, account_id=account_id, content="noted at the end")
+            card = editing.add_card(session, account_id=account_id, content="noted at the end").card
             card.notes = "pending when the block ends"  # written after the block, before COMMIT
 
     with connections_cut(database, table="cards", times=1, when="NEW.notes = 'pending when the block ends'"):

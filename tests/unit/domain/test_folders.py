@@ -24,7 +24,8 @@ def _folder(database: Database, account_id: str, name: str, color: str | None = 
 def _cards(database: Database, account_id: str, count: int) -> list[str]:
     with database.transaction() as session:
         return [
-            editing.add_card(session, account_id=account_id, content=f"card {n}").id for n in range(count)
+            editing.add_card(session, account_id=account_id, content=f"card {n}").card.id
+            for n in range(count)
         ]
 
 

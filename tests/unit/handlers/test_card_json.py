@@ -16,10 +16,10 @@ from referencing.jsonschema import DRAFT7
 
 from cardvault.adapters.blobs.local import LocalDiskStore
 from cardvault.adapters.limiter import Limiter
-from cardvault.domain import processing
 from cardvault.domain.cards import editing, reading
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.settings import Settings
@@ -77,7 +77,7 @@ def render(settings: Settings, database: Database, store: LocalDiskStore) -> Ren
 
 def _added(database: Database, account_id: str, **fields: Any) -> Card:
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, **fields)
+        card = editing.add_card(session, account_id=account_id, **fields).card
         processing.queue(session, card)
         return card
 

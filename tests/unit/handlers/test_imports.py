@@ -153,7 +153,7 @@ def test_a_canceled_import_takes_nothing_more(api: Api, database: Database) -> N
         )
         session.add(job)
         import_id = job.id
-    broker.blob_store().put(
+    broker.services_of(broker.broker).blobs.put(
         f"accounts/{api.account_id}/imports/x/pocket.csv", fixture("pocket.csv"), content_type="text/csv"
     )
     canceled = api.post(f"/v1/imports/{import_id}/cancel")

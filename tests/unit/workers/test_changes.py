@@ -7,13 +7,13 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain import changes
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Change, WebhookDelivery
 from cardvault.domain.webhooks import endpoints, events
 from cardvault.settings import Settings
-from cardvault.workers import broker
 from cardvault.workers.changes import purge_changes
 from tests.conftest import app_env
 
@@ -21,12 +21,14 @@ from tests.conftest import app_env
 def test_the_actor_purges_what_is_past_the_retention_and_nothing_else(
     tmp_path: Path, database: Database, account_id: str
 ) -> None:
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database)
+    bootstrap(
+        Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database=database
+    )
     with database.transaction() as session:
-        old = editing.add_card(session, account_id=account_id, content="old").id
+        old = editing.add_card(session, account_id=account_id, content="old").card.id
     with database.transaction() as session:
         session.execute(update(Change).where(Change.resource_id == old).values(changed_at=0))
-        kept = editing.add_card(session, account_id=account_id, content="kept").id
+        kept = editing.add_card(session, account_id=account_id, content="kept").card.id
     purge_changes()
     purge_changes()  # nothing left to purge
     with database.transaction(write=False) as session:
@@ -39,7 +41,9 @@ def test_the_actor_purges_what_is_past_the_retention_and_nothing_else(
 def test_the_actor_purges_webhook_deliveries_that_ended_before_the_retention(
     tmp_path: Path, database: Database, account_id: str
 ) -> None:
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database)
+    bootstrap(
+        Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_CHANGES_DAYS": "1"}), database=database
+    )
     with database.transaction() as session:
         webhook, _ = endpoints.create(
             session, account_id=account_id, url="https://hooks.example/", events=["*"], description=""

@@ -22,6 +22,7 @@ from sqlalchemy import insert, update
 
 from cardvault.adapters.blobs import StoreUnreachable, store_from_settings
 from cardvault.adapters.blobs.local import LocalDiskStore
+from cardvault.bootstrap import bootstrap
 from cardvault.domain import folders
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
@@ -44,7 +45,7 @@ def store(settings: Settings) -> LocalDiskStore:
 
 @pytest.fixture
 def bound(database: Database, settings: Settings, store: LocalDiskStore) -> Database:
-    broker.bind(settings, database, store)
+    bootstrap(settings, database=database, blobs=store)
     return database
 
 
@@ -52,7 +53,7 @@ def start(db: Database, account: str, *, notes: int = 3) -> str:
     with db.transaction() as session:
         folder = folders.create_folder(session, account_id=account, name="Box")
         for number in range(notes):
-            card = editing.add_card(session, account_id=account, content=f"note {number}", tags=["t"])
+            card = editing.add_card(session, account_id=account, content=f"note {number}", tags=["t"]).card
             folders.add_cards(session, account_id=account, folder_id=folder.id, card_ids=[card.id])
         return exports.start_export(session, account_id=account).id
 
@@ -123,14 +124,21 @@ def _archiving(db: Database, account: str) -> tuple[str, str, export_archive.Bea
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None
     assert actors._snapshot(db, job_id, lease)
-    beat = export_archive.Beat(db, job_id, lease)
+    beat = export_archive.Beat(
+        db, job_id, lease, stale_seconds=broker.services_of(broker.broker).settings.stale_seconds
+    )
     created = job(db, job_id).created_at
     return (
         job_id,
         lease,
         beat,
         export_archive.write_zip(
-            db, broker.blob_store(), beat, job_id=job_id, account_id=account, created_at=created
+            db,
+            broker.services_of(broker.broker).blobs,
+            beat,
+            job_id=job_id,
+            account_id=account,
+            created_at=created,
         ),
     )
 
@@ -322,13 +330,15 @@ def test_an_archive_over_4_gib_is_zip64_and_reads_whole(
     store.write(key, iter([b"CV"]), content_type="application/octet-stream")
     os.truncate(store.open(key), big)  # a hole: 4 GiB of zeros after the first two bytes
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "disk.img", big
         job_id = exports.start_export(session, account_id=account_id).id
     with bound.transaction() as session:
         lease = export_runs.claim(session, job_id=job_id, stale_ms=60_000)
     assert lease is not None and actors._snapshot(bound, job_id, lease)
-    beat = export_archive.Beat(bound, job_id, lease)
+    beat = export_archive.Beat(
+        bound, job_id, lease, stale_seconds=broker.services_of(broker.broker).settings.stale_seconds
+    )
     out = memory_path / "export.zip"
     _sparse(
         export_archive.write_zip(bound, store, beat, job_id=job_id, account_id=account_id, created_at=1), out
@@ -410,7 +420,7 @@ def test_a_file_that_cannot_be_opened_is_tried_then_left_out(
     path.unlink()
     path.mkdir()  # there (the store knows it), yet it cannot be read
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
         job_id = exports.start_export(session, account_id=account_id).id
     actors.run_export(job_id)
@@ -430,7 +440,7 @@ def test_a_store_out_of_reach_ends_the_attempt_rather_than_leave_files_out(
     key = f"accounts/{account_id}/files/kept/a.pdf"
     store.write(key, iter([b"%PDF-1.4"]), content_type="application/pdf")
     with bound.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "document", key, "a.pdf", 8
     job_id, _, beat, _ = _archiving(bound, account_id)
     out_of_reach = store_from_settings(

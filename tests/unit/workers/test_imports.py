@@ -26,7 +26,7 @@ def _job(database: Database, account_id: str) -> str:
     """A pending job over FILE, stored where an import keeps its file, no message sent."""
     import_id = import_jobs.new_import_id()
     key = f"accounts/{account_id}/imports/{import_id}/pocket.csv"
-    broker.blob_store().put(key, FILE, content_type="text/csv")
+    broker.services_of(broker.broker).blobs.put(key, FILE, content_type="text/csv")
     with database.transaction() as session:
         session.add(
             import_jobs.new_job(
@@ -80,7 +80,7 @@ def test_a_job_whose_file_is_gone_fails_and_says_so(api: Api, database: Database
         job = session.get(ImportJob, import_id)
         assert job is not None and job.object_key is not None
         key = job.object_key
-    broker.blob_store().delete([key])
+    broker.services_of(broker.broker).blobs.delete([key])
     run_import.fn(import_id)
     with database.transaction(write=False) as session:
         job = session.get(ImportJob, import_id)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select, update
 
-from cardvault.domain import pipeline as table
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.db import Database
 from cardvault.domain.models import Account, Card, CardStage, Folder, ImportJob
+from cardvault.domain.pipeline import table
 from cardvault.domain.portability.imports import jobs as import_jobs
 from cardvault.domain.portability.imports.turns import TURNS_PER_ACCOUNT
 from cardvault.settings import Settings
@@ -25,7 +26,7 @@ from tests.unit.handlers.cli.test_restore import _card, make_archive
 
 
 def _bind(tmp_path: Path, database: Database, **env: str) -> None:
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), **env}), database)
+    bootstrap(Settings.from_env({**app_env(tmp_path, database), **env}), database=database)
     broker.broker.flush_all()
 
 
@@ -46,7 +47,7 @@ def _job(database: Database, account_id: str, data: bytes, file_format: str = "p
     """A pending job over ``data``, stored where an import keeps its file, no message sent."""
     import_id = import_jobs.new_import_id()
     key = f"accounts/{account_id}/imports/{import_id}/export"
-    broker.blob_store().put(key, data, content_type="text/csv")
+    broker.services_of(broker.broker).blobs.put(key, data, content_type="text/csv")
     with database.transaction() as session:
         session.add(
             import_jobs.new_job(

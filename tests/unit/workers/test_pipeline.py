@@ -1,5 +1,5 @@
-"""The pipeline's table and its workers agree: every row has a stage module and an actor with
-the row's queue and limits, every stage module and stage actor has a row (a half-added stage
+"""The pipeline's table and its workers agree: every row has its rules, a runner and an actor
+with the row's queue and limits, every stage's rules, runner and actor has a row (a half-added stage
 fails here), the actors of the release before one actor per stage pass their queued messages
 on, a stage that finds the file store out of reach waits for it, uncounted, and one whose file
 finds the disk full waits for room without spending its attempts."""
@@ -7,7 +7,6 @@ finds the disk full waits for room without spending its attempts."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 import json
 import pkgutil
@@ -20,11 +19,13 @@ from PIL import Image
 from sqlalchemy import update
 
 from cardvault.adapters.blobs import store_from_settings
-from cardvault.domain import pipeline as table
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
+from cardvault.domain import pipeline as domain_pipeline
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import processing, status, table
+from cardvault.domain.pipeline.rules import RULES
 from cardvault.settings import Settings
 from cardvault.workers import broker, embedded, pipeline, stages
 from harness.faults.disk import Filler
@@ -33,15 +34,20 @@ from tests.unit.handlers.test_uploads import png
 
 # Modules of cardvault.workers.stages that are not stages.
 SHARED = {"pictures"}
+# Modules of cardvault.domain.pipeline that are not a stage's rules.
+NOT_STAGES = {"errors", "processing", "results", "rules", "status", "table"}
 # The actors of the previous release, kept for the messages still queued for them.
 LEGACY = {"run_stage", "run_transcript_stage"}
 
 
 @pytest.mark.parametrize("row", table.STAGES, ids=lambda row: row.name)
-def test_every_stage_in_the_table_has_a_module_with_its_work_and_an_actor(row: table.Stage) -> None:
-    module = importlib.import_module(f"cardvault.workers.stages.{row.module}")
-    assert all(callable(getattr(module, name, None)) for name in ("run", "skipped_by", "apply"))
-    assert isinstance(module.BASIS, tuple) and isinstance(module.WRITES_TAGS, bool)
+def test_every_stage_in_the_table_has_its_rules_a_runner_and_an_actor(row: table.Stage) -> None:
+    rules = RULES[row.name]
+    assert rules.__name__ == f"cardvault.domain.pipeline.{row.module}"  # type: ignore[attr-defined]
+    assert all(callable(getattr(rules, name, None)) for name in ("skipped_by", "apply"))
+    assert isinstance(rules.BASIS, tuple) and isinstance(rules.WRITES_TAGS, bool)
+    runner = pipeline.RUNNERS[row.name]
+    assert runner.__module__ == f"cardvault.workers.stages.{row.module}" and runner.__name__ == "run"
     actor = broker.broker.get_actor(row.actor_name)
     assert actor is pipeline.ACTORS[row.name]
     assert (actor.queue_name, actor.options["time_limit"], actor.options["max_retries"]) == (
@@ -55,6 +61,9 @@ def test_every_stage_module_and_stage_actor_is_in_the_table() -> None:
     assert embedded  # every actor of the workers is declared
     found = {info.name for info in pkgutil.iter_modules(stages.__path__)} - SHARED
     assert found == {row.module for row in table.STAGES}
+    rules = {info.name for info in pkgutil.iter_modules(domain_pipeline.__path__)} - NOT_STAGES
+    assert rules == {row.module for row in table.STAGES}
+    assert set(RULES) == set(pipeline.RUNNERS) == {row.name for row in table.STAGES}
     on_stage_queues = {
         name
         for name, actor in broker.broker.actors.items()
@@ -98,29 +107,29 @@ def test_a_stage_that_finds_the_file_store_out_of_reach_waits_for_it_and_never_f
     key = f"accounts/{account_id}/files/up/a.png"
     store.put(key, png(30, 20), content_type="image/png")
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="")
+        card = editing.add_card(session, account_id=account_id, content="").card
         card.type, card.file_object, card.file_name, card.file_size = "image", key, "a.png", 1
         card.mime_type = "image/png"
         assert processing.queue(session, card) == ("renditions",)
         pk = card.pk
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), **unreachable_s3_env}), database)
+    bootstrap(Settings.from_env({**app_env(tmp_path, database), **unreachable_s3_env}), database=database)
     broker.broker.flush_all()
     for _ in range(table.MAX_ATTEMPTS + 1):  # more attempts than a failing stage has
-        pipeline.run(pk, "renditions")
+        pipeline.run(broker.services_of(broker.broker), pk, "renditions")
     assert _stage(database, pk) == ("pending", 0, "STORAGE_UNAVAILABLE")
     sent = [json.loads(m) for m in broker.broker.queues["files.DQ"].queue]  # type: ignore[attr-defined]
     assert {(m["actor_name"], m["options"]["eta"] > 0) for m in sent} == {
         (table.BY_NAME["renditions"].actor_name, True)
     }
-    broker.bind(local, database, store)  # the store is back
+    bootstrap(local, database=database, blobs=store)  # the store is back
     broker.broker.flush_all()
-    pipeline.run(pk, "renditions")
+    pipeline.run(broker.services_of(broker.broker), pk, "renditions")
     assert _stage(database, pk) == ("completed", 1, None)
 
 
 def _stage(database: Database, pk: int) -> tuple[str, int, str | None]:
     with database.transaction(write=False) as session:
-        (row,) = processing.stages_of(session, [pk])[pk]
+        (row,) = status.stages_of(session, [pk])[pk]
         return row.state, row.attempts, row.error_code
 
 
@@ -129,9 +138,9 @@ def _image_card(db: Database, account_id: str, *, created_at: int | None = None)
     out = io.BytesIO()
     Image.new("RGB", (300, 200), (20, 90, 160)).save(out, "PNG")
     key = f"accounts/{account_id}/files/test/photo.png"
-    broker.blob_store().put(key, out.getvalue(), content_type="image/png")
+    broker.services_of(broker.broker).blobs.put(key, out.getvalue(), content_type="image/png")
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="", card_type="text")
+        card = editing.add_card(session, account_id=account_id, content="", card_type="text").card
         session.flush()
         values = {"type": "image", "file_object": key, "file_kind": "image", "mime_type": "image/png"}
         if created_at is not None:
@@ -153,7 +162,7 @@ def _renditions(db: Database, pk: int) -> tuple[str, int, str | None]:
 def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attempts(
     blobs_disk: Path, database: Database, settings: Settings, account_id: str
 ) -> None:
-    broker.bind(dataclasses.replace(settings, full_disk_retry_seconds=7.0), database)
+    bootstrap(dataclasses.replace(settings, full_disk_retry_seconds=7.0), database=database)
     broker.broker.flush_all()
     pk = _image_card(database, account_id)
     sent_at = time.time() * 1000
@@ -174,7 +183,7 @@ def test_a_stage_finding_the_disk_full_waits_for_room_without_spending_its_attem
 def test_a_stage_of_a_card_older_than_the_wait_counts_its_attempts_and_fails_storage_full(
     blobs_disk: Path, database: Database, settings: Settings, account_id: str
 ) -> None:
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     pk = _image_card(database, account_id, created_at=1)
     with Filler(blobs_disk):

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.db import ATTEMPTS, Database
 from cardvault.domain.models import CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS
@@ -25,10 +26,10 @@ from tests.conftest import app_env, connections_cut
 def _text_card(tmp_path: Path, database: Database, account_id: str, *, ai: str) -> int:
     if database.dialect != "postgresql":
         pytest.skip("connections that can be cut are PostgreSQL's")
-    broker.bind(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": ai}), database)
+    bootstrap(Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": ai}), database=database)
     broker.broker.flush_all()
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="Tides turn twice a day.")
+        card = editing.add_card(session, account_id=account_id, content="Tides turn twice a day.").card
         assert processing.queue(session, card) == ("ai",)
         return card.pk
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from cardvault.domain import processing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS
 from cardvault.workers.sweeper import Sweeper

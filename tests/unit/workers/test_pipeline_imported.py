@@ -1,4 +1,4 @@
-"""Stages of cards an import made (cardvault.domain.pipeline.IMPORTED_QUEUE): their own actors
+"""Stages of cards an import made (cardvault.domain.pipeline.table.IMPORTED_QUEUE): their own actors
 on the imported queue, behind the stages of cards saved by hand (a card saved while 1,200 of
 them wait runs first); the stages that follow stay there; those that fetch from the card's
 host take the host's turns, one a second, waiting uncounted (HOST_PACED), while a card saved
@@ -15,13 +15,12 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select, update
 
-from cardvault.domain import pipeline as table
-from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
-from cardvault.workers import broker, embedded, pipeline
+from cardvault.domain.pipeline import processing, table
+from cardvault.workers import broker, embedded, pipeline, sweeper
 from harness.servers import PageServer, page_server
 from tests.conftest import Api
 from tests.unit.handlers.test_imports import imported
@@ -36,7 +35,7 @@ def pages() -> Iterator[PageServer]:
 
 def _link(db: Database, account_id: str, url: str, *, imported: bool) -> int:
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content=url)
+        card = editing.add_card(session, account_id=account_id, content=url).card
         assert processing.queue(session, card, imported=imported) == ("linkMetadata",)
         return card.pk
 
@@ -98,10 +97,14 @@ def test_an_imported_cards_followers_stay_imported_and_a_refresh_by_hand_moves_i
     ]
     assert _sent("files") == [] and _sent("captures") == []
     broker.broker.flush_all()
-    pipeline.resend_unsettled(-1)  # waiting behind an import's backlog: not lost yet
+    sweeper.resend_unsettled(
+        broker.services_of(broker.broker), -1
+    )  # waiting behind an import's backlog: not lost yet
     assert _sent(table.IMPORTED_QUEUE, pk) == []
     _age(database, pk, table.IMPORTED_STALE_MS + 1)
-    pipeline.resend_unsettled(60_000)  # silent past that: lost, sent again to the imported queue
+    sweeper.resend_unsettled(
+        broker.services_of(broker.broker), 60_000
+    )  # silent past that: lost, sent again to the imported queue
     assert {name for name, _ in _sent(table.IMPORTED_QUEUE, pk)} == {
         "capture_stage_imported",
         "link_preview_stage_imported",
@@ -122,7 +125,9 @@ def test_an_imported_fetching_stage_waits_for_its_hosts_turn_uncounted_and_a_han
     bind(tmp_path, database, pages)
     pages.routes["/tides"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
     url = pages.url("/tides")
-    host_turn = broker.pacer().turn(urlsplit(url).hostname or "", table.HOST_TURN_MS)  # another card's
+    host_turn = broker.services_of(broker.broker).pacer.turn(
+        urlsplit(url).hostname or "", table.HOST_TURN_MS
+    )  # another card's
     imported = _link(database, account_id, url, imported=True)
     pipeline.IMPORTED_ACTORS["linkMetadata"](imported)
     assert stages(database, imported)["linkMetadata"] == ("pending", 0, "HOST_PACED")

@@ -101,7 +101,7 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
     embedded.wait_until_idle()
     data = _archive(tmp_path, [_card(n) for n in range(1, 6)])
     key = f"accounts/{api.account_id}/imports/killed/export.zip"
-    broker.blob_store().put(key, data, content_type="application/zip")
+    broker.services_of(broker.broker).blobs.put(key, data, content_type="application/zip")
     with database.transaction() as session:
         job = import_jobs.new_job(
             import_id=import_jobs.new_import_id(),
@@ -130,8 +130,8 @@ def test_a_run_killed_mid_card_leaves_nothing_twice(api: Api, database: Database
     with contextlib.suppress(_Killed):
         restores.restore_card(
             database,
-            broker.blob_store(),
-            broker.decoder(),
+            broker.services_of(broker.broker).blobs,
+            broker.services_of(broker.broker).decoder,
             archive,
             api.account_id,
             restore_checks.check_record(archive.cards[0], restores.servable()),
@@ -162,7 +162,9 @@ def test_a_run_whose_job_was_taken_over_stops_and_counts_nothing(
     embedded.wait_until_idle()
     assert api.get(f"/v1/imports/{import_id}").json()["job"]["status"] == "completed"
     key = f"accounts/{api.account_id}/imports/again/export.zip"
-    broker.blob_store().put(key, _archive(tmp_path, [_card(2)]), content_type="application/zip")
+    broker.services_of(broker.broker).blobs.put(
+        key, _archive(tmp_path, [_card(2)]), content_type="application/zip"
+    )
     with database.transaction() as session:
         session.execute(
             update(ImportJob)
@@ -170,9 +172,7 @@ def test_a_run_whose_job_was_taken_over_stops_and_counts_nothing(
             .values(status="running", lease="theirs", position=0, object_key=key, active_account_id=None)
         )
     ran = restores.restore_slice(
-        database,
-        broker.blob_store(),
-        broker.decoder(),
+        broker.services_of(broker.broker),
         import_id=import_id,
         lease="mine",
         position=0,
@@ -247,7 +247,9 @@ def test_a_restore_stores_nothing_past_the_accounts_quota(
     assert all("quota" in failure["reason"] for failure in job["failures"]), job["failures"]
     stored_bytes = _on_disk(tmp_path, quota_api.account_id)
     assert 3 * BIG <= stored_bytes <= QUOTA
-    counters = assert_counters_hold(database, quota_api.account_id, store=broker.blob_store())
+    counters = assert_counters_hold(
+        database, quota_api.account_id, store=broker.services_of(broker.broker).blobs
+    )
     assert counters == [(0, stored_bytes)]
 
 
@@ -282,5 +284,7 @@ def test_a_restored_capture_counts_and_one_past_the_quota_is_refused(
     assert "quota" in job["failures"][0]["reason"] and job["failures"][0]["entry"] == "card crd_2"
     stored_bytes = _on_disk(tmp_path, quota_api.account_id)
     assert stored_bytes == len(page) + len(reader)  # the refused card's capture: never written
-    counters = assert_counters_hold(database, quota_api.account_id, store=broker.blob_store())
+    counters = assert_counters_hold(
+        database, quota_api.account_id, store=broker.services_of(broker.broker).blobs
+    )
     assert counters == [(0, stored_bytes)]

@@ -3,9 +3,10 @@ message once its time is used; the giving-up actor ends the job saying why."""
 
 from __future__ import annotations
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.db import Database
 from cardvault.settings import Settings
-from cardvault.workers import broker, sliced
+from cardvault.workers import sliced
 
 ENDED: list[tuple[str, str]] = []
 FAIL_EXAMPLE = sliced.giving_up(
@@ -43,7 +44,7 @@ def test_each_run_gets_a_lease_of_its_own() -> None:
 
 
 def test_giving_up_ends_the_job_with_how_many_times_it_failed(database: Database, settings: Settings) -> None:
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)  # the giving-up actor runs on its services
     ENDED.clear()
     FAIL_EXAMPLE.fn({"args": ["job_1"]}, {"retries": 10})
     assert ENDED == [("job_1", "The example failed 10 times and was stopped.")]

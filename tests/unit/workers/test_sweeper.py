@@ -16,11 +16,12 @@ import dramatiq
 import pytest
 from sqlalchemy import select, update
 
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage, ExportJob, TagOperation
+from cardvault.domain.pipeline import processing
 from cardvault.domain.portability.exports import jobs as exports
 from cardvault.domain.tags import operations
 from cardvault.settings import Settings
@@ -53,7 +54,7 @@ def sweeping(tmp_path: Path, database: Database) -> Iterator[Callable[[float], S
 
     def start(sweep_seconds: float) -> Sweeper:
         env = {**app_env(tmp_path, database), "CARDVAULT_SWEEP_SECONDS": str(sweep_seconds)}
-        broker.bind(Settings.from_env(env), database)
+        bootstrap(Settings.from_env(env), database=database)
         broker.broker.flush_all()
         sweeper = Sweeper()
         sweeper.after_worker_boot(broker.broker, None)  # type: ignore[arg-type]
@@ -110,7 +111,7 @@ def start_export(database: Database, account_id: str, heartbeat_ago_ms: int) -> 
 
 def queue_ai_stage(database: Database, account_id: str, updated_ago_ms: int) -> int:
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="Some words to summarise.")
+        card = editing.add_card(session, account_id=account_id, content="Some words to summarise.").card
         processing.queue(session, card)
         session.execute(
             update(CardStage).where(CardStage.card_pk == card.pk).values(updated_at=now_ms() - updated_ago_ms)
@@ -202,14 +203,14 @@ def test_a_failing_pass_is_logged_and_the_next_one_goes_on(
     wait_for_passes(sweeper)
     sent()
     with caplog.at_level(logging.WARNING, logger="cardvault.sweeper"):
-        broker.bind(settings, failing)
+        bootstrap(settings, database=failing)
         wait_for_passes(sweeper, 2)  # ended, though it failed: wait_until_idle is not kept waiting
     logged = [r for r in caplog.records if r.name == "cardvault.sweeper"]
     assert logged and all((r.levelno, r.getMessage()) == (level, message) for r in logged)
     # An outage is a passing fault: one line a pass, not a traceback.
     assert all(bool(r.exc_info) == (broken == "no tables") for r in logged)
     sent()
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     wait_for_passes(sweeper, 2)
     assert ("run_tag_operation", (operation_id,)) in sent()
     failing.dispose()
@@ -249,7 +250,7 @@ def test_a_stage_waiting_for_the_one_it_follows_is_not_sent_again_until_that_one
     wait_for_passes(sweeper)
     sent()
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=new_account(), content="https://example.com/a")
+        card = editing.add_card(session, account_id=new_account(), content="https://example.com/a").card
         processing.queue(session, card)
         pk = card.pk
         stages = set(session.scalars(select(CardStage.stage).where(CardStage.card_pk == pk)))

@@ -7,6 +7,7 @@ import time
 import pytest
 from sqlalchemy import update
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -19,7 +20,7 @@ from cardvault.workers import tags as actors
 
 @pytest.fixture
 def bound(database: Database, settings: Settings) -> Database:
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     return database
 
 
@@ -62,11 +63,11 @@ def test_retries_exhausted_mark_the_operation_failed(bound: Database, account_id
 def test_the_sweeper_resends_only_stale_operations(bound: Database, account_id: str) -> None:
     operation_id = start_delete(bound, account_id, "t")
     broker.broker.flush_all()
-    assert actors.resume_stale(60) == 0
+    assert actors.resume_stale(broker.services_of(broker.broker), 60) == 0
     with bound.transaction() as session:  # its last heartbeat two minutes ago: stale
         stale = update(TagOperation).where(TagOperation.id == operation_id)
         session.execute(stale.values(heartbeat_at=now_ms() - 120_000))
-    assert actors.resume_stale(60) == 1
+    assert actors.resume_stale(broker.services_of(broker.broker), 60) == 1
     messages = [m for m in broker.broker.queues["tags"].queue]  # type: ignore[attr-defined]
     assert any(operation_id in m.decode() for m in messages)
     broker.broker.flush_all()

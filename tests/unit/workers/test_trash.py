@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
 from cardvault.settings import Settings
-from cardvault.workers import broker
 from cardvault.workers.trash import purge_trash
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
@@ -26,7 +26,7 @@ class TestPurge:
             session.execute(
                 update(Card).where(Card.id == old["id"]).values(deleted_at=now_ms() - 31 * 86_400_000)
             )
-        broker.bind(settings, database)
+        bootstrap(settings, database=database)
         purge_trash()
         purge_trash()  # a second run changes nothing
         assert_error(api.get(f"/v1/cards/{old['id']}"), 404, "NOT_FOUND")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.db import Database
 from cardvault.domain.webhooks.deliveries import Attempt, Batch
 from cardvault.settings import Settings
@@ -43,13 +44,15 @@ def test_retry_after_as_an_http_date() -> None:
 def test_a_send_that_cannot_be_made_fails_every_attempt_of_the_batch(
     tmp_path: Path, database: Database
 ) -> None:
-    broker.bind(Settings.from_env(app_env(tmp_path, database)), database)
+    bootstrap(Settings.from_env(app_env(tmp_path, database)), database=database)
     url = "https://10.0.0.1/hook"
     attempts = [
         Attempt(delivery_id=f"msg_{n}", url=url, body="{}", headers={}, lease="try_x") for n in range(2)
     ]
     sent: webhooks.Sent = []
-    unsent = webhooks.send(Batch(url, attempts, full=False), sent, seconds=5)
+    unsent = webhooks.send(
+        broker.services_of(broker.broker), Batch(url, attempts, full=False), sent, seconds=5
+    )
     assert [attempt for attempt, _ in sent] == attempts and unsent == []
     for _, outcome in sent:
         assert outcome.status is None and outcome.error is not None

@@ -30,7 +30,7 @@ _COLUMNS = (
 )
 
 
-# The new stages, and the cards that run them (as cardvault.domain.processing.stages_for says).
+# The new stages, and the cards that run them (as cardvault.domain.pipeline.processing.stages_for says).
 _NEW_STAGES = {"ai": "type IN ('text', 'quote') OR (type = 'link' AND url IS NOT NULL)"}
 
 

@@ -17,7 +17,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-# The new stages, and the cards that run them (as cardvault.domain.processing.stages_for says).
+# The new stages, and the cards that run them (as cardvault.domain.pipeline.processing.stages_for says).
 _NEW_STAGES = {
     "media": "type IN ('audio', 'video', 'document')",
     "transcript": "type IN ('audio', 'video')",

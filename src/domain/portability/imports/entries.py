@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import changes, processing
+from cardvault.domain import changes
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardVaultError, Conflict, FolderLimitReached, InvalidInput
@@ -193,7 +193,7 @@ class _Taker:
         if existing is not None:
             self._merge(existing, entry, tags, notes, folder_id)
             return "merged"
-        card = editing.add_card(
+        written = editing.add_card(
             self.session,
             account_id=self.account_id,
             content=content,
@@ -202,7 +202,10 @@ class _Taker:
             url=url,
             created_at=entry.created_at,
             counted=False,  # the batch counts its cards at its end (cardvault.domain.cards.holdings)
+            queued=True,
+            imported=True,
         )
+        card = written.card
         if url is not None:
             card.metadata_title = _line(entry.title)
             card.metadata_description = _line(entry.excerpt)
@@ -211,7 +214,7 @@ class _Taker:
             card.archived_at = card.created_at
         if folder_id is not None:
             self._file(card, folder_id, new=True)
-        self.stages += [(card.pk, stage) for stage in processing.queue(self.session, card, imported=True)]
+        self.stages += [(card.pk, stage) for stage in written.stages]  # sent by the account's turns
         if url is not None and card.url_key is not None:
             self.held.setdefault(card.url_key, card.id)  # a later entry of the same page finds it
         return "created"

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain import changes, processing
+from cardvault.domain import changes
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -23,10 +23,13 @@ from cardvault.domain.files import uploads
 from cardvault.domain.folders import MAX_FOLDERS_PER_CARD, PALETTE, create_folder
 from cardvault.domain.models import Card, CardStage, Folder, FolderCard
 from cardvault.domain.names import tag_key
+from cardvault.domain.pipeline import processing
+from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.portability.restore.checks import strings_of, text_of, whole_of
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags
+from cardvault.domain.tags.rows import replace_tags
 
 # What each stage writes, by the record fields that show it ran (the rest run again).
 _RESTORED_BY = {
@@ -93,7 +96,7 @@ def add_card(
         file=file,
         created_at=whole_of(record, "createdAt"),
         max_cards=max_cards,
-    )
+    ).card
     card.is_favorited = record.get("isFavorited") is True
     card.completed_at = whole_of(record, "completedAt")
     for position, old_id in enumerate(strings_of(record, "folderIds")[:MAX_FOLDERS_PER_CARD]):
@@ -111,11 +114,9 @@ def add_card(
     return card
 
 
-def finish_card(
-    session: Session, *, account_id: str, card_id: str, record: Mapping[str, Any]
-) -> tuple[int, tuple[str, ...]]:
-    """Restore what the pipeline wrote, the archive and Trash, and the card's times; return its
-    pk and the stages to send to the workers once this commits (queued here: a lost send is the
+def finish_card(session: Session, *, account_id: str, card_id: str, record: Mapping[str, Any]) -> Written:
+    """Restore what the pipeline wrote, the archive and Trash, and the card's times; return it
+    with the stages to send to the workers once this commits (queued here: a lost send is the
     sweeper's)."""
     lock_tags(session, account_id=account_id)
     card = editing.get_card(session, account_id=account_id, card_id=card_id, for_update=True)
@@ -143,7 +144,7 @@ def finish_card(
     card.waveform = waveform if isinstance(waveform, dict) else None
     colors = record.get("colors")
     card.colors = colors if isinstance(colors, list) and all(isinstance(c, str) for c in colors) else None
-    editing.replace_tags(card, "ai", clean_tags(strings_of(record, "aiTags")))
+    replace_tags(card, "ai", clean_tags(strings_of(record, "aiTags")))
     session.flush()
     index_card(session, card)
     counts.apply(session, account_id=account_id, before=before, after=counts.card_tally(card))
@@ -156,7 +157,7 @@ def finish_card(
         trash.move_to_trash(session, account_id=account_id, card_id=card_id)
         card.deleted_at = whole_of(record, "deletedAt")
     card.updated_at = whole_of(record, "updatedAt") or now_ms()
-    return card.pk, queued
+    return Written(card, queued, imported=True)
 
 
 def _completed(session: Session, card: Card, names: Sequence[str]) -> None:

@@ -21,8 +21,9 @@ class TestAddingCard:
     ) -> None:
         with adding.adding_card(database, _store(tmp_path), account_id=account_id, content="hi") as (
             session,
-            card,
+            written,
         ):
+            card = written.card
             assert session.get(Card, card.pk) is card
         with database.transaction(write=False) as session:
             assert editing.get_card(session, account_id=account_id, card_id=card.id).content == "hi"
@@ -34,12 +35,12 @@ class TestAddingCard:
             pytest.raises(RuntimeError),
             adding.adding_card(database, _store(tmp_path), account_id=account_id, content="no") as (
                 _,
-                card,
+                written,
             ),
         ):
             raise RuntimeError
         with database.transaction(write=False) as session:
-            assert session.get(Card, card.pk) is None
+            assert session.get(Card, written.card.pk) is None
 
     def test_an_unknown_file_key_is_refused_before_the_write_transaction(
         self, database: Database, account_id: str, tmp_path: Path

@@ -38,7 +38,7 @@ def _issue(
 
 def _card(database: Database, account_id: str, **fields: str) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, **fields).card.id  # type: ignore[arg-type]
 
 
 class TestWhichCards:

@@ -27,7 +27,7 @@ SECRET = "k" * 40
 
 def add(database: Database, account_id: str, **fields: object) -> editing.Card:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, **fields)  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, **fields).card  # type: ignore[arg-type]
 
 
 def page_of(
@@ -265,7 +265,7 @@ class TestListCards:
 # Defects found in review, each pinned by the behaviour that was wrong.
 def test_concurrent_done_keeps_the_first_completion_time(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        card_id = editing.add_card(session, account_id=account_id, url="https://example.com").id
+        card_id = editing.add_card(session, account_id=account_id, url="https://example.com").card.id
     results: list[int | None] = []
     barrier = threading.Barrier(8)
 
@@ -280,7 +280,7 @@ def test_concurrent_done_keeps_the_first_completion_time(database: Database, acc
 
 def test_concurrent_tag_edits_of_one_card_all_succeed(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        card_id = editing.add_card(session, account_id=account_id, tags=["a"]).id
+        card_id = editing.add_card(session, account_id=account_id, tags=["a"]).card.id
     errors: list[Exception] = []
     barrier = threading.Barrier(8)
     counter = iter(range(8))

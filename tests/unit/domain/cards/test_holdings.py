@@ -25,7 +25,9 @@ def _held(database: Database, account_id: str) -> int:
 
 def test_cards_made_and_deleted_for_good_move_the_count(database: Database, account_id: str) -> None:
     with database.transaction() as session:
-        ids = [editing.add_card(session, account_id=account_id, content=f"note {n}").id for n in range(5)]
+        ids = [
+            editing.add_card(session, account_id=account_id, content=f"note {n}").card.id for n in range(5)
+        ]
     assert _held(database, account_id) == 5
     with database.transaction() as session:
         for card_id in ids:
@@ -36,7 +38,7 @@ def test_cards_made_and_deleted_for_good_move_the_count(database: Database, acco
         trash.empty_trash(session, account_id=account_id)
     assert _held(database, account_id) == 0
     with database.transaction() as session:
-        old = editing.add_card(session, account_id=account_id, content="old")
+        old = editing.add_card(session, account_id=account_id, content="old").card
         trash.move_to_trash(session, account_id=account_id, card_id=old.id)
         session.execute(update(Card).where(Card.pk == old.pk).values(deleted_at=1))
     assert _held(database, account_id) == 1

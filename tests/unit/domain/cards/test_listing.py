@@ -36,7 +36,7 @@ class TestTagAndFolderFilters:
     def test_a_card_carrying_a_tag_twice_is_listed_once(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
             made = [
-                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["Read"])
+                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["Read"]).card
                 for i in range(4)
             ]
             for card in made:
@@ -48,7 +48,7 @@ class TestTagAndFolderFilters:
     def test_date_bounds_apply_with_a_tag_or_folder_filter(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
             made = [
-                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["t"])
+                editing.add_card(session, account_id=account_id, content=f"c{i}", tags=["t"]).card
                 for i in range(5)
             ]
             folder = folders.create_folder(session, account_id=account_id, name="F")
@@ -76,7 +76,7 @@ class TestTagAndFolderFilters:
 
     def test_a_folder_lists_its_cards_in_list_order(self, database: Database, account_id: str) -> None:
         with database.transaction() as session:
-            made = [editing.add_card(session, account_id=account_id, content=f"c{i}") for i in range(3)]
+            made = [editing.add_card(session, account_id=account_id, content=f"c{i}").card for i in range(3)]
             folder = folders.create_folder(session, account_id=account_id, name="F")
         with database.transaction() as session:  # added newest first: the list still goes by createdAt
             folders.add_cards(
@@ -100,13 +100,13 @@ class TestTagSearch:
         self, database: Database, account_id: str
     ) -> None:
         with database.transaction() as session:
-            gone = editing.add_card(session, account_id=account_id, content="x", tags=["zebra"])
+            gone = editing.add_card(session, account_id=account_id, content="x", tags=["zebra"]).card
         with database.transaction() as session:
             trash.move_to_trash(session, account_id=account_id, card_id=gone.id)
         with database.transaction() as session:
             trash.delete_forever(session, account_id=account_id, card_id=gone.id)
         with database.transaction() as session:
-            kept = editing.add_card(session, account_id=account_id, content="y", tags=["yak"])
+            kept = editing.add_card(session, account_id=account_id, content="y", tags=["yak"]).card
         with database.transaction(write=False) as session:
             found = {
                 q: [
@@ -136,7 +136,7 @@ class TestTagSearch:
         # VACUUM may renumber the hidden rowids of card_tags; the tag index is keyed by card.
         with database.transaction() as session:
             made = [
-                editing.add_card(session, account_id=account_id, content="x", tags=[f"w{i}x"])
+                editing.add_card(session, account_id=account_id, content="x", tags=[f"w{i}x"]).card
                 for i in range(6)
             ]
         for card in made[:3]:
@@ -253,7 +253,9 @@ def test_relevance_reads_the_tiers_in_turn_when_many_cards_match(database: Datab
         for i in range(ranking.FEW + 60):
             tags = ["kiwi"] if i % 7 == 0 else []
             content = f"Fruit\n{'kiwifruit' if i % 5 == 0 else 'kiwi'} number {i}"
-            made.append((i, editing.add_card(session, account_id=account_id, content=content, tags=tags).pk))
+            made.append(
+                (i, editing.add_card(session, account_id=account_id, content=content, tags=tags).card.pk)
+            )
     newest = [pk for _, pk in reversed(made)]
     index = dict((pk, i) for i, pk in made)
     tiers = [  # tag and whole word; body, whole word; body, a beginning only

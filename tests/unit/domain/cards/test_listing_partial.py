@@ -19,7 +19,7 @@ from tests.unit.domain.cards.test_reading import statements as recorded
 def _add(database: Database, account_id: str, *contents: str, tags: list[str] | None = None) -> list[str]:
     with database.transaction() as session:
         return [
-            editing.add_card(session, account_id=account_id, content=content, tags=tags or []).id
+            editing.add_card(session, account_id=account_id, content=content, tags=tags or []).card.id
             for content in contents
         ]
 

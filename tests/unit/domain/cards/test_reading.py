@@ -35,7 +35,7 @@ class TestCardView:
         self, database: Database, account_id: str
     ) -> None:
         with database.transaction() as session:
-            card = editing.add_card(session, account_id=account_id, content="x", tags=["b", "A", "c"])
+            card = editing.add_card(session, account_id=account_id, content="x", tags=["b", "A", "c"]).card
             first = folders.create_folder(session, account_id=account_id, name="First")
             second = folders.create_folder(session, account_id=account_id, name="Second")
         with database.transaction() as session:
@@ -56,6 +56,6 @@ class TestCardView:
     ) -> None:
         owner, other = new_account(), new_account()
         with database.transaction() as session:
-            card = editing.add_card(session, account_id=owner, content="mine")
+            card = editing.add_card(session, account_id=owner, content="mine").card
         with database.transaction(write=False) as session, pytest.raises(NotFound):
             reading.get_card_view(session, account_id=other, card_id=card.id)

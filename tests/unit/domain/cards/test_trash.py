@@ -21,7 +21,7 @@ DAYS = 30
 
 def _card(database: Database, account_id: str, **fields: object) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, content="kept", **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, content="kept", **fields).card.id  # type: ignore[arg-type]
 
 
 def _in_session(database: Database, action: Callable[..., object], account_id: str, card_id: str) -> object:

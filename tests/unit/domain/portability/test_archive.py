@@ -69,7 +69,7 @@ def test_a_card_record_has_its_values_and_no_urls(database: Database, account_id
         folder = folders.create_folder(session, account_id=account_id, name="Reading", color="blue")
         card = editing.add_card(
             session, account_id=account_id, content="https://example.com/a", notes="n", tags=["web"]
-        )
+        ).card
         folders.add_cards(session, account_id=account_id, folder_id=folder.id, card_ids=[card.id])
         record, shown = archive.card_record(card), archive.folder_record(folder)
     assert {key: record[key] for key in ("id", "type", "content", "notes", "url", "tags", "folderIds")} == {

@@ -15,7 +15,7 @@ from tests.unit.domain.cards.test_listing import SECRET, _walk
 
 def _add(database: Database, account_id: str, content: str, tags: list[str] | None = None) -> int:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, content=content, tags=tags or []).pk
+        return editing.add_card(session, account_id=account_id, content=content, tags=tags or []).card.pk
 
 
 def _page(database: Database, account_id: str, q: str, limit: int = 50) -> listing.CardPage:

@@ -32,7 +32,7 @@ def test_the_read_text_holds_what_the_index_finds(database: Database, account_id
         pytest.skip("PostgreSQL tests its own index rows in one statement (cardvault.domain.cards.ranking)")
     with database.transaction() as session:
         pks = [
-            editing.add_card(session, account_id=account_id, content=content, tags=tags).pk
+            editing.add_card(session, account_id=account_id, content=content, tags=tags).card.pk
             for content, tags in CONTENTS
         ]
     for q in QUERIES:

@@ -23,7 +23,7 @@ from cardvault.domain.search.vocabulary import MAX_STEMS, MAX_TYPOS, Forms
 
 def _add(database: Database, account_id: str, content: str, **fields: object) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, content=content, **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, content=content, **fields).card.id  # type: ignore[arg-type]
 
 
 def _counts(database: Database, account_id: str) -> dict[str, int]:

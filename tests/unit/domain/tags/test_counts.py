@@ -63,7 +63,7 @@ def test_every_change_of_tags_or_trash_keeps_the_counts_exact(
             (["home", "x"], ["Home"]),
             ([], ["y"]),
         ):
-            card = editing.add_card(session, account_id=account, content="c", tags=tags)
+            card = editing.add_card(session, account_id=account, content="c", tags=tags).card
             if ai:
                 editing.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
             ids.append(card.id)
@@ -123,7 +123,7 @@ def test_a_card_moved_to_trash_while_a_batch_runs_is_counted_once(
     if database.dialect != "postgresql":
         pytest.skip("SQLite runs one writer at a time")
     with database.transaction() as session:
-        moved = editing.add_card(session, account_id=account_id, content="x", tags=["old"]).id
+        moved = editing.add_card(session, account_id=account_id, content="x", tags=["old"]).card.id
         editing.add_card(session, account_id=account_id, content="y", tags=["new"])
     with database.transaction() as session:
         operation = operations.start_tag_operation(

@@ -21,7 +21,7 @@ SECRET = "k" * 40
 
 def add(db: Database, account: str, tags: list[str], ai: list[str] | None = None) -> str:
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account, content="c", tags=tags)
+        card = editing.add_card(session, account_id=account, content="c", tags=tags).card
         if ai:
             editing.set_ai_tags(session, account_id=account, card_id=card.id, tags=ai)
         return card.id

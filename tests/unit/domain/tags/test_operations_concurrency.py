@@ -109,7 +109,9 @@ def seed(db: Database) -> tuple[str, str, list[str], list[str]]:
         account = accounts.create_account(session, name=f"concurrency-{time.time_ns()}").id
         key = keys.issue_api_key(session, account_id=account)
         card_ids = [
-            editing.add_card(session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)).id
+            editing.add_card(
+                session, account_id=account, content=f"card {i}", tags=rng.sample(POOL, 3)
+            ).card.id
             for i in range(CARDS)
         ]
         folder_ids = [

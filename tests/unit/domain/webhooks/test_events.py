@@ -8,11 +8,11 @@ import json
 
 from sqlalchemy import select
 
-from cardvault.domain import processing
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import WebhookDelivery
+from cardvault.domain.pipeline import processing
 from cardvault.domain.tags import operations
 from cardvault.domain.webhooks import endpoints, events
 
@@ -38,7 +38,7 @@ def _dispatched(database: Database, account_id: str) -> list[tuple[str, str, str
 
 def _card(database: Database, account_id: str, content: str) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, content=content).id
+        return editing.add_card(session, account_id=account_id, content=content).card.id
 
 
 def test_each_endpoint_is_told_each_change_once_by_the_events_it_takes(
@@ -86,7 +86,7 @@ def test_the_last_stage_to_settle_tells_card_processed(database: Database, accou
     every = _hook(database, account_id, ["card.processed"])
     stages = ["ai", "linkMetadata"]
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="to process")
+        card = editing.add_card(session, account_id=account_id, content="to process").card
         processing.queue(session, card, stages)
         card_pk, card_id = card.pk, card.id
     assert _dispatched(database, account_id) == []  # created: not processed

@@ -1,9 +1,16 @@
 """``cardvault import`` of another service's export: an import job run in this process (the
 restore of our own archive is test_restore.py's)."""
 
+import json
 import zipfile
 from pathlib import Path
 
+import pytest
+import redis
+
+from cardvault.domain.db import Database
+from cardvault.domain.webhooks import endpoints
+from tests.conftest import IN_CI, shared_redis_url
 from tests.unit.handlers.cli.test_restore import _account, _cards
 from tests.unit.test_cli import run
 
@@ -47,3 +54,34 @@ def test_a_zip_of_another_service_is_imported_as_a_job_not_restored(tmp_path: Pa
     result = run(tmp_path, "import", str(archive), "--account", "Ada")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("Imported 4 cards (omnivore): 4 entries")
+
+
+def test_another_services_export_sends_the_webhooks_of_its_cards(tmp_path: Path) -> None:
+    """The command's changes reach the account's endpoints: its process connects the webhooks'
+    dispatcher (cardvault.bootstrap), which a worker on the same Redis then runs."""
+    url = shared_redis_url()
+    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true needs Redis at {url}: {exc}")
+        pytest.skip(f"no Redis at {url}: {exc}")
+    client.flushdb()
+    account_id = _account(tmp_path)
+    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    try:
+        with db.transaction() as session:
+            endpoints.create(
+                session, account_id=account_id, url="https://hooks.example/", events=["*"], description=""
+            )
+    finally:
+        db.dispose()
+    bookmarks = Path(__file__).parents[3] / "fixtures" / "imports" / "netscape_firefox.html"
+    try:
+        result = run(tmp_path, "import", str(bookmarks), "--account", "Ada", CARDVAULT_REDIS_URL=url)
+        assert result.returncode == 0, result.stderr
+        sent = [json.loads(raw) for raw in client.hvals("dramatiq:webhooks.msgs")]
+    finally:
+        client.flushdb()
+    assert {(m["actor_name"], tuple(m["args"])) for m in sent} == {("dispatch_webhooks", (account_id,))}

@@ -14,9 +14,9 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from cardvault.domain import pipeline
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.db import Database
+from cardvault.domain.pipeline import table as pipeline
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from cardvault.workers import embedded

@@ -168,8 +168,8 @@ class TestPostgresConflicts:
         if database.dialect != "postgresql":
             pytest.skip("deadlock detection is PostgreSQL's")
         with database.transaction() as session:
-            one = editing.add_card(session, account_id=account_id, content="1").id
-            two = editing.add_card(session, account_id=account_id, content="2").id
+            one = editing.add_card(session, account_id=account_id, content="1").card.id
+            two = editing.add_card(session, account_id=account_id, content="2").card.id
         errors: list[BaseException] = []
         both_hold_one = threading.Barrier(2)
 
@@ -196,7 +196,7 @@ class TestPostgresConflicts:
         if database.dialect != "postgresql":
             pytest.skip("snapshot isolation errors are PostgreSQL's")
         with database.transaction() as session:
-            card = editing.add_card(session, account_id=account_id, content="0").id
+            card = editing.add_card(session, account_id=account_id, content="0").card.id
         update = text("UPDATE cards SET content = :c WHERE id = :id")
         with database.engine.connect().execution_options(isolation_level="REPEATABLE READ") as reader:
             reader.execute(text("SELECT content FROM cards WHERE id = :id"), {"id": card})

@@ -35,7 +35,7 @@ _HOSTILE = [
 
 def _card(database: Database, account_id: str, **fields: object) -> str:
     with database.transaction() as session:
-        return editing.add_card(session, account_id=account_id, **fields).id  # type: ignore[arg-type]
+        return editing.add_card(session, account_id=account_id, **fields).card.id  # type: ignore[arg-type]
 
 
 class TestCardPage:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import processing, status
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from harness.servers import PageServer, page_server
@@ -51,7 +52,7 @@ def bind(tmp_path: Path, database: Database, pages: PageServer, **env: str) -> S
             **env,
         }
     )
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     return settings
 
@@ -64,14 +65,14 @@ def bound(tmp_path: Path, database: Database, pages: PageServer) -> Database:
 
 def link(db: Database, account: str, url: str) -> int:
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account, content=url)
+        card = editing.add_card(session, account_id=account, content=url).card
         assert processing.queue(session, card) == ("linkMetadata",)
         return card.pk
 
 
 def stages(db: Database, pk: int) -> dict[str, tuple[str, int, str | None]]:
     with db.transaction(write=False) as session:
-        rows = processing.stages_of(session, [pk]).get(pk, [])
+        rows = status.stages_of(session, [pk]).get(pk, [])
         return {r.stage: (r.state, r.attempts, r.error_code) for r in rows}
 
 

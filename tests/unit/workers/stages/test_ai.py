@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing, listing
 from cardvault.domain.cards.listing import CardFilter
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
@@ -35,7 +36,7 @@ SOURDOUGH = (
 
 def bind(tmp_path: Path, database: Database, **env: str) -> Settings:
     settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_AI": "true", **env})
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     return settings
 
@@ -48,7 +49,7 @@ def bound(tmp_path: Path, database: Database) -> Database:
 
 def add(db: Database, account: str, content: str, **fields: Any) -> int:
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account, content=content, card_type="text", **fields)
+        card = editing.add_card(session, account_id=account, content=content, card_type="text", **fields).card
         assert processing.queue(session, card) == ("ai",)
         return card.pk
 
@@ -197,7 +198,7 @@ def test_a_link_is_described_from_its_page_text_after_the_page(
     )
     pages.routes["/bread"] = (200, {"Content-Type": "text/html; charset=utf-8"}, ARTICLE)
     with database.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content=pages.url("/bread"))
+        card = editing.add_card(session, account_id=account_id, content=pages.url("/bread")).card
         assert processing.queue(session, card) == ("linkMetadata",)  # ai waits for the page
         pk = card.pk
     ACTORS["ai"](pk)  # early: nothing happens

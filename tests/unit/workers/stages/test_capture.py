@@ -52,7 +52,7 @@ def test_a_capture_finding_every_slot_taken_gives_its_thread_back_uncounted(
     bind(tmp_path, database, pages, CARDVAULT_CAPTURE="true", CARDVAULT_CAPTURE_BROWSER=str(program))
     monkeypatch.setattr(capture, "CAPTURE_WAIT", 0.05)
     pk = _read_page(database, account_id, pages)
-    browser = broker.capture_browser()
+    browser = broker.services_of(broker.broker).capture_browser()
     assert browser is not None and browser._slots.acquire(timeout=1)  # another capture runs
     try:
         ACTORS["capture"](pk)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cardvault.domain import processing
 from cardvault.domain.cards import editing
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.workers import broker
 from cardvault.workers.pipeline import ACTORS, TryAgain
 from harness.servers import PageServer

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from cardvault.domain import processing
+from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
 from cardvault.domain.models import Card, CardStage
+from cardvault.domain.pipeline import processing
 from cardvault.settings import Settings
 from cardvault.workers import broker
 from cardvault.workers import pipeline as worker
@@ -24,7 +25,7 @@ from tests.unit.workers.stages.test_ai import read, stage
 
 def bind(tmp_path: Path, database: Database, **env: str) -> Settings:
     settings = Settings.from_env({**app_env(tmp_path, database), **env})
-    broker.bind(settings, database)
+    bootstrap(settings, database=database)
     broker.broker.flush_all()
     return settings
 
@@ -42,9 +43,9 @@ def audio_card(
     key = None
     if data is not None:
         key = f"accounts/{account_id}/files/test/sound.ogg"
-        broker.blob_store().put(key, data, content_type="audio/ogg")
+        broker.services_of(broker.broker).blobs.put(key, data, content_type="audio/ogg")
     with db.transaction() as session:
-        card = editing.add_card(session, account_id=account_id, content="", card_type="text")
+        card = editing.add_card(session, account_id=account_id, content="", card_type="text").card
         session.flush()
         session.execute(
             update(Card)
@@ -103,11 +104,13 @@ def test_a_transcript_finding_speech_recognition_busy_gives_its_thread_back_unco
     require_speech()
     bind(tmp_path, database, CARDVAULT_SPEECH="true")
     pk = audio_card(database, account_id, FOX.read_bytes())
-    assert broker.speech_decoder()._lock.acquire(timeout=60)  # another file is being transcribed
+    assert broker.services_of(broker.broker).speech._lock.acquire(
+        timeout=60
+    )  # another file is being transcribed
     try:
         worker.ACTORS["transcript"](pk)  # waits SPEECH_WAIT, then returns
     finally:
-        broker.speech_decoder()._lock.release()
+        broker.services_of(broker.broker).speech._lock.release()
     assert stage(database, pk, "transcript") == ("pending", 0, "DECODE_BUSY")
     delayed = broker.broker.queues["transcripts.DQ"]  # type: ignore[attr-defined]
     assert delayed.qsize() == 1  # sent again SPEECH_BUSY_DELAY_MS later
@@ -136,7 +139,7 @@ def test_the_sweeper_sends_again_only_stages_with_no_sign_of_life_for_the_stale_
     with database.transaction() as session:
         made = []
         for _ in range(4):
-            card = editing.add_card(session, account_id=account_id, content="x", card_type="text")
+            card = editing.add_card(session, account_id=account_id, content="x", card_type="text").card
             session.flush()
             made.append(card.pk)
         rows = [

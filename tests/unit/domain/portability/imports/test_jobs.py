@@ -203,12 +203,12 @@ def test_duplicates_of_a_held_card_and_of_an_earlier_entry(
     with database.transaction() as session:
         held = editing.add_card(
             session, account_id=account_id, content="https://example.com/a", tags=["mine"]
-        )
+        ).card
         # Another account's card of the same page is no duplicate, and a merge never touches it.
         theirs = editing.add_card(
             session, account_id=other_account, content="https://example.com/b", tags=["other"]
-        )
-        gone = editing.add_card(session, account_id=account_id, content="https://example.com/gone")
+        ).card
+        gone = editing.add_card(session, account_id=account_id, content="https://example.com/gone").card
         trash.move_to_trash(session, account_id=account_id, card_id=gone.id)
     job_id = _job(database, account_id, mode)
     items: list[Item] = [

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain import pipeline
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import table as pipeline
 from cardvault.spec import spec_document
 
 SCHEMAS = spec_document()[1]["components"]["schemas"]

@@ -1,5 +1,6 @@
 """The ``ai`` stage's rules: what text of a card is described, how the engine's keywords become
-the card's AI tags, and how the result is kept.
+the card's AI tags, and how the result is kept (a summary, tags and the language of the card's
+text, by the offline engine or the configured provider: cardvault.adapters.ai).
 
 The text: a text or quote card's content; a link's title, description and page text; a
 document's name and text; an audio or video card's name and transcript (none without a text or
@@ -18,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards import editing
+from cardvault.adapters.ai import Described
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import InvalidTag
 from cardvault.domain.models import Card, TagCounter, TagSpelling
@@ -26,7 +27,10 @@ from cardvault.domain.names import tag_key
 from cardvault.domain.search.index import index_card
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tag
+from cardvault.domain.tags.rows import replace_tags
 
+BASIS = ("content", "url", "file_object", "ai_transcript", "metadata_title")
+WRITES_TAGS = True
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
 
 
@@ -133,7 +137,25 @@ def _spellings(session: Session, account_id: str, keys: Iterable[str]) -> dict[s
     return found
 
 
-def apply(
+def skipped_by(card: Card) -> str | None:
+    """Nothing in the card refuses the result."""
+    return None
+
+
+def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
+    """Set the card's summary and its tags from what the engine said (``described``)."""
+    described = fields["described"]
+    assert isinstance(described, Described)
+    keep(
+        session,
+        card,
+        summary=described.summary,
+        keywords=described.tags,
+        engine={"kind": described.kind, "model": described.model, "language": described.language},
+    )
+
+
+def keep(
     session: Session,
     card: Card,
     *,
@@ -144,7 +166,7 @@ def apply(
     """Keep what the engine said on the card (locked, the account's tags locked before it):
     its summary, its keywords as AI tags, and which engine said it."""
     before = counts.card_tally(card)
-    editing.replace_tags(card, "ai", snap(session, card, keywords))
+    replace_tags(card, "ai", snap(session, card, keywords))
     card.ai_summary, card.ai_engine = summary, engine
     card.updated_at = max(now_ms(), card.updated_at)
     session.flush()

@@ -1,7 +1,7 @@
 """The processing pipeline's table of stages: for each stage, the card kinds it runs for, the
 stage it waits for (by card kind), the code it is skipped with when that one did not complete,
 its queue, its time limit and its retries. The table's order is the order stages run (and show
-in ``processingStatus``). Everything else reads it: the bookkeeping (cardvault.domain.processing),
+in ``processingStatus``). Everything else reads it: the bookkeeping (processing, beside it),
 the recorder and its actors (cardvault.workers.pipeline), the sweeper and the worker command.
 
 Stages of cards an import made run behind the others, and take turns per host (IMPORTED_QUEUE).
@@ -16,15 +16,18 @@ Stages by card kind, as the table says:
   ``transcript``, then ``ai`` (of the transcript);
 - ``document`` with a file: ``media`` (preview, facts and text), then ``ai``.
 
-Adding a stage = one row in STAGES + one module in ``src/workers/stages/``:
+Adding a stage = one row in STAGES + its rules beside it + how it is run:
 1. add a ``Stage`` row here, where it runs in the order (its name is the spec's
    ``ProcessingStageName``; add the name to the spec's enum, and a migration that queues it for
    existing cards if they should run it);
-2. add ``src/workers/stages/<module>.py`` (``Stage.module``: the name in snake case) with
-   ``BASIS``, ``WRITES_TAGS``, ``run(card, lease)``, ``skipped_by(card)`` and
-   ``apply(session, card, fields)`` (cardvault.workers.stages says what each is);
+2. add its rules, ``src/domain/pipeline/<module>.py`` (``Stage.module``: the name in snake
+   case), with ``BASIS``, ``WRITES_TAGS``, ``skipped_by(card)`` and ``apply(session, card,
+   fields)`` (cardvault.domain.pipeline.rules.StageRules says what each is), and name it in
+   ``rules.RULES``;
+3. add how it is run, ``src/workers/stages/<module>.py`` with ``run(card, lease)``, and name it
+   in cardvault.workers.pipeline.RUNNERS;
 its actor, named ``Stage.actor_name``, is declared from the row by cardvault.workers.pipeline, and
-tests/unit/workers/test_pipeline.py fails while either half is missing."""
+tests/unit/workers/test_pipeline.py fails while any part is missing."""
 
 from __future__ import annotations
 

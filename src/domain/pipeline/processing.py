@@ -11,61 +11,38 @@ the last reason. A stage can also be ``skipped``: nothing to do for this card (a
 no image), with the reason as its error code.
 
 Which stages a card runs, in which order and after which, is the table in
-cardvault.domain.pipeline; a stage named there as waiting for another waits for that one to
+cardvault.domain.pipeline.table; a stage named there as waiting for another waits for that one to
 settle, whatever its outcome, except that it is skipped (with the table's code) when that one
-did not complete."""
+did not complete.
+
+Every write of a card that queues stages (adding, editing, refreshing, importing, restoring
+it) answers Written: the card and the stages to send once its transaction commits, which one
+function does (cardvault.workers.pipeline.send_after_commit)."""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, exists, literal_column, select, tuple_, update
+from sqlalchemy import exists, select, tuple_, update
 from sqlalchemy.orm import Session, aliased
 
 from cardvault.domain import changes
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import rows_changed
 from cardvault.domain.models import Card, CardStage
-from cardvault.domain.pipeline import BY_NAME, MAX_ATTEMPTS, ORDER, stages_of_kind, waits_for
-
-STATES = ("pending", "running", "completed", "failed", "skipped")
+from cardvault.domain.pipeline.table import BY_NAME, MAX_ATTEMPTS, stages_of_kind, waits_for
 
 
-class StageFailed(Exception):
-    """A stage's attempt failed: ``code`` says why; ``transient`` when a later attempt may
-    succeed (a timeout, a server error), else it is failed for good."""
+@dataclasses.dataclass(frozen=True)
+class Written:
+    """A card as a write left it, and the stages the write queued: to send once its
+    transaction commits (``imported``: to the imported queue)."""
 
-    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.transient = transient
-
-
-class StageSkipped(Exception):
-    """The stage has nothing to do for this card; ``code`` says why (such as ``NO_IMAGE``)."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-class StageView(NamedTuple):
-    """A stage as responses show it (read without the ORM: a page of cards has hundreds)."""
-
-    stage: str
-    state: str
-    attempts: int
-    started_at: int | None
-    completed_at: int | None
-    error_code: str | None
-    updated_at: int
-
-
-# CardStage's columns in StageView's order.
-STAGE_COLUMNS = tuple(CardStage.__table__.c[name] for name in StageView._fields)
+    card: Card
+    stages: tuple[str, ...] = ()
+    imported: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +61,7 @@ class Taken:
     card: Card
     lease: str
     attempts: int
-    imported: bool = False  # queued by an import (cardvault.domain.pipeline.IMPORTED_QUEUE)
+    imported: bool = False  # queued by an import (cardvault.domain.pipeline.table.IMPORTED_QUEUE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,75 +306,3 @@ def resent(session: Session, stages: Sequence[tuple[int, str]], *, older_than: i
             )
             .values(updated_at=now_ms())
         )
-
-
-def in_state(state: str) -> ColumnElement[bool]:
-    """A condition on a card: its pipeline's state (as ``summary_state`` sums it) is ``state``."""
-
-    def having(*states: str) -> ColumnElement[bool]:
-        # The states are written into the SQL (card listings compile it once, with no
-        # expanding parameters): they are our own constants.
-        assert set(states) <= set(STATES)
-        rows = select(CardStage.card_pk).where(CardStage.card_pk == Card.pk)
-        return exists(rows.where(CardStage.state.in_([literal_column(f"'{s}'") for s in states])))
-
-    settled_only = ~having("failed", "running", "pending")
-    conditions = {
-        "failed": having("failed"),
-        "running": ~having("failed") & having("running"),
-        "pending": ~having("failed", "running") & having("pending"),
-        "completed": settled_only & having("completed"),
-        "skipped": having("skipped") & ~having("failed", "running", "pending", "completed"),
-    }
-    return conditions[state]
-
-
-def summary_state(states: set[str]) -> str:
-    """The pipeline's state from its stages': failed if any failed, else running, else
-    pending, else skipped if all were, else completed."""
-    return next(
-        (s for s in ("failed", "running", "pending") if s in states),
-        "skipped" if states == {"skipped"} else "completed",
-    )
-
-
-def status_json(rows: Sequence[StageView]) -> dict[str, Any] | None:
-    """``processingStatus``: the stages in the order they run, and their sum. None when the
-    card has none."""
-    if not rows:
-        return None
-    stages = sorted(rows, key=lambda r: ORDER.index(r.stage) if r.stage in ORDER else len(ORDER))
-    return {
-        "state": summary_state({r.state for r in stages}),
-        "stages": [
-            {
-                "name": r.stage,
-                "state": r.state,
-                "attempts": r.attempts,
-                "startedAt": r.started_at,
-                "completedAt": r.completed_at,
-                "errorCode": r.error_code,
-            }
-            for r in stages
-        ],
-        "updatedAt": max(r.updated_at for r in stages),
-    }
-
-
-def metadata_status(rows: Sequence[StageView]) -> str | None:
-    """``metadataStatus`` of a link: its ``linkMetadata`` stage's state, as ``pending`` (also
-    while it runs), ``completed`` or ``failed``; None for a card without the stage."""
-    row = next((r for r in rows if r.stage == "linkMetadata"), None)
-    if row is None:
-        return None
-    return {"completed": "completed", "failed": "failed", "skipped": "failed"}.get(row.state, "pending")
-
-
-def stages_of(session: Session, card_pks: Sequence[int]) -> dict[int, list[StageView]]:
-    """The stages of these cards, by card."""
-    found: dict[int, list[StageView]] = {}
-    if card_pks:
-        query = select(CardStage.card_pk, *STAGE_COLUMNS).where(CardStage.card_pk.in_(card_pks))
-        for card_pk, *columns in session.execute(query):
-            found.setdefault(card_pk, []).append(StageView._make(columns))
-    return found

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain.cards import ai
 from cardvault.domain.models import Card
+from cardvault.domain.pipeline import ai
 
 
 @pytest.mark.parametrize(
