@@ -39,6 +39,7 @@ from starlette.testclient import TestClient
 from cardvault.domain.auth import accounts, credentials, keys, oauth
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
 from cardvault.domain.clock import now_ms
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
@@ -189,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         url = fresh_database(args.database, Path(tmp))
-        db = Database.from_url(url)
+        db = open_database(url)
         db.migrate()
         with db.transaction() as session:
             account = accounts.create_account(session, name="bench")

@@ -27,13 +27,13 @@ from pathlib import Path
 from bench.load import LoadResult, run_load
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from harness.servers import free_port, fresh_database, page_server, start_uvicorn
 
 
 def _seed(url: str, count: int) -> tuple[str, str]:
     """Create an account with `count` cards (tagged, varied) and return its key and a card id."""
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="bench")

@@ -24,6 +24,7 @@ from cardvault import heap
 from cardvault.domain import changes
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from harness.servers import fresh_database
 
@@ -32,7 +33,7 @@ AIM = 1.15
 
 def _without_changes(url: str) -> Database:
     """A Database on the same URL whose writing sessions record no change (the baseline)."""
-    db = Database.from_url(url)
+    db = open_database(url)
     sessions = db._write_sessions  # (the baseline takes the recorder off)
     for name, listener in (
         ("after_flush", changes._collect),
@@ -63,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         url = fresh_database(args.database, Path(workdir), name="changes")
-        recording = Database.from_url(url)
+        recording = open_database(url)
         recording.migrate()
         bare = _without_changes(url)
         with recording.transaction() as session:

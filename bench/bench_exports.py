@@ -49,6 +49,7 @@ from cardvault.domain import folders
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, ExportJob, FolderCard
@@ -154,7 +155,7 @@ def _child_ours(data_dir: str, url: str, account_id: str) -> dict[str, Any]:
     from cardvault.workers import exports as worker
 
     settings = _settings(Path(data_dir), url)
-    db = Database.from_url(settings.database_url)
+    db = open_database(settings.database_url)
     store = store_from_settings(settings)
     bootstrap(settings, database=db, blobs=store)
     with db.transaction(write=False) as session:
@@ -252,7 +253,7 @@ def _above(r: dict[str, Any]) -> float:
 def bench(kind: str, count: int, megabytes: int, rounds: int, workdir: Path) -> list[dict[str, Any]]:
     url = fresh_database(kind, workdir)
     settings = _settings(workdir, url)
-    db = Database.from_url(settings.database_url)
+    db = open_database(settings.database_url)
     db.migrate()
     store = store_from_settings(settings)
     assert isinstance(store, LocalDiskStore), "the bench reads the objects' files on local disk"

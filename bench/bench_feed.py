@@ -25,6 +25,7 @@ from cardvault import heap
 from cardvault.domain import feed
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from harness.servers import fresh_database
 
@@ -91,7 +92,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        db = Database.from_url(fresh_database(args.database, Path(workdir), name="feed"))
+        db = open_database(fresh_database(args.database, Path(workdir), name="feed"))
         db.migrate()
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench").id

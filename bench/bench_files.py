@@ -31,14 +31,14 @@ from PIL import Image
 
 from cardvault.adapters.decoder import Decoder
 from cardvault.domain.auth import accounts, keys
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from harness.servers import free_port, fresh_database, peak_rss_mb, start_uvicorn
 
 UPLOAD_BYTES = 50 * 1000 * 1000
 
 
 def _api_key(url: str) -> str:
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="bench-files")

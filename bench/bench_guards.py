@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench.load import LoadResult, read_response
 from cardvault.domain.auth import accounts, keys
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from harness.servers import free_port, fresh_database, start_uvicorn
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -47,7 +47,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _keys(url: str) -> list[str]:
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     issued = []
     with db.transaction() as session:

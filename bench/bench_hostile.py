@@ -54,7 +54,7 @@ from sqlalchemy import text
 from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing, trash
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.handlers.http.middleware import MAX_BODY_BYTES, MAX_HEADER_BYTES
 from harness import servers
 from harness.servers import ROOT, fresh_database
@@ -423,7 +423,7 @@ class Seeded:
 
 def seed(url: str, count: int) -> Seeded:
     """An account with `count` searchable cards, pools of cards in each state, and folders."""
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="hostile").id

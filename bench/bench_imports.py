@@ -30,6 +30,7 @@ from cardvault.adapters.blobs.local import LocalDiskStore  # noqa: E402
 from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
+from cardvault.domain.database import open_database  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import ImportJob  # noqa: E402
 from cardvault.domain.pipeline import processing  # noqa: E402
@@ -116,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         url = fresh_database(args.database, Path(workdir), name="imports")
-        db = Database.from_url(url)
+        db = open_database(url)
         db.migrate()
         store = LocalDiskStore(Path(workdir) / "blobs", secret_key="s" * 48, public_url="http://127.0.0.1:1")
         bootstrap(Settings.from_env(), database=db, blobs=store)

@@ -35,6 +35,7 @@ from PIL import Image  # noqa: E402
 from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
+from cardvault.domain.database import open_database  # noqa: E402
 from cardvault.domain.db import Database  # noqa: E402
 from cardvault.domain.models import CardStage  # noqa: E402
 from cardvault.domain.pipeline import processing  # noqa: E402
@@ -152,7 +153,7 @@ def main() -> None:
             "CARDVAULT_FETCH_PORTS": str(site_port),
             "CARDVAULT_CAPTURE": "false",  # the link stages alone (bench_capture measures capture)
         }
-        db = Database.from_url(url)
+        db = open_database(url)
         db.migrate()
         with db.transaction() as session:
             account_id = accounts.create_account(session, name="bench-links").id

@@ -53,7 +53,7 @@ from cardvault.adapters.decoder import Decoder  # noqa: E402
 from cardvault.bootstrap import bootstrap  # noqa: E402
 from cardvault.domain.auth import accounts  # noqa: E402
 from cardvault.domain.cards import editing  # noqa: E402
-from cardvault.domain.db import Database  # noqa: E402
+from cardvault.domain.database import open_database  # noqa: E402
 from cardvault.domain.models import Card, CardStage  # noqa: E402
 from cardvault.domain.pipeline import processing  # noqa: E402
 from cardvault.settings import Settings  # noqa: E402
@@ -237,7 +237,7 @@ def bench_ai_stage(rounds: int, workdir: Path) -> dict[str, Any]:
     from cardvault.workers.pipeline import ACTORS
 
     url = fresh_database("sqlite", workdir)
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     settings = Settings.from_env(
         {"CARDVAULT_DATABASE_URL": url, "CARDVAULT_DATA_DIR": str(workdir), "CARDVAULT_AI": "true"}
@@ -278,7 +278,7 @@ def bench_worker_rss(workdir: Path, video: Path) -> dict[str, Any]:
         "CARDVAULT_AI": "true",
     }
     settings = Settings.from_env(env)
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     key = "accounts/bench/files/video/clip.mp4"
     store_from_settings(settings).put(key, video.read_bytes(), content_type="video/mp4")

@@ -30,6 +30,7 @@ from sqlalchemy import text
 from cardvault import heap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing, listing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.search.words import split_words
 from harness.relevance_data import GeneratedQuery, RelevanceCorpus, generate
@@ -153,7 +154,7 @@ def run(
 ) -> list[dict[str, Any]]:
     """Generate the corpus, load it into a fresh database of ``kind`` and measure it."""
     corpus = generate(seed=seed, cards=cards, queries=queries)
-    db = Database.from_url(fresh_database(kind, workdir, name="relevance"))
+    db = open_database(fresh_database(kind, workdir, name="relevance"))
     try:
         db.migrate()
         return measure(db, corpus, rounds)

@@ -46,6 +46,7 @@ from bench.load import LoadResult, run_load
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import listing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import MIGRATIONS, Database
 from cardvault.domain.tags import operations
 from harness.scale_data import Generator, Stats
@@ -97,7 +98,7 @@ def _closest(counter: dict[str, int], wanted: float, keep: Callable[[str], bool]
 
 def _load(url: str, kind: str, sizes: list[int]) -> dict[str, Any]:
     """Load the data, migrate to head (timed), gather statistics; return what the workloads need."""
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate(revision=BASE_REVISION)
     gen, stats = Generator(), Stats()
     started = time.perf_counter()
@@ -260,7 +261,7 @@ def _target(name: str, kind: str) -> float:
 
 def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) -> None:
     """Run the workload's domain call in process and print the plan of each statement it sends."""
-    db = Database.from_url(url)
+    db = open_database(url)
     statements: list[tuple[str, Any]] = []
 
     @event.listens_for(db.engine, "before_cursor_execute")
@@ -336,14 +337,14 @@ def main() -> None:
     if args.reuse and meta_file.exists():
         meta = json.loads(meta_file.read_text())
         started = time.perf_counter()
-        Database.from_url(url).migrate()
+        open_database(url).migrate()
         print(f"migrations applied on the loaded data in {time.perf_counter() - started:.1f} s")
     else:
         meta = _load(url, kind, [big] + [args.account_cards] * others)
         meta_file.write_text(json.dumps(meta))
     print(json.dumps({k: v for k, v in meta.items() if k != "folders" and not k.startswith("longest")}))
 
-    db = Database.from_url(url)
+    db = open_database(url)
     with db.transaction() as session:
         key = keys.issue_api_key(session, account_id=meta["account_id"])
     db.dispose()

@@ -28,7 +28,7 @@ from sqlalchemy import create_engine, text
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.clock import now_ms
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.domain.tags import counts
 from harness.servers import BIN, POSTGRES, ROOT, free_port
 
@@ -77,7 +77,7 @@ OPERATIONS = {
 
 
 def _seed(url: str, count: int) -> tuple[str, str]:
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name=f"bench-{count}").id

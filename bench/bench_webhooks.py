@@ -25,7 +25,7 @@ from sqlalchemy import select
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.domain.models import WebhookDelivery
 from cardvault.domain.webhooks import endpoints, events
 from cardvault.settings import Settings
@@ -73,7 +73,7 @@ def main() -> None:
                 "CARDVAULT_FETCH_PORTS": str(receiver.port),
             }
         )
-        db = Database.from_url(url)
+        db = open_database(url)
         db.migrate()
         bootstrap(settings, database=db)
         with db.transaction() as session:

@@ -336,10 +336,10 @@ def prepared(env: dict[str, str], account: str = "tester") -> str:
     What `cardvault migrate`, `accounts create` and `keys create` do, in this process: three
     commands cost seconds of interpreter starts (their own tests are in tests/unit/test_cli.py)."""
     from cardvault.domain.auth import accounts, keys
-    from cardvault.domain.db import Database
+    from cardvault.domain.database import open_database
     from cardvault.settings import Settings
 
-    db = Database.from_url(Settings.from_env(env).database_url)
+    db = open_database(Settings.from_env(env).database_url)
     try:
         db.migrate()
         with db.transaction() as session:

@@ -26,6 +26,7 @@ from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
 from cardvault.adapters.pacer import Pacer
 from cardvault.domain import changes
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.pipeline.table import DECODER_WAIT, SPEECH_WAIT
 from cardvault.services import Browsers, Services
@@ -44,7 +45,7 @@ def bootstrap(
     """Build this process's services from the settings (or with the database and blob store
     given), bind them to the broker's actors and connect the listeners; ``traced_as``: the
     service name to trace this process as, when an OTLP endpoint is configured."""
-    database = database or Database.from_url(settings.database_url)
+    database = database or open_database(settings.database_url)
     if traced_as is not None:
         tracing.configure(settings, traced_as)
         tracing.instrument_engine(database.engine)

@@ -18,6 +18,7 @@ from cardvault import logs
 from cardvault.adapters import speech
 from cardvault.domain.auth import accounts, keys, oauth, web_sessions
 from cardvault.domain.clock import now_ms
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError, InvalidInput
 from cardvault.domain.portability.imports.formats.known import NAMES, RESTORED, detect
@@ -85,7 +86,7 @@ def local_url(host: str, port: int) -> str:
 def serve(settings: Settings, host: str, port: int, workers: int) -> None:
     import uvicorn
 
-    db = Database.from_url(settings.database_url)
+    db = open_database(settings.database_url)
     db.migrate()
     print(f"Card Vault listening on {local_url(host, port)}/v1 (docs at /v1/ui/)", flush=True)
     if db.dialect == "sqlite":  # the embedded default: its local account, ready to use
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         from cardvault import doctor
 
         return doctor.run(settings, sys.stdout)
-    db = Database.from_url(settings.database_url)
+    db = open_database(settings.database_url)
     try:
         db.migrate()
         with db.transaction() as session:

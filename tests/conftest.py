@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
 from cardvault.domain.auth import accounts, keys
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
@@ -104,9 +105,9 @@ def migrated_database(
     """A new migrated database of the backend (``name`` on the PostgreSQL server)."""
     if backend == "sqlite":
         path = tmp_path_factory.mktemp("sqlite") / "cardvault.db"
-        db = Database.from_url(f"sqlite:///{path}")
+        db = open_database(f"sqlite:///{path}")
     else:
-        db = Database.from_url(fresh_postgres_database(name, "PostgreSQL tier"))
+        db = open_database(fresh_postgres_database(name, "PostgreSQL tier"))
     db.migrate()
     yield db
     db.dispose()

@@ -30,7 +30,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from cardvault.domain.auth import accounts, keys
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.settings import Settings
 from harness.servers import BIN, PageServer, free_port, server_env, stop
 
@@ -231,7 +231,7 @@ class Service:
         """Migrate the database, create an account and return an API key for it (in this
         process, as `cardvault migrate`, `accounts create` and `keys create` would, without
         three interpreters' start-up)."""
-        db = Database.from_url(Settings.from_env(self.env).database_url)
+        db = open_database(Settings.from_env(self.env).database_url)
         try:
             db.migrate()
             with db.transaction() as session:

@@ -28,7 +28,7 @@ from sqlalchemy import create_engine, text
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from harness.faults import Outcome, Traffic, service, until
 from harness.faults.redis import RedisProcess
 from harness.servers import free_port, server_env
@@ -251,7 +251,7 @@ def _accounts(database_url: str, count: int, *, big_cards: int) -> list[str]:
     """Create ``count`` accounts and return an API key of each. The first gets ``big_cards``
     text cards of 500 KB, so that its export takes about 0.05 s a card (most of it in its
     snapshot's transaction, which a fault can then meet)."""
-    db = Database.from_url(database_url)
+    db = open_database(database_url)
     rng = random.Random(27)  # noqa: S311 (text to export, not a secret)
     words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(5000)]
     found = []

@@ -19,7 +19,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -34,12 +34,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
 from cardvault.adapters import metrics
-from cardvault.domain import changes
 from cardvault.domain.errors import ServiceBusy, ServiceUnavailable, StorageFull
-from cardvault.domain.search import vocabulary
 
 T = TypeVar("T")
 log = logging.getLogger("cardvault.db")
+# What a feature installs on the write sessions to write at COMMIT (its listeners).
+AtCommit = Callable[[sessionmaker[Session]], None]
 _joined: ContextVar[tuple[Database, Session] | None] = ContextVar("cardvault_joined", default=None)
 
 # How long a statement of a background job or a command waits for a lock on SQLite (on
@@ -192,7 +192,9 @@ def lock_tags(session: Session, *, account_id: str, exclusive: bool = False) -> 
 class Database:
     """An engine and the transactions opened on it."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, at_commit: Sequence[AtCommit]) -> None:
+        """``at_commit``: what to install on the write sessions, in the order their writers
+        lock (cardvault.domain.database.AT_COMMIT: the features' commit-time writers)."""
         self.engine = engine
         # Reads see one snapshot (SQLite gives one to every transaction in WAL mode), so a
         # list's total and its items agree.
@@ -211,17 +213,18 @@ class Database:
         )
         self._single_sessions = sessionmaker(single, expire_on_commit=False)
         self._write_sessions = sessionmaker(engine.execution_options(write=True), expire_on_commit=False)
-        # Before the changes feed's: the change counters are the last lock a writer takes.
-        vocabulary.install(self._write_sessions)
-        changes.install(self._write_sessions)
+        for install in at_commit:
+            install(self._write_sessions)
         self._disposed = False
         event.listen(engine, "checkin", self._close_once_disposed)
 
     @classmethod
-    def from_url(cls, database_url: str, *, lock_timeout_ms: int | None = None) -> Database:
+    def from_url(
+        cls, database_url: str, *, at_commit: Sequence[AtCommit], lock_timeout_ms: int | None = None
+    ) -> Database:
         """Open the database at a sqlite:/// or postgresql+psycopg:// URL; API processes pass
         a lock timeout, so a request blocked by a lock fails (and is retried) rather than waits."""
-        return cls(make_engine(database_url, lock_timeout_ms=lock_timeout_ms))
+        return cls(make_engine(database_url, lock_timeout_ms=lock_timeout_ms), at_commit=at_commit)
 
     @property
     def dialect(self) -> str:

@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from harness.servers import BIN, prepared, redis_server, seaweedfs_server, server_env, serving
 from tests.conftest import fresh_postgres_database
@@ -30,7 +31,7 @@ def production(tmp_path: Path, name: str) -> Iterator[tuple[dict[str, str], str,
             "CARDVAULT_SWEEP_SECONDS": "0.5",
         }
         key = prepared(env)
-        db = Database.from_url(url)
+        db = open_database(url)
         try:
             with serving(env, tmp_path / "server.log") as base:
                 yield env, base, key, db

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.auth.passwords import PasswordParams, Passwords
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.domain.models import Account
 
 
@@ -39,7 +39,7 @@ def run(
 
 
 def _stored_account(tmp_path: Path, name: str) -> Account:
-    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'cardvault.db'}")
     with db.transaction(write=False) as session:
         account = accounts.find_account(session, name_or_id=name)
         session.expunge(account)
@@ -153,7 +153,7 @@ def test_accounts_and_keys_are_created_from_the_command_line(tmp_path: Path) -> 
     key = run(tmp_path, "keys", "create", "ada")
     assert key.returncode == 0, key.stderr
     assert key.stdout.count("\n") == 1 and key.stdout.startswith("cvk_")
-    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'cardvault.db'}")
     with db.transaction(write=False) as session:
         assert keys.account_for_key(session, key=key.stdout.strip()) == account_id
     db.dispose()

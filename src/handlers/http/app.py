@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 from cardvault import heap
 from cardvault.adapters import metrics
 from cardvault.bootstrap import bootstrap
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.handlers.http import operations, runtime
@@ -111,7 +112,7 @@ def _lifespan(services: Services | None) -> Any:
 
 def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
     """Build the API app over the database named in the settings (or the one given)."""
-    db = db or Database.from_url(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
+    db = db or open_database(settings.database_url, lock_timeout_ms=settings.lock_timeout_ms)
     services = bootstrap(settings, database=db, traced_as="cardvault-api")
     build_specs_once()
     spec_text, spec = spec_document()

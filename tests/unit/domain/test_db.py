@@ -18,6 +18,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database, after_commit, is_full
 from cardvault.domain.errors import StorageFull
 from cardvault.domain.models import Card
@@ -66,7 +67,7 @@ def test_a_sqlite_database_on_a_full_disk_answers_storage_full_and_writes_again_
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with small_disk(tmp_path / "disk", 2) as disk:
-        db = Database.from_url(f"sqlite:///{disk / 'full.db'}")
+        db = open_database(f"sqlite:///{disk / 'full.db'}")
         try:
             with db.transaction() as session:
                 session.execute(text("CREATE TABLE kept (data BLOB)"))
@@ -96,7 +97,7 @@ def test_postgresql_disk_full_is_told_from_its_other_errors() -> None:
 def test_a_disposed_database_closes_the_connections_given_back_later(database: Database) -> None:
     # SQLAlchemy's dispose() closes only the idle connections; one in use then, or one a late
     # user opens, went back to a pool nobody holds, left open for the garbage collector.
-    reopened = Database.from_url(database.engine.url.render_as_string(hide_password=False))
+    reopened = open_database(database.engine.url.render_as_string(hide_password=False))
     with reopened.transaction() as session:
         in_use = session.connection().connection.dbapi_connection
         reopened.dispose()

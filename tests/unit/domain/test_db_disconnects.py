@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import ATTEMPTS, PATIENCE_PAUSE, Database
 from cardvault.domain.errors import ServiceUnavailable
 from cardvault.domain.models import Card
@@ -121,7 +122,7 @@ def test_a_patient_unit_of_work_outlasts_more_lost_connections_than_its_attempts
 
 def test_patience_ends_with_service_unavailable_when_the_database_stays_away(database: Database) -> None:
     _postgres_only(database)
-    unreachable = Database.from_url(UNREACHABLE)
+    unreachable = open_database(UNREACHABLE)
     tries: list[int] = []
 
     def read() -> None:
@@ -183,7 +184,7 @@ def test_pooled_connections_killed_while_idle_are_replaced_before_use(database: 
 
 def test_a_database_that_cannot_be_reached_is_service_unavailable(database: Database) -> None:
     _postgres_only(database)
-    unreachable = Database.from_url(UNREACHABLE)
+    unreachable = open_database(UNREACHABLE)
 
     def read() -> int:
         with unreachable.transaction(write=False) as session:
@@ -204,7 +205,7 @@ def test_the_api_answers_503_service_unavailable_not_500(
     with database.transaction() as session:
         key = keys.issue_api_key(session, account_id=account_id)  # well formed: looked up
     settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_DATABASE_URL": UNREACHABLE})
-    app = create_app(settings, Database.from_url(UNREACHABLE))
+    app = create_app(settings, open_database(UNREACHABLE))
     with TestClient(app, raise_server_exceptions=False) as client:
         response = client.get("/v1/cards", headers={"Authorization": f"Bearer {key}"})
     assert response.status_code == 503, response.text

@@ -19,6 +19,7 @@ from sqlalchemy import select, update
 from cardvault.bootstrap import bootstrap
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardStage, ExportJob, TagOperation
 from cardvault.domain.pipeline import processing
@@ -198,7 +199,7 @@ def test_a_failing_pass_is_logged_and_the_next_one_goes_on(
         if broken == "no tables"
         else "postgresql+psycopg://nobody@127.0.0.1:1/none"
     )
-    failing = Database.from_url(url)
+    failing = open_database(url)
     sweeper = sweeping(0.05)
     wait_for_passes(sweeper)
     sent()

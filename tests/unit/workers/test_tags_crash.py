@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from cardvault.domain.auth import accounts
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.models import CardTag, TagOperation
 from cardvault.domain.tags import operations
@@ -62,7 +63,7 @@ def _progress(db: Database, operation_id: str) -> TagOperation:
 
 def test_a_killed_worker_leaves_the_operation_to_another_and_every_card_changes_once(tmp_path: Path) -> None:
     url = _require_services()
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate()
     with db.transaction() as session:
         account = accounts.create_account(session, name="crash").id

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from cardvault.domain.auth import accounts, credentials, keys
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.errors import Conflict, NotFound
 from cardvault.domain.models import ApiKey
@@ -45,7 +46,7 @@ def test_a_key_with_a_wrong_checksum_is_refused_without_a_database(
     altered = key[:-1] + ("A" if key[-1] != "A" else "B")
     assert not keys.is_well_formed_key(altered)
     # A session that cannot reach any database still answers: no query was made.
-    broken = Database.from_url("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    broken = open_database("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with broken._sessions() as session:
         assert keys.account_for_key(session, key=altered) is None
         with pytest.raises(SQLAlchemyError):

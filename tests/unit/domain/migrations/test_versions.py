@@ -11,6 +11,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import inspect, text
 
+from cardvault.domain.database import open_database
 from cardvault.domain.db import MIGRATIONS, Database
 from tests.conftest import BACKENDS, fresh_postgres_database
 
@@ -19,7 +20,7 @@ def saved_before(
     tmp_path: Path, revision: str, cards: list[tuple[int, str, str | None, int | None]]
 ) -> Database:
     """A database at ``revision`` holding these cards (pk, type, url, deleted_at)."""
-    db = Database.from_url(f"sqlite:///{tmp_path / 'old.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'old.db'}")
     db.migrate(revision)
     with db.transaction() as session:
         session.execute(
@@ -44,7 +45,7 @@ def at_revision(tmp_path: Path, backend: str, name: str, revision: str) -> Datab
         if backend == "sqlite"
         else fresh_postgres_database(name, "PostgreSQL tier")
     )
-    db = Database.from_url(url)
+    db = open_database(url)
     db.migrate(revision)
     return db
 
@@ -134,7 +135,7 @@ def test_a_caption_file_is_doomed_when_replaced_or_deleted_with_its_card(tmp_pat
 
 
 def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -> None:
-    db = Database.from_url(f"sqlite:///{tmp_path / 'cycle.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'cycle.db'}")
     db.migrate()
 
     def triggers() -> set[str]:

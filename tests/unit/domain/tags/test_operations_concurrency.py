@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from cardvault.domain import folders
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.errors import CardVaultError
 from cardvault.domain.models import TagOperation
@@ -81,7 +82,7 @@ def describe(exc: BaseException) -> str:
 
 @pytest.fixture(scope="module")
 def db() -> Iterator[Database]:
-    database = Database.from_url(fresh_postgres_database("cardvault_concurrency", "concurrency test"))
+    database = open_database(fresh_postgres_database("cardvault_concurrency", "concurrency test"))
     database.migrate()
     yield database
     database.dispose()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.domain.webhooks import endpoints
 from tests.conftest import IN_CI, shared_redis_url
 from tests.unit.handlers.cli.test_restore import _account, _cards
@@ -69,7 +69,7 @@ def test_another_services_export_sends_the_webhooks_of_its_cards(tmp_path: Path)
         pytest.skip(f"no Redis at {url}: {exc}")
     client.flushdb()
     account_id = _account(tmp_path)
-    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'cardvault.db'}")
     try:
         with db.transaction() as session:
             endpoints.create(

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from cardvault.adapters.blobs import store_from_settings
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Card, CardStage, Folder
@@ -77,7 +78,7 @@ def _account(tmp_path: Path) -> str:
 
 
 def _cards(tmp_path: Path, account_id: str) -> list[Card]:
-    db = Database.from_url(f"sqlite:///{tmp_path / 'cardvault.db'}")
+    db = open_database(f"sqlite:///{tmp_path / 'cardvault.db'}")
     try:
         with db.transaction(write=False) as session:
             found = session.query(Card).filter_by(account_id=account_id).order_by(Card.created_at).all()

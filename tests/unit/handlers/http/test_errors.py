@@ -7,7 +7,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cardvault.domain.auth import credentials
-from cardvault.domain.db import Database
+from cardvault.domain.database import open_database
 from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from harness.faults.disk import Filler
@@ -86,7 +86,7 @@ class TestUnexpectedErrors:
         self, settings: Settings, tmp_path: Path
     ) -> None:
         # A database that was never migrated: a real failure at a boundary we do not own.
-        unmigrated = Database.from_url(f"sqlite:///{tmp_path / 'never-migrated.db'}")
+        unmigrated = open_database(f"sqlite:///{tmp_path / 'never-migrated.db'}")
         with TestClient(create_app(settings, unmigrated), raise_server_exceptions=False) as client:
             secret = "Q" * 30
             key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"
@@ -97,7 +97,7 @@ class TestUnexpectedErrors:
             assert leak not in response.text
 
     def test_a_database_that_cannot_be_reached_is_503_without_internals(self, settings: Settings) -> None:
-        unreachable = Database.from_url("postgresql+psycopg://cardvault:hunter2@127.0.0.1:9/db")
+        unreachable = open_database("postgresql+psycopg://cardvault:hunter2@127.0.0.1:9/db")
         with TestClient(create_app(settings, unreachable), raise_server_exceptions=False) as client:
             secret = "Q" * 30
             key = f"cvk_{secret}{credentials._checksum('cvk_', secret)}"

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import accounts, keys
 from cardvault.domain.cards import editing
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database, is_busy
 from cardvault.domain.errors import ServiceBusy
 from cardvault.domain.models import Card
@@ -30,7 +31,7 @@ LOCK_TIMEOUT_MS = 150
 def impatient(database: Database) -> Iterator[Database]:
     """The test database, opened again with a short lock timeout."""
     url = database.engine.url.render_as_string(hide_password=False)
-    db = Database.from_url(url, lock_timeout_ms=LOCK_TIMEOUT_MS)
+    db = open_database(url, lock_timeout_ms=LOCK_TIMEOUT_MS)
     yield db
     db.dispose()
 

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select, text, update
 from starlette.testclient import TestClient
 
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.guards.idempotency import KEEP_MS, lock_key
 from cardvault.domain.models import Card, IdempotencyKey
@@ -84,7 +85,7 @@ class TestReplay:
         key = _key()
         first = api.post("/v1/cards", json={"content": "before the restart"}, headers=key)
         # A new app over a new engine: nothing of the first process survives but the database.
-        reopened = Database.from_url(database.engine.url.render_as_string(hide_password=False))
+        reopened = open_database(database.engine.url.render_as_string(hide_password=False))
         try:
             with TestClient(create_app(settings, reopened), raise_server_exceptions=False) as client:
                 again = Api(client, api.key, api.account_id).post(

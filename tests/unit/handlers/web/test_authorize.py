@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.clock import now_ms
+from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.domain.models import OAuthCode, OAuthToken
 from cardvault.handlers.http.app import create_app
@@ -610,7 +611,7 @@ class TestNoWriteForWhatCannotChange:
 
     @pytest.fixture
     def impatient(self, settings: Settings, database: Database) -> Iterator[TestClient]:
-        db = Database.from_url(database.engine.url.render_as_string(hide_password=False), lock_timeout_ms=150)
+        db = open_database(database.engine.url.render_as_string(hide_password=False), lock_timeout_ms=150)
         app = create_app(settings, db)
         with TestClient(
             app, base_url=PUBLIC_URL, follow_redirects=False, raise_server_exceptions=False
