@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import select
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +30,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import CursorResult, Delete, Engine, Update, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
@@ -124,17 +125,30 @@ def make_engine(database_url: str, *, lock_timeout_ms: int | None = None) -> Eng
         _configure_sqlite(engine, PATIENT_SQLITE_MS if lock_timeout_ms is None else lock_timeout_ms)
         return _counted(engine)
     options = {**SESSION_SETTINGS, "lock_timeout": f"{lock_timeout_ms or 0}ms"}
-    return _counted(
-        create_engine(
-            url,
-            pool_size=20,
-            max_overflow=20,
-            pool_pre_ping=True,
-            poolclass=_CountedPool,
-            hide_parameters=True,
-            connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
-        )
+    engine = create_engine(
+        url,
+        pool_size=20,
+        max_overflow=20,
+        poolclass=_CountedPool,
+        hide_parameters=True,
+        connect_args={"options": " ".join(f"-c {name}={value}" for name, value in options.items())},
     )
+    event.listen(engine, "checkout", _refuse_if_closed)
+    return _counted(engine)
+
+
+def _refuse_if_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Refuse a pooled PostgreSQL connection the server has closed while it sat idle (a
+    terminated backend, a restart): the pool then takes another, as with a ping, but without
+    the ping's round trip on every checkout (one per transaction; a GET of one card sent two
+    statements instead of one). An idle connection has nothing to read, so a socket that is
+    readable holds the server's last words (FATAL, or the end of the stream)."""
+    try:
+        readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+    except (OSError, ValueError) as exc:  # closed on our side already
+        raise DisconnectionError("the pooled connection is closed") from exc
+    if readable:
+        raise DisconnectionError("the server closed the pooled connection while it was idle")
 
 
 class _CountedPool(QueuePool):

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 from starlette.testclient import TestClient
 
 from cardvault.domain.auth import keys
@@ -169,17 +170,24 @@ def test_idempotent_work_is_run_again_after_a_connection_lost_in_commit(
 def test_pooled_connections_killed_while_idle_are_replaced_before_use(database: Database) -> None:
     _postgres_only(database)
     with database.transaction(write=False) as session:  # a connection now idle in the pool
-        session.execute(text("SELECT 1"))
-    with database.engine.connect() as killer:
-        killer.execute(
-            text(
-                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                " AND application_name = '' AND state = 'idle'"
-            )
-        )
+        pooled = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    # The killer has a connection of its own: one of the pool's would be the idle one.
+    killer_engine = create_engine(database.engine.url, poolclass=NullPool)
+    try:
+        with killer_engine.connect() as killer:  # every connection idle in the pool
+            idle = killer.execute(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid() AND state = 'idle'"
+                )
+            ).scalars()
+            terminate = text("SELECT pg_terminate_backend(:pid, 5000)")
+            killed = [pid for pid in idle if killer.execute(terminate, {"pid": pid}).scalar_one()]
+            assert pooled in killed
+    finally:
+        killer_engine.dispose()
     with database.transaction(write=False) as session:
-        assert session.execute(text("SELECT 1")).scalar_one() == 1
+        assert session.execute(text("SELECT pg_backend_pid()")).scalar_one() != pooled
 
 
 def test_a_database_that_cannot_be_reached_is_service_unavailable(database: Database) -> None:
