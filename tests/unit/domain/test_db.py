@@ -7,7 +7,6 @@ connection faults are in test_db_disconnects."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,29 +105,3 @@ def test_a_disposed_database_closes_the_connections_given_back_later(database: D
     for connection in (in_use, late):
         with pytest.raises(Exception, match="closed"):
             connection.execute("SELECT 1")
-
-
-def test_the_pool_counts_connections_in_use_and_times_a_wait(tmp_path: Path) -> None:
-    from prometheus_client import REGISTRY
-    from sqlalchemy import create_engine
-
-    from cardvault.domain import db as db_module
-
-    def sample(name: str) -> float:
-        return REGISTRY.get_sample_value(name) or 0.0
-
-    engine = db_module._counted(
-        create_engine(
-            f"sqlite:///{tmp_path / 'pool.db'}", poolclass=db_module._CountedPool, pool_size=1, max_overflow=0
-        )
-    )
-    in_use, waits = sample("cardvault_db_connections_in_use"), sample("cardvault_db_pool_wait_seconds_count")
-    held = engine.connect()
-    assert sample("cardvault_db_connections_in_use") == in_use + 1
-    released = threading.Timer(0.05, held.close)  # the second checkout waits for this one
-    released.start()
-    with engine.connect():
-        assert sample("cardvault_db_pool_wait_seconds_count") == waits + 1
-    released.join()
-    assert sample("cardvault_db_connections_in_use") == in_use
-    engine.dispose()
