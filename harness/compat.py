@@ -71,7 +71,7 @@ def changes(released: dict[str, Any], working: dict[str, Any]) -> list[dict[str,
     with tempfile.TemporaryDirectory() as where:
         files = [Path(where) / "released.json", Path(where) / "working.json"]
         for file, document in zip(files, (released, working), strict=True):
-            file.write_text(json.dumps(document))
+            file.write_text(json.dumps(document, default=str))  # YAML reads a bare date as a date
         command = [shutil.which("node") or "node", str(DRIVER), str(modules), *map(str, files)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -96,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     released_path = arguments.released or last_released()
     released = yaml.safe_load(released_path.read_text())
     working = yaml.safe_load(arguments.spec.read_text())
-    found = changes(released, working)
+    try:
+        found = changes(released, working)
+    except npm_tools.NpmMissing as missing:
+        print(f"compat: {missing}", file=sys.stderr)
+        return 2
     problems = version_problems(released, working)
     problems += [describe(change) for change in found if change["type"] == "breaking"]
     for line in problems:

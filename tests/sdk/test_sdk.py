@@ -1,6 +1,7 @@
 """The SDK tier: what client teams generate from openapi/cardvault.yaml must be strong and must
 work. Redocly lints the spec; openapi-python-client generates the Python SDK (any warning
-fails), mypy checks a scenario written against it, and the scenario runs every operation
+fails, and so does any model or enum member whose name the generator made up), mypy checks a
+scenario written against it, and the scenario runs every operation
 against the real server; openapi-typescript generates the TypeScript types and `tsc --strict`
 checks a TypeScript scenario. Generated code goes to temporary directories only.
 
