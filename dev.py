@@ -4,8 +4,12 @@
     python3 dev.py serve [--port P]   run the service on the embedded default (SQLite, ./var)
     python3 dev.py test               run the whole test suite (unit on SQLite and PostgreSQL,
                                       contract); any extra arguments go to pytest
+    python3 dev.py compat             compare openapi/cardvault.yaml with the last released spec
+                                      (openapi/released/) and fail on any breaking change; needs
+                                      Node.js and npm (the diff tool is api-smart-diff, pinned by
+                                      tests/sdk/package-lock.json); --spec/--released pick others
 
-Both create .venv and install the project into it first (again whenever pyproject.toml changes).
+Each creates .venv and installs the project into it first (again whenever pyproject.toml changes).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def ensure_environment() -> None:
 
 
 def main() -> int:
-    if len(sys.argv) < 2 or sys.argv[1] not in {"serve", "test"}:
+    if len(sys.argv) < 2 or sys.argv[1] not in {"serve", "test", "compat"}:
         print(__doc__)
         return 2
     ensure_environment()
@@ -50,6 +54,8 @@ def main() -> int:
     os.chdir(ROOT)
     if command == "serve":
         return subprocess.call([str(BIN / "cardvault"), "serve", *rest])
+    if command == "compat":
+        return subprocess.call([str(BIN / "python"), "-m", "harness.compat", *rest])
     # Every core runs tests (each xdist worker has its own databases, ports and directories);
     # `-n 0` on the command line runs them in this process instead. Two workers per core ran
     # the suite in 719 s instead of 834 on two cores, but two fresh-clone runs each failed a

@@ -132,6 +132,7 @@ from cardvault_client.models import (
     WebhookDelivery,
     WebhookDeliveryPage,
     WebhookDeliveryStatus,
+    WebhookDisabledReason,
     WebhookEventFilter,
     WebhookList,
     WebhookUpdate,
@@ -504,6 +505,7 @@ def webhooks(client: AuthenticatedClient) -> None:
     assert isinstance(made, WebhookCreated) and made.secret.startswith("whsec_")
     hook = made.webhook
     assert isinstance(hook, Webhook) and hook.enabled and hook.events == [WebhookEventFilter.CARD_CREATED]
+    assert hook.disabled_reason is None
     listed = ok(list_webhooks.sync(client=client))
     assert isinstance(listed, WebhookList) and [w.id for w in listed.items] == [hook.id]
     ping = ok(test_webhook.sync(hook.id, client=client))
@@ -515,8 +517,10 @@ def webhooks(client: AuthenticatedClient) -> None:
     assert again.id == ping.id and again.status == WebhookDeliveryStatus.PENDING
     rotated = ok(rotate_webhook_secret.sync(hook.id, client=client))
     assert rotated.secret != made.secret and isinstance(rotated.webhook.previous_secret_expires_at, int)
-    off = ok(update_webhook.sync(hook.id, client=client, body=WebhookUpdate(enabled=False)))
-    assert off.enabled is False and off.disabled_reason is not None
+    every = WebhookUpdate(enabled=False, events=[WebhookEventFilter.ALL_EVENTS])
+    off = ok(update_webhook.sync(hook.id, client=client, body=every))
+    assert off.enabled is False and off.disabled_reason == WebhookDisabledReason.USER
+    assert off.events == [WebhookEventFilter.ALL_EVENTS] and WebhookEventFilter.ALL_EVENTS.value == "*"
     assert ok(get_webhook.sync(hook.id, client=client)).disabled_at == off.disabled_at
     error = refused(
         retry_webhook_delivery.sync_detailed(hook.id, ping.id, client=client), 409, "WEBHOOK_DISABLED"

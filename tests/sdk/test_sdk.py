@@ -1,6 +1,7 @@
 """The SDK tier: what client teams generate from openapi/cardvault.yaml must be strong and must
 work. Redocly lints the spec; openapi-python-client generates the Python SDK (any warning
-fails), mypy checks a scenario written against it, and the scenario runs every operation
+fails, and so does any model or enum member whose name the generator made up), mypy checks a
+scenario written against it, and the scenario runs every operation
 against the real server; openapi-typescript generates the TypeScript types and `tsc --strict`
 checks a TypeScript scenario. Generated code goes to temporary directories only.
 
@@ -21,14 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.npm_tools import NpmMissing
+from harness.npm_tools import install as npm_tools_install
 from harness.servers import BIN, running_server, server_env
 from tests.conftest import IN_CI
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SPEC = ROOT / "openapi" / "cardvault.yaml"
-TOOLS = HERE / "node_modules" / ".bin"
-STAMP = HERE / "node_modules" / ".cardvault-lock"
 
 
 def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> str:
@@ -45,17 +46,12 @@ def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = Non
 @pytest.fixture(scope="session")
 def npm_tools() -> Path:
     """The pinned npm tools, installed from the lock file when it changed."""
-    npm = shutil.which("npm")
-    if npm is None:
-        message = "the SDK tier's TypeScript and lint checks need Node.js and npm"
+    try:
+        return npm_tools_install() / ".bin"
+    except NpmMissing as missing:
         if IN_CI:
-            pytest.fail(f"CI=true: {message}")
-        pytest.skip(message)
-    lock = (HERE / "package-lock.json").read_text()
-    if not STAMP.exists() or STAMP.read_text() != lock:
-        run(npm, "ci", "--no-audit", "--no-fund", cwd=HERE)
-        STAMP.write_text(lock)
-    return TOOLS
+            pytest.fail(f"CI=true: {missing}")
+        pytest.skip(str(missing))
 
 
 def test_the_spec_passes_redocly_recommended_lint_without_a_warning(npm_tools: Path) -> None:
@@ -83,6 +79,46 @@ def python_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert "warning" not in output.lower(), output
     return where
+
+
+# What a generator makes up when the spec does not name a thing: `Type1`, `Type2Type1` for the
+# branches of a union it built itself (a nullable enum listing `null`), `Response200` for an inline
+# response schema, `VALUE_13` for an enum value that is no identifier.
+_MADE_UP_MODEL = re.compile(r"Type\d+$|Response\d{3}")
+_MADE_UP_MEMBER = re.compile(r"^\s+(VALUE_\d+)\s*=", re.MULTILINE)
+
+
+def made_up_names(package: Path) -> list[str]:
+    """The generated models and enum members of `package` whose names the generator made up."""
+    found: list[str] = []
+    for module in sorted((package / "models").glob("*.py")):
+        source = module.read_text()
+        for name in re.findall(r"^class (\w+)\b", source, re.MULTILINE):
+            if _MADE_UP_MODEL.search(name):
+                found.append(f"model {name}")
+        found += [f"{module.stem}.{member}" for member in _MADE_UP_MEMBER.findall(source)]
+    return found
+
+
+def test_every_generated_python_model_and_enum_member_has_a_name_the_spec_gave(python_sdk: Path) -> None:
+    assert (python_sdk / "cardvault_client" / "models").is_dir()
+    assert made_up_names(python_sdk / "cardvault_client") == []
+
+
+def test_made_up_names_finds_what_a_generator_makes_up(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "a.py").write_text("class WebhookDisabledReasonType2Type1(StrEnum):\n    USER = 'USER'\n")
+    (models / "b.py").write_text("class GetHealthResponse200:\n    pass\n")
+    (models / "c.py").write_text(
+        "class WebhookEventFilter(StrEnum):\n    CARD_CREATED = 'card.created'\n    VALUE_13 = '*'\n"
+    )
+    (models / "d.py").write_text("class Webhook:\n    disabled_reason: WebhookDisabledReason\n")
+    assert made_up_names(tmp_path) == [
+        "model WebhookDisabledReasonType2Type1",
+        "model GetHealthResponse200",
+        "c.VALUE_13",
+    ]
 
 
 def test_the_python_scenario_type_checks_against_the_generated_sdk(python_sdk: Path) -> None:

@@ -41,6 +41,7 @@ from cardvault.handlers.http.connexion_overrides import (
     build_specs_once,
     use_once_decorated_operations,
 )
+from cardvault.handlers.http.deprecation import Deprecations, notices_from_spec
 from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
 from cardvault.handlers.http.middleware import Docs, RequestGuard, ResponseRequestId
@@ -156,6 +157,8 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         ),
         # GET /metrics, with its own bearer token.
         functools.partial(MetricsRoute, settings=settings, read_now=(metrics.Queues(worker_broker.queues),)),
+        # What the spec deprecates: Deprecation and Sunset headers on its answers, errors included.
+        functools.partial(Deprecations, notices=notices_from_spec(spec, resolver.function_of)),
         # Connexion's: exceptions raised further in become error responses (render_exception).
         ExceptionMiddleware,
         # Signed file URLs (/files/...), then the browser's pages (sign-in, OAuth, card pages).

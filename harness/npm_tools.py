@@ -1,0 +1,34 @@
+"""The npm tools the SDK tier and `python3 dev.py compat` run (Redocly, openapi-typescript,
+TypeScript, api-smart-diff), pinned by tests/sdk/package-lock.json and installed into
+tests/sdk/node_modules with `npm ci` on first use, and again whenever the lock file changes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tests" / "sdk"
+NODE_MODULES = PACKAGE / "node_modules"
+STAMP = NODE_MODULES / ".cardvault-lock"
+
+
+class NpmMissing(RuntimeError):
+    """Node.js and npm are not on PATH."""
+
+
+def install() -> Path:
+    """The pinned tools' node_modules, installed from the lock file when it changed."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise NpmMissing("Node.js and npm are needed (the SDK tier's TypeScript and lint checks, compat)")
+    lock = (PACKAGE / "package-lock.json").read_text()
+    if not STAMP.exists() or STAMP.read_text() != lock:
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=PACKAGE, capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"npm ci failed:\n{(result.stdout + result.stderr)[-20000:]}")
+        STAMP.write_text(lock)
+    return NODE_MODULES
