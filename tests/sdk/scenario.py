@@ -349,9 +349,15 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     everything = walk(lambda cursor: list_cards.sync(client=client, limit=3, cursor=cursor))
     assert sorted(everything) == sorted(card.id for card in made.values())
     assert everything == walk(lambda cursor: list_cards.sync(client=client, limit=100, cursor=cursor))
-    assert walk(lambda cursor: list_cards.sync(client=client, tag="work", cursor=cursor)) == [made["text"].id]
-    links = walk(lambda cursor: list_cards.sync(client=client, type_=CardType.LINK, cursor=cursor))
+    tagged = walk(lambda cursor: list_cards.sync(client=client, tag=["work"], cursor=cursor))
+    assert tagged == [made["text"].id]
+    links = walk(lambda cursor: list_cards.sync(client=client, type_=[CardType.LINK], cursor=cursor))
     assert links == [made["link"].id]
+    # A repeated type is any of them; a repeated tag every one.
+    either = [CardType.LINK, CardType.QUOTE]
+    both = walk(lambda cursor: list_cards.sync(client=client, type_=either, cursor=cursor))
+    assert sorted(both) == sorted([made["link"].id, made["quote"].id])
+    assert walk(lambda cursor: list_cards.sync(client=client, tag=["work", "none"], cursor=cursor)) == []
     # "Already saved?", as a browser extension asks it, in another spelling of the page's URL
     # (the generator names the url parameter url_query: its request code has a url of its own).
     spelling = "HTTPS://Example.com:443/articles/42?utm_source=sdk#top"
@@ -431,7 +437,7 @@ def folders(client: AuthenticatedClient, made: dict[str, Card]) -> None:
     result = ok(add_folder_cards.sync(folder.id, client=client, body=CardIdList(card_ids=ids)))
     assert isinstance(result, FolderCardsResult)
     assert sorted(result.updated_ids) == sorted(ids[:2]) and result.failed_ids == ["crd_missing"]
-    in_folder = walk(lambda cursor: list_cards.sync(client=client, folder=folder.id, cursor=cursor))
+    in_folder = walk(lambda cursor: list_cards.sync(client=client, folder=[folder.id], cursor=cursor))
     assert in_folder == [made["quote"].id, made["link"].id]
     folder = ok(update_folder.sync(folder.id, client=client, body=FolderUpdate(name="Later", color=None)))
     assert folder.name == "Later" and folder.color is None

@@ -70,7 +70,7 @@ export async function firstDay(): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const page = await client.GET("/cards", {
-      params: { query: { limit: 50, tag: "reading", sort: "oldest", cursor } },
+      params: { query: { limit: 50, tag: ["reading"], sort: "oldest", cursor } },
     });
     if (page.error) throw new Error(describe(page.error));
     out.push(...page.data.items.map(row));

@@ -195,7 +195,7 @@ class TestListCards:
         text = add(database, account_id, content="hello")
         with database.transaction() as session:
             editing.set_favorite(session, account_id=account_id, card_id=text.id, is_favorited=True)
-        assert [c.id for c in page_of(database, account_id, card_type="link").cards] == [link.id]
+        assert [c.id for c in page_of(database, account_id, card_types=("link",)).cards] == [link.id]
         assert [c.id for c in page_of(database, account_id, favorited=True).cards] == [text.id]
         assert [c.id for c in page_of(database, account_id, favorited=False).cards] == [link.id]
         assert page_of(database, account_id, created_after=text.created_at).total == 0
@@ -215,7 +215,7 @@ class TestListCards:
         ai = add(database, account_id)
         with database.transaction() as session:
             editing.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
-        assert {c.id for c in page_of(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
+        assert {c.id for c in page_of(database, account_id, tags=(" READING ",)).cards} == {tagged.id, ai.id}
 
     def test_search_matches_every_word_as_a_prefix_ignoring_case(
         self, database: Database, account_id: str
