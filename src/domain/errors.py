@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -277,6 +278,16 @@ class IdempotencyKeyReused(CardVaultError):
         super().__init__(
             "This Idempotency-Key was used for another request (method, path or body); "
             "send a new key for a new request."
+        )
+
+
+class NotApplied(CardVaultError):
+    """An item of an atomic bulk request that was not applied, because another item failed."""
+
+    def __init__(self, failed: Sequence[int]) -> None:
+        super().__init__(
+            "Not applied: another item of this atomic request failed.",
+            details={"failedIndexes": list(failed)},
         )
 
 
