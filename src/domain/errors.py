@@ -35,6 +35,7 @@ CardVaultError
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── InsufficientScope        the credential does not hold the scope the operation needs
+├── NotApplied               an item of an atomic bulk request undone by another's failure
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at

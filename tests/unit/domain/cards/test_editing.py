@@ -183,7 +183,8 @@ class TestListCards:
             add(database, owner, content=f"c{i}")
         cursor = page_of(database, owner, limit=1).next_cursor
         assert cursor is not None
-        for account, filters in ((owner, {"sort": "oldest"}), (owner, {"card_types": ("text",)}), (other, {})):
+        other_filters = ((owner, {"sort": "oldest"}), (owner, {"card_types": ("text",)}), (other, {}))
+        for account, filters in other_filters:
             with pytest.raises(InvalidCursor):
                 page_of(database, account, limit=1, cursor=cursor, **filters)
         tampered = ("B" if cursor[0] != "B" else "C") + cursor[1:]
