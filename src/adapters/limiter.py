@@ -91,17 +91,18 @@ class Limiter:
         if isinstance(self._storage, RedisStorage):
             cast("redis.Redis", self._storage.get_connection()).ping()
 
-    def take(self, policy: Policy, key: str, *, fail_open: bool = True) -> Allowance | None:
-        """Count one request of ``key`` against the policy if the window has room (else
-        refuse it, counting nothing). When the storage cannot be reached: None (uncounted), or
-        with ``fail_open=False`` counted in this process's memory."""
-        return self._ask(policy, key, count=True, fail_open=fail_open)
+    def take(self, policy: Policy, key: str, *, fail_open: bool = True, cost: int = 1) -> Allowance | None:
+        """Count one request of ``key`` against the policy (``cost``: as that many, a bulk
+        request's items) if the window has room for all of it (else refuse it, counting
+        nothing). When the storage cannot be reached: None (uncounted), or with
+        ``fail_open=False`` counted in this process's memory."""
+        return self._ask(policy, key, count=True, fail_open=fail_open, cost=cost)
 
     def peek(self, policy: Policy, key: str, *, fail_open: bool = True) -> Allowance | None:
         """What the policy leaves ``key`` now, counting nothing."""
         return self._ask(policy, key, count=False, fail_open=fail_open)
 
-    def give_back(self, policy: Policy, key: str) -> None:
+    def give_back(self, policy: Policy, key: str, *, cost: int = 1) -> None:
         """Uncount one request of ``key`` against the policy (the newest in its window): one
         that did nothing and was answered to be retried in a moment (503), so that following
         that advice costs the account none of its window. The library has no call for it;
@@ -112,32 +113,33 @@ class Limiter:
         storage = self._storage
         try:
             if isinstance(storage, RedisStorage):
-                cast("redis.Redis", storage.get_connection()).lpop(storage.prefixed_key(name))
+                cast("redis.Redis", storage.get_connection()).lpop(storage.prefixed_key(name), cost)
                 return
             with storage.locks[name]:
-                if storage.events.get(name):
-                    storage.events[name].pop(0)
+                del storage.events.get(name, [])[:cost]
         except (StorageError, redis.RedisError) as exc:
             log.warning("a request could not be uncounted: %s", exc)
 
-    def _ask(self, policy: Policy, key: str, *, count: bool, fail_open: bool) -> Allowance | None:
-        answer = self._ask_storage(policy, key, count=count)
+    def _ask(
+        self, policy: Policy, key: str, *, count: bool, fail_open: bool, cost: int = 1
+    ) -> Allowance | None:
+        answer = self._ask_storage(policy, key, count=count, cost=cost)
         if answer is not None or fail_open:
             return answer
         item = self._item(policy)
-        allowed = self._local.hit(item, key) if count else True
+        allowed = self._local.hit(item, key, cost=cost) if count else True
         stats = self._local.get_window_stats(item, key)
         return Allowance(policy=policy, allowed=allowed, remaining=stats.remaining, reset_at=stats.reset_time)
 
-    def _ask_storage(self, policy: Policy, key: str, *, count: bool) -> Allowance | None:
+    def _ask_storage(self, policy: Policy, key: str, *, count: bool, cost: int = 1) -> Allowance | None:
         if time.monotonic() < self._down_until:
             return None
         item = self._item(policy)
         try:
             if count and isinstance(self._storage, RedisStorage):
-                allowed, stats = self._hit_on_redis(self._storage, item, key)
+                allowed, stats = self._hit_on_redis(self._storage, item, key, cost)
             else:
-                allowed = self._windows.hit(item, key) if count else True
+                allowed = self._windows.hit(item, key, cost=cost) if count else True
                 stats = self._windows.get_window_stats(item, key)
         except (StorageError, redis.RedisError) as exc:
             with self._lock:
@@ -148,7 +150,7 @@ class Limiter:
         return Allowance(policy=policy, allowed=allowed, remaining=stats.remaining, reset_at=stats.reset_time)
 
     def _hit_on_redis(
-        self, storage: RedisStorage, item: limits.RateLimitItem, key: str
+        self, storage: RedisStorage, item: limits.RateLimitItem, key: str, cost: int
     ) -> tuple[bool, WindowStats]:
         """``hit`` then ``get_window_stats`` in one round trip: the storage's own scripts, by
         hash in one pipeline (a pipeline of registered scripts would first ask Redis whether
@@ -158,11 +160,11 @@ class Limiter:
         # limits types the connection as a protocol of the few commands it calls; a RedisStorage's
         # is the redis.Redis it made from the URL.
         pipeline = cast("redis.Redis", storage.get_connection()).pipeline(transaction=False)
-        pipeline.evalsha(storage.lua_acquire_moving_window.sha, 1, name, now, item.amount, expiry, 1)
+        pipeline.evalsha(storage.lua_acquire_moving_window.sha, 1, name, now, item.amount, expiry, cost)
         pipeline.evalsha(storage.lua_moving_window.sha, 1, name, now - expiry, item.amount)
         acquired, window = pipeline.execute(raise_on_error=False)
         if isinstance(acquired, redis.exceptions.NoScriptError):
-            return self._windows.hit(item, key), self._windows.get_window_stats(item, key)
+            return self._windows.hit(item, key, cost=cost), self._windows.get_window_stats(item, key)
         for answer in (acquired, window):
             if isinstance(answer, redis.exceptions.NoScriptError):
                 return bool(acquired), self._windows.get_window_stats(item, key)  # counted already

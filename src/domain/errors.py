@@ -35,6 +35,7 @@ CardVaultError
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
 ├── InsufficientScope        the credential does not hold the scope the operation needs
+├── NotApplied               an item of an atomic bulk request undone by another's failure
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
 ├── ServiceBusy              the database stayed busy (locks, deadlocks); retry at retry_at
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -277,6 +279,16 @@ class IdempotencyKeyReused(CardVaultError):
         super().__init__(
             "This Idempotency-Key was used for another request (method, path or body); "
             "send a new key for a new request."
+        )
+
+
+class NotApplied(CardVaultError):
+    """An item of an atomic bulk request that was not applied, because another item failed."""
+
+    def __init__(self, failed: Sequence[int]) -> None:
+        super().__init__(
+            "Not applied: another item of this atomic request failed.",
+            details={"failedIndexes": list(failed)},
         )
 
 

@@ -59,28 +59,28 @@ def list_cards(
     limit: int = 50,
     cursor: str | None = None,
     sort: str | None = None,
-    type_: str | None = None,  # the spec's `type`, renamed by Connexion (it shadows a builtin)
-    tag: str | None = None,
+    type_: list[str] | None = None,  # the spec's `type`, renamed by Connexion (it shadows a builtin)
+    tag: list[str] | None = None,
     favorited: bool | None = None,
     created_after: int | None = None,
     created_before: int | None = None,
     include: list[str] | None = None,
     archived: str | None = None,
-    folder: str | None = None,
+    folder: list[str] | None = None,
     processing_state: str | None = None,
     url: str | None = None,
 ) -> dict[str, Any]:
     rt = runtime.current()
     filters = listing.CardFilter(
         sort=sort,
-        card_type=type_,
-        tag=tag,
+        card_types=tuple(type_ or ()),
+        tags=tuple(tag or ()),
         favorited=favorited,
         created_after=created_after,
         created_before=created_before,
         q=q,
         archived=archived,
-        folder=folder,
+        folders=tuple(folder or ()),
         processing_state=processing_state,
         url=url,
     )

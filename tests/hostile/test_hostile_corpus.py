@@ -79,6 +79,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "createWebhook": {"url": "https://hooks.example.com/corpus", "events": ["export.failed"]},
     "startImport": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa", "fileEtag": '"corpus"'},
     "updateWebhook": {"description": "renamed"},
+    "bulkCards": {"operation": "favorite", "items": [{"cardId": "{cardId}", "isFavorited": True}]},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -354,6 +355,13 @@ UNKNOWN_QUERIES = [
 ]
 
 
+def _templated_siblings(path: str) -> list[str]:
+    """The spec's paths beside ``path`` whose last segment is an id (/exports/{exportId} beside
+    /exports/latest)."""
+    parent = path.removeprefix("/v1").rsplit("/", 1)[0]
+    return [p for p in SPEC["paths"] if p.startswith(parent + "/{") and p.count("/") == parent.count("/") + 1]
+
+
 def path_cases(b: Builder) -> None:
     """Unknown and near-miss paths, for every operation; tricks with its id, if it has one."""
     op = b.op
@@ -374,9 +382,11 @@ def path_cases(b: Builder) -> None:
     if not op.path.endswith("}"):
         # Beside a templated sibling (/exports/latest, /exports/{exportId}) the near-miss is
         # that operation's malformed id.
-        parent = op.path.removeprefix("/v1").rsplit("/", 1)[0]
-        sibling = any(p.startswith(parent + "/{") for p in SPEC["paths"])
-        near_miss = BAD if sibling else NOT_FOUND
+        # Where the sibling has no such method (POST /cards/bulk beside /cards/{cardId}), 405.
+        siblings = _templated_siblings(op.path)
+        near_miss = NOT_FOUND if not siblings else BAD
+        if siblings and not any(op.method.lower() in SPEC["paths"][p] for p in siblings):
+            near_miss = (405, "METHOD_NOT_ALLOWED")
         b.add("path:suffix", near_miss, path=op.path + ".json")
         b.add("path:matrix", near_miss, path=op.path + ";x=1")
     for query in b.share(UNKNOWN_QUERIES, "unknown-query", 3):
@@ -497,13 +507,18 @@ def _sample(name: str, schema: dict[str, Any]) -> str:
 def query_cases(b: Builder) -> None:
     """Odd values, repeats and near-miss names of each query parameter."""
     for name, schema in b.op.query.items():
-        for label, raw, expected in _query_values(b, name, schema):
+        # A repeatable filter (type, tag, folder) takes each value as its items' schema says.
+        one = schema["items"] if schema.get("type") == "array" and name != "include" else schema
+        for label, raw, expected in _query_values(b, name, one):
             encoded = raw if raw == "%FF" else quote(raw, safe="")
             b.add(f"query:{name}:{label}", expected, query=f"{name}={encoded}")
         sample = _sample(name, schema)
         if schema.get("type") != "array":  # a list parameter may repeat
             b.add(f"query:{name}:repeated-same", BAD, query=f"{name}={sample}&{name}={sample}")
-        b.add(f"query:{name}:repeated-empty", BAD, query=f"{name}=&{name}=")
+        empty = BAD_TAG if one.get("x-error-code") == "INVALID_TAG" else BAD
+        b.add(f"query:{name}:repeated-empty", empty, query=f"{name}=&{name}=")
+        if one is not schema:  # more values than it takes
+            b.add(f"query:{name}:over-20-values", BAD, query="&".join([f"{name}={sample}"] * 21))
     if b.op.query:
         b.add("query:all-repeated", BAD, query="&".join(f"{n}=1&{n}=2" for n in b.op.query))
 
@@ -743,6 +758,20 @@ def domain_cases(b: Builder) -> None:
                 {"body": dump(VALID_BODIES["createCard"]), **AT_THE_CAPS},
             ),
         ],
+        "bulkCards": [
+            (
+                "over-100-items",
+                BAD,
+                {"body": dump({"operation": "create", "items": [{"content": "x"}] * 101})},
+            ),
+            ("file-key-item", BAD, {"body": dump({"operation": "create", "items": [{"fileKey": "up_1"}]})}),
+            ("unknown-operation", BAD, {"body": dump({"operation": "purge", "items": [{"cardId": "x"}]})}),
+            (
+                "read-only-key",
+                (403, "INSUFFICIENT_SCOPE"),
+                {"body": dump(VALID_BODIES["bulkCards"]), "auth": False, "headers": as_key("readKey")},
+            ),
+        ],
         "createUpload": [
             (
                 "too-large",
@@ -936,9 +965,9 @@ def method_cases(op: Operation, first_on_path: bool) -> list[Case]:
     """Methods the path does not have: 405 with the error body (listed under its first operation)."""
     if not first_on_path:
         return []
-    allowed = {
-        method.upper() for method in SPEC["paths"][op.path.removeprefix("/v1")] if method in HTTP_METHODS
-    }
+    # A method a templated sibling has is that operation's (GET /cards/bulk is getCard's "bulk").
+    paths = [op.path.removeprefix("/v1"), *_templated_siblings(op.path)]
+    allowed = {method.upper() for path in paths for method in SPEC["paths"][path] if method in HTTP_METHODS}
     return [
         Case(f"{op.id}:method:{method}", op.id, method, op.path, 405, "METHOD_NOT_ALLOWED")
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "PROPFIND")

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 from cardvault_client import AuthenticatedClient, Client
+from cardvault_client.api.bulk import bulk_cards
 from cardvault_client.api.cards import (
     archive_card,
     create_card,
@@ -77,6 +78,10 @@ from cardvault_client.models import (
     CaptionsFormat,
     CaptionsReplace,
     Card,
+    CardBulkItem,
+    CardBulkOperation,
+    CardBulkRequest,
+    CardBulkResult,
     CardCreate,
     CardCreated,
     CardIdList,
@@ -350,9 +355,15 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
     everything = walk(lambda cursor: list_cards.sync(client=client, limit=3, cursor=cursor))
     assert sorted(everything) == sorted(card.id for card in made.values())
     assert everything == walk(lambda cursor: list_cards.sync(client=client, limit=100, cursor=cursor))
-    assert walk(lambda cursor: list_cards.sync(client=client, tag="work", cursor=cursor)) == [made["text"].id]
-    links = walk(lambda cursor: list_cards.sync(client=client, type_=CardType.LINK, cursor=cursor))
+    tagged = walk(lambda cursor: list_cards.sync(client=client, tag=["work"], cursor=cursor))
+    assert tagged == [made["text"].id]
+    links = walk(lambda cursor: list_cards.sync(client=client, type_=[CardType.LINK], cursor=cursor))
     assert links == [made["link"].id]
+    # A repeated type is any of them; a repeated tag every one.
+    either = [CardType.LINK, CardType.QUOTE]
+    both = walk(lambda cursor: list_cards.sync(client=client, type_=either, cursor=cursor))
+    assert sorted(both) == sorted([made["link"].id, made["quote"].id])
+    assert walk(lambda cursor: list_cards.sync(client=client, tag=["work", "none"], cursor=cursor)) == []
     # "Already saved?", as a browser extension asks it, in another spelling of the page's URL
     # (the generator names the url parameter url_query: its request code has a url of its own).
     spelling = "HTTPS://Example.com:443/articles/42?utm_source=sdk#top"
@@ -432,7 +443,7 @@ def folders(client: AuthenticatedClient, made: dict[str, Card]) -> None:
     result = ok(add_folder_cards.sync(folder.id, client=client, body=CardIdList(card_ids=ids)))
     assert isinstance(result, FolderCardsResult)
     assert sorted(result.updated_ids) == sorted(ids[:2]) and result.failed_ids == ["crd_missing"]
-    in_folder = walk(lambda cursor: list_cards.sync(client=client, folder=folder.id, cursor=cursor))
+    in_folder = walk(lambda cursor: list_cards.sync(client=client, folder=[folder.id], cursor=cursor))
     assert in_folder == [made["quote"].id, made["link"].id]
     folder = ok(update_folder.sync(folder.id, client=client, body=FolderUpdate(name="Later", color=None)))
     assert folder.name == "Later" and folder.color is None
@@ -579,6 +590,36 @@ def api_keys(client: AuthenticatedClient, base_url: str) -> None:
     assert made.api_key.id not in [item.id for item in ok(list_api_keys.sync(client=client)).items]
 
 
+def bulk(client: AuthenticatedClient) -> None:
+    """Many cards at once: made, tagged (one id missing), trashed atomically (refused as a
+    whole), then trashed and deleted; each item answers alone."""
+
+    def run(operation: CardBulkOperation, items: list[CardBulkItem], atomic: bool = False) -> list[int]:
+        body = CardBulkRequest(operation=operation, items=items, atomic=atomic)
+        result = ok(bulk_cards.sync(client=client, body=body))
+        assert isinstance(result, CardBulkResult)
+        assert [r.index for r in result.results] == list(range(len(items)))
+        return [r.status for r in result.results]
+
+    body = CardBulkRequest(
+        operation=CardBulkOperation.CREATE,
+        items=[CardBulkItem(content=f"bulk {i}", tags=["bulk"]) for i in range(3)],
+    )
+    made = ok(bulk_cards.sync(client=client, body=body))
+    assert isinstance(made, CardBulkResult) and all(isinstance(r.card, Card) for r in made.results)
+    ids = [r.card_id for r in made.results if isinstance(r.card_id, str)]
+    assert len(ids) == 3
+    tag = [CardBulkItem(card_id=card_id, tags=["more"]) for card_id in [*ids, "crd_missing"]]
+    assert run(CardBulkOperation.TAG, tag) == [200, 200, 200, 404]
+    both = walk(lambda cursor: list_cards.sync(client=client, tag=["bulk", "more"], cursor=cursor))
+    assert sorted(both) == sorted(ids)
+    trash = [CardBulkItem(card_id=card_id) for card_id in [*ids, "crd_missing"]]
+    assert run(CardBulkOperation.TRASH, trash, atomic=True) == [424, 424, 424, 404]
+    assert run(CardBulkOperation.TRASH, trash[:3]) == [200, 200, 200]
+    assert run(CardBulkOperation.DELETE, trash[:3]) == [204, 204, 204]
+    assert walk(lambda cursor: list_cards.sync(client=client, tag=["bulk"], cursor=cursor)) == []
+
+
 def main(base_url: str, key: str) -> None:
     health = ok(get_health.sync(client=Client(base_url=base_url)))
     assert isinstance(health, Health) and health.status == HealthStatus.OK
@@ -599,6 +640,7 @@ def main(base_url: str, key: str) -> None:
         webhooks(client)
         errors(client, base_url, made)
         api_keys(client, base_url)
+        bulk(client)
     print("scenario passed")
 
 

@@ -70,7 +70,7 @@ export async function firstDay(): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const page = await client.GET("/cards", {
-      params: { query: { limit: 50, tag: "reading", sort: "oldest", cursor } },
+      params: { query: { limit: 50, tag: ["reading"], sort: "oldest", cursor } },
     });
     if (page.error) throw new Error(describe(page.error));
     out.push(...page.data.items.map(row));
@@ -147,6 +147,23 @@ export async function firstDay(): Promise<string[]> {
     const reason: "USER" | "GONE" | "FAILING" | "REVOKED" | null = hook.data.webhook.disabledReason;
     out.push(secret.slice(0, 6), String(reason));
     await client.DELETE("/webhooks/{webhookId}", { params: { path: { webhookId: hook.data.webhook.id } } });
+  }
+
+  // Many cards at once: tag the cards a list found, one result per item.
+  type BulkItemResult = components["schemas"]["CardBulkItemResult"];
+  const found = await client.GET("/cards", { params: { query: { type: ["link", "text"], tag: ["reading"] } } });
+  const ids: string[] = found.data?.items.map((item) => item.id) ?? [];
+  const tagged = await client.POST("/cards/bulk", {
+    params: { header: { "Idempotency-Key": "ts-bulk-tag" } },
+    body: { operation: "tag", items: [...ids, "crd_missing"].map((cardId) => ({ cardId, tags: ["later"] })) },
+  });
+  if (tagged.error) throw new Error(describe(tagged.error));
+  const results: BulkItemResult[] = tagged.data.results;
+  for (const result of results) {
+    const status: number = result.status;
+    const failed: ApiError | null = result.error;
+    const card: Card | null = result.card;
+    out.push(`${result.index} ${status} ${result.cardId ?? ""} ${failed?.code ?? ""} ${card ? title(card) : ""}`);
   }
 
   const emptied = await client.DELETE("/trash");

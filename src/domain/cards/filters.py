@@ -18,14 +18,14 @@ class CardFilter:
     ``is:archived``."""
 
     sort: str | None = None
-    card_type: str | None = None
-    tag: str | None = None
+    card_types: tuple[str, ...] = ()  # any of them (OR)
+    tags: tuple[str, ...] = ()  # every one of them (AND)
     favorited: bool | None = None
     created_after: int | None = None
     created_before: int | None = None
     q: str | None = None
     archived: str | None = None  # exclude | include | only
-    folder: str | None = None
+    folders: tuple[str, ...] = ()  # in any of them (OR)
     in_trash: bool = False
     processing_state: str | None = None  # the pipeline's state (cardvault.domain.models.pipeline)
     url: str | None = None  # cards whose url has this one's normal form (cardvault.domain.urls)
@@ -35,12 +35,13 @@ class CardFilter:
 class Resolved:
     """A listing's filters with q's qualifiers merged into them where the list has a
     parameter of its own (the first tag: and type:, before: and after:), so that they take
-    the same fast paths; ``query`` keeps the rest."""
+    the same fast paths; ``query`` keeps the rest. The list's own tags past the first are
+    held as tag: qualifiers (every one holds), its types as one condition (any holds)."""
 
     sort: str  # relevance | newest | oldest
     archived: str
     tag_key: str | None
-    card_type: str | None
+    card_types: tuple[str, ...]
     created_after: int | None  # exclusive bounds
     created_before: int | None
     query: Query
@@ -52,10 +53,11 @@ def resolve(filters: CardFilter) -> Resolved:
     sort = filters.sort or "relevance"
     if sort == "relevance" and not query.has_words:
         sort = "newest"
-    tag = None if filters.tag is None else tag_key(clean_tag(filters.tag))
-    card_type, after, before = filters.card_type, filters.created_after, filters.created_before
+    cleaned = [clean_tag(name) for name in filters.tags]
+    tag = tag_key(cleaned[0]) if cleaned else None
+    card_types, after, before = filters.card_types, filters.created_after, filters.created_before
     archived = filters.archived or "exclude"
-    kept: list[Qualifier] = []
+    kept = [Qualifier("tag", name) for name in cleaned[1:]]
     for qualifier in query.qualifiers:
         name, value, negated = qualifier.name, qualifier.value, qualifier.negated
         if name == "after":  # inclusive; the list's bound is exclusive
@@ -64,14 +66,14 @@ def resolve(filters: CardFilter) -> Resolved:
             before = int(value) if before is None else min(before, int(value))
         elif name == "tag" and not negated and tag is None and _is_tag(str(value)):
             tag = tag_key(clean_tag(str(value)))
-        elif name == "type" and not negated and card_type is None:
-            card_type = str(value)
+        elif name == "type" and not negated and not card_types:
+            card_types = (str(value),)
         else:
             if (name, value, negated) == ("is", "archived", False) and filters.archived is None:
                 archived = "include"  # is:archived lifts the default of leaving them out
             kept.append(qualifier)
     rest = dataclasses.replace(query, qualifiers=tuple(kept))
-    return Resolved(sort, archived, tag, card_type, after, before, rest)
+    return Resolved(sort, archived, tag, card_types, after, before, rest)
 
 
 def _is_tag(value: str) -> bool:

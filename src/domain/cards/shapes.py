@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Integer, Select, bindparam, func, select, tuple_
+from sqlalchemy import BigInteger, BindParameter, Integer, Select, bindparam, func, select, tuple_
 from sqlalchemy.orm import aliased
 
 from cardvault.domain.cards.reading import view_query
@@ -32,9 +32,9 @@ class Shape(NamedTuple):
     sort: str
     in_trash: bool
     archived: str
-    folder: bool
+    folder: int  # how many folders the card may be in (any of them)
     tag: bool
-    card_type: bool
+    card_type: int  # how many types the card may be of (any of them)
     favorited: bool | None
     created_after: bool
     created_before: bool
@@ -66,11 +66,14 @@ def statement(shape: Shape) -> Select[Any]:
         query = query.where(
             Card.archived_at.is_(None) if shape.archived == "exclude" else Card.archived_at.is_not(None)
         )
-    if shape.folder:
-        # The folder's cards are all of its account's, so another account's folder finds none.
+    # A folder's cards are all of its account's, so another account's folder finds none.
+    if shape.folder == 1:
         rows = aliased(FolderCard)
-        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == bindparam("folder")))
+        query = query.join(rows, (rows.card_pk == Card.pk) & (rows.folder_id == bindparam("folder0")))
         position = position if shape.in_trash else (rows.card_created_at, rows.card_pk)
+    elif shape.folder > 1:  # any of them: a card in two is listed once, in its own order
+        held = select(FolderCard.card_pk).where(FolderCard.folder_id.in_(_bound("folder", shape.folder)))
+        query = query.where(Card.pk.in_(held))
     if shape.tag:
         tags = aliased(CardTag)
         query = query.join(
@@ -80,8 +83,10 @@ def statement(shape: Shape) -> Select[Any]:
             & (tags.name_key == bindparam("tag_key")),
         )
         position = position if shape.in_trash else (tags.card_created_at, tags.card_pk)
-    if shape.card_type:
-        query = query.where(Card.type == bindparam("card_type"))
+    if shape.card_type == 1:
+        query = query.where(Card.type == bindparam("card_type0"))
+    elif shape.card_type > 1:
+        query = query.where(Card.type.in_(_bound("card_type", shape.card_type)))
     if shape.url:
         query = query.where(Card.url_key == bindparam("url_key"))
     if shape.favorited is not None:
@@ -110,6 +115,11 @@ def statement(shape: Shape) -> Select[Any]:
     if newest:
         return query.order_by(moment.desc(), pk.desc())
     return query.order_by(moment.asc(), pk.asc())
+
+
+def _bound(name: str, count: int) -> list[BindParameter[Any]]:
+    """``count`` parameters named ``name0``, ``name1``, ...: one value each, in one shape."""
+    return [bindparam(f"{name}{i}") for i in range(count)]
 
 
 @functools.lru_cache(maxsize=1024)

@@ -9,11 +9,14 @@ from cardvault.adapters.limiter import Allowance, Limiter, Policy
 from cardvault.domain.errors import RateLimited
 
 
-def spend(limiter: Limiter, policy: Policy, *, account_id: str, fail_open: bool = True) -> Allowance | None:
-    """Count one request of the account against the policy, or raise RateLimited (counting
-    nothing) when the policy's window is full. None: the limiter could not be reached, and the
-    request goes ahead uncounted; ``fail_open=False`` counts it in this process instead."""
-    allowance = limiter.take(policy, account_id, fail_open=fail_open)
+def spend(
+    limiter: Limiter, policy: Policy, *, account_id: str, fail_open: bool = True, cost: int = 1
+) -> Allowance | None:
+    """Count one request of the account against the policy (``cost``: as that many requests, a
+    bulk request's items), or raise RateLimited (counting nothing) when the policy's window has
+    no room for it. None: the limiter could not be reached, and the request goes ahead
+    uncounted; ``fail_open=False`` counts it in this process instead."""
+    allowance = limiter.take(policy, account_id, fail_open=fail_open, cost=cost)
     if allowance is not None and not allowance.allowed:
         raise RateLimited(
             policy.name,

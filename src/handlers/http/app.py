@@ -38,6 +38,7 @@ from cardvault.handlers.http.connexion_overrides import (
     Bearer,
     DocsUI,
     SameBearer,
+    WholeValuesParser,
     build_specs_once,
     use_once_decorated_operations,
 )
@@ -200,6 +201,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         strict_validation=True,
         validate_responses=settings.validate_responses,
         validator_map=VALIDATORS,
+        uri_parser_class=WholeValuesParser,
         security_map={"bearer": Bearer, "oauth2": SameBearer},
     )
     for exc in (CardVaultError, ProblemException, HTTPException, Exception):

@@ -59,6 +59,13 @@ changes it fails a test rather than silently dropping the override), and a check
   ``parameters`` and ``strict_validation``. Why: every problem listed, field by field.
 - ``VALIDATORS``: Connexion's ``VALIDATOR_MAP`` with the two above (its keys ``parameter`` and
   ``body``, a ``MediaTypeDict`` by media type), passed as ``validator_map``.
+- ``WholeValuesParser`` (subclasses ``connexion.uri_parsing.OpenAPIURIParser``, replaces the
+  static ``_resolve_param_duplicates`` and ``_split``; passed as ``uri_parser_class``): relies on
+  ``resolve_params`` calling the first with the query values' list, then the second with what it
+  returned. Why: Connexion joins a repeated parameter's values with commas and splits them again,
+  so ``tag=a,b`` would be two tags; a query parameter that declares ``explode: true`` keeps each
+  repeated value whole, as OpenAPI's form style means (``include``, which declares no
+  ``explode``, keeps Connexion's comma-separated form).
 """
 
 from __future__ import annotations
@@ -78,6 +85,7 @@ from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.security import NO_VALUE, AbstractSecurityHandler, BearerSecurityHandler
 from connexion.spec import Specification
+from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from starlette.types import Receive, Scope, Send
 
@@ -238,3 +246,20 @@ VALIDATORS = {
     "parameter": FieldParameterValidator,
     "body": MediaTypeDict({**VALIDATOR_MAP["body"], "*/*json": JSONBodyValidator}),
 }
+
+
+class WholeValuesParser(OpenAPIURIParser):
+    """Connexion's parser, keeping each value of a query parameter declaring ``explode: true``
+    whole (its commas are the value's own)."""
+
+    @staticmethod
+    def _resolve_param_duplicates(values: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
+        if _in == "query" and param_defn.get("explode") is True and isinstance(values, list):
+            return list(values)
+        return OpenAPIURIParser._resolve_param_duplicates(values, param_defn, _in)
+
+    @staticmethod
+    def _split(value: t.Any, param_defn: dict[str, t.Any], _in: str) -> t.Any:
+        if isinstance(value, list):  # kept whole above
+            return value
+        return OpenAPIURIParser._split(value, param_defn, _in)

@@ -63,6 +63,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.InsufficientScope: (403, "INSUFFICIENT_SCOPE"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
+    domain.NotApplied: (424, "NOT_APPLIED"),
     domain.RateLimited: (429, "RATE_LIMITED"),
     domain.ServiceBusy: (503, "SERVICE_BUSY"),
     domain.ServiceUnavailable: (503, "SERVICE_UNAVAILABLE"),
@@ -149,6 +150,13 @@ def _request_id(request: ConnexionRequest) -> str | None:
 def _retry_after(retry_at: int) -> str:
     """Retry-After (RFC 9110 §10.2.3) in whole seconds, at least 1, rounded up."""
     return str(max(1, math.ceil(retry_at / 1000 - time.time())))
+
+
+def error_body(exc: domain.CardVaultError, request_id: str | None) -> tuple[int, dict[str, Any]]:
+    """The status and error body a domain error answers with (as one item of a bulk answer)."""
+    status, code = _domain(exc)
+    body = {"code": code, "error": exc.message, "details": exc.details, "requestId": request_id}
+    return status, {**body, "retryAt": exc.retry_at}
 
 
 def _domain(exc: domain.CardVaultError) -> tuple[int, str]:

@@ -35,6 +35,8 @@ class Rules:
     operation_id: str
     policy: Policy | None = None
     card_policy: Policy | None = None  # counted per card (the path's cardId), after ``policy``
+    # A bulk operation's: each body operation's policy (its single operation's), counted per item.
+    item_policies: Mapping[str, Policy] = dataclasses.field(default_factory=dict)
     idempotent: bool = False
     scopes: tuple[str, ...] = ()  # what the credential must hold (the spec's oauth2 requirement)
 
@@ -52,7 +54,13 @@ def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Ru
             limit = settings.rate_limits[name] if name else None
             per_card = operation.get("x-cardvault-rate-limit-per-card")
             card_limit = settings.rate_limits[per_card] if per_card else None
+            singles = operation.get("x-cardvault-bulk-operations", {})
             table[operation["operationId"]] = Rules(
+                item_policies={
+                    name: policy
+                    for name, single in singles.items()
+                    if (policy := _policy_of(spec, single, settings)) is not None
+                },
                 operation_id=operation["operationId"],
                 policy=Policy.parse(name, limit) if name and limit else None,
                 card_policy=Policy.parse(per_card, card_limit) if per_card and card_limit else None,
@@ -63,6 +71,18 @@ def rules_from_spec(spec: Mapping[str, Any], settings: Settings) -> dict[str, Ru
                 scopes=_scopes(operation, spec),
             )
     return table
+
+
+def _policy_of(spec: Mapping[str, Any], operation_id: str, settings: Settings) -> Policy | None:
+    """The rate-limit policy of the operation named ``operation_id`` (None: it has none)."""
+    for item in spec["paths"].values():
+        for method in _HTTP_METHODS:
+            operation = item.get(method) or {}
+            if operation.get("operationId") == operation_id:
+                name = operation.get("x-cardvault-rate-limit")
+                limit = settings.rate_limits[name] if name else None
+                return Policy.parse(name, limit) if name and limit else None
+    raise SpecError(f"x-cardvault-bulk-operations names {operation_id}, which the spec does not declare")
 
 
 def _scopes(operation: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -98,7 +118,7 @@ def run_with(rules: Rules, handler: Callable[..., Any]) -> Callable[..., Any]:
 
         def spend() -> dict[str, str]:
             if not spent:
-                spent.append(_spend(rt, rules, account_id, card_id))
+                spent.append(_spend(rt, rules, account_id, card_id, kwargs.get("body")))
             return spent[0].headers
 
         if account_id is None or key is None:
@@ -175,15 +195,25 @@ class _Spent:
 
     headers: dict[str, str]
     counted: tuple[tuple[Policy, str], ...] = ()
+    cost: int = 1  # counted as that many requests (a bulk request's items)
 
 
-def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: str | None) -> _Spent:
+def _spend(
+    rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: str | None, body: Any = None
+) -> _Spent:
     """Count the request against its operation's policy, then its per-card policy; return the
     RateLimit headers, which every response to it carries (the error renderer adds them to
-    errors). A card over its own limit is refused before the account's policy counts it."""
+    errors). A card over its own limit is refused before the account's policy counts it. A
+    bulk request counts its items against its body operation's policy (the single operation's)."""
     if account_id is None:
         return _Spent({})
-    counted = [(rules.policy, account_id)] if rules.policy is not None else []
+    policy_of_request, cost = rules.policy, 1
+    if rules.item_policies and isinstance(body, dict):
+        policy_of_request, cost = (
+            rules.item_policies.get(body.get("operation", "")),
+            len(body.get("items", ())),
+        )
+    counted = [(policy_of_request, account_id)] if policy_of_request is not None else []
     if rules.card_policy is not None and card_id is not None:
         counted.append((rules.card_policy, f"{account_id}:{card_id}"))
     allowances: list[Allowance | None] = []
@@ -192,7 +222,7 @@ def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: s
         if len(counted) == 2:
             rate_limits.ensure_room(rt.limiter, counted[1][0], account_id=counted[1][1])
         for policy, key in counted:
-            allowances.append(rate_limits.spend(rt.limiter, policy, account_id=key))
+            allowances.append(rate_limits.spend(rt.limiter, policy, account_id=key, cost=cost))
     except RateLimited as refused:
         # The window is full until retry_at: nothing remains till then (no second round trip).
         assert refused.retry_at is not None and policy is not None
@@ -204,6 +234,7 @@ def _spend(rt: runtime.Runtime, rules: Rules, account_id: str | None, card_id: s
     return _Spent(
         headers,
         tuple(pair for pair, allowance in zip(counted, allowances, strict=True) if allowance is not None),
+        cost,
     )
 
 
@@ -219,7 +250,7 @@ def _uncounted_if_passing(rt: runtime.Runtime, spent: list[_Spent]) -> Iterator[
     except (ServiceBusy, ServiceUnavailable) as exc:
         if spent and not getattr(exc, "maybe_saved", False):
             for policy, key in spent[0].counted:
-                rt.limiter.give_back(policy, key)
+                rt.limiter.give_back(policy, key, cost=spent[0].cost)
         raise
 
 

@@ -44,6 +44,18 @@ def test_take_counts_each_request_once_and_refuses_past_the_limit(limiter: Limit
     assert peeked is not None and peeked.remaining == 0  # the refused request counted nothing
 
 
+def test_a_cost_counts_as_that_many_requests_all_or_none_and_is_given_back_whole(limiter: Limiter) -> None:
+    two = limiter.take(POLICY, "account-c", cost=2)
+    assert two is not None and (two.allowed, two.remaining) == (True, 1)
+    refused = limiter.take(POLICY, "account-c", cost=2)  # no room for both: neither is counted
+    assert refused is not None and (refused.allowed, refused.remaining) == (False, 1)
+    limiter.give_back(POLICY, "account-c", cost=2)
+    left = limiter.peek(POLICY, "account-c")
+    assert left is not None and left.remaining == 3
+    assert limiter.take(POLICY, "account-c", cost=4) is not None  # past the whole limit
+    assert limiter.peek(POLICY, "account-c").remaining == 3  # type: ignore[union-attr]
+
+
 def test_keys_and_policies_count_apart(limiter: Limiter) -> None:
     limiter.take(POLICY, "account-a")
     other = limiter.take(POLICY, "account-b")

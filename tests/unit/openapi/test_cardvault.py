@@ -180,6 +180,10 @@ def test_every_rate_limited_operation_names_a_configured_policy_and_declares_its
     used = set()
     for _method, operation in _operations(_SPEC):
         policy = operation.get("x-cardvault-rate-limit")
+        if "x-cardvault-bulk-operations" in operation:  # counted per item, by the single operations'
+            assert policy is None and "429" in operation["responses"], operation["operationId"]
+            assert {"RateLimit-Policy", "RateLimit"} <= _success_headers(operation), operation["operationId"]
+            continue
         if policy is None:
             assert "429" not in operation["responses"], operation["operationId"]
             assert "x-cardvault-rate-limit-per-card" not in operation, operation["operationId"]
@@ -232,8 +236,19 @@ def test_every_operation_taking_an_idempotency_key_declares_replays_reuse_and_ke
             "removeFolderCards",
             "startExport",
             "startImport",
+            "bulkCards",  # the whole request, each of its items
         ]
     )
+
+
+def test_a_bulk_operation_names_each_body_operation_s_single_operation() -> None:
+    ids = {operation["operationId"]: operation for _method, operation in _operations(_SPEC)}
+    bulk = ids["bulkCards"]
+    singles = bulk["x-cardvault-bulk-operations"]
+    assert list(singles) == _SPEC["components"]["schemas"]["CardBulkOperation"]["enum"]
+    assert set(singles.values()) <= set(ids)
+    limited = {ids[single].get("x-cardvault-rate-limit") for single in singles.values()} - {None}
+    assert limited == {"cards"}
 
 
 def test_every_operation_on_the_database_declares_service_busy() -> None:

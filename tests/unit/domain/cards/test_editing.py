@@ -183,7 +183,8 @@ class TestListCards:
             add(database, owner, content=f"c{i}")
         cursor = page_of(database, owner, limit=1).next_cursor
         assert cursor is not None
-        for account, filters in ((owner, {"sort": "oldest"}), (owner, {"card_type": "text"}), (other, {})):
+        other_filters = ((owner, {"sort": "oldest"}), (owner, {"card_types": ("text",)}), (other, {}))
+        for account, filters in other_filters:
             with pytest.raises(InvalidCursor):
                 page_of(database, account, limit=1, cursor=cursor, **filters)
         tampered = ("B" if cursor[0] != "B" else "C") + cursor[1:]
@@ -195,7 +196,7 @@ class TestListCards:
         text = add(database, account_id, content="hello")
         with database.transaction() as session:
             editing.set_favorite(session, account_id=account_id, card_id=text.id, is_favorited=True)
-        assert [c.id for c in page_of(database, account_id, card_type="link").cards] == [link.id]
+        assert [c.id for c in page_of(database, account_id, card_types=("link",)).cards] == [link.id]
         assert [c.id for c in page_of(database, account_id, favorited=True).cards] == [text.id]
         assert [c.id for c in page_of(database, account_id, favorited=False).cards] == [link.id]
         assert page_of(database, account_id, created_after=text.created_at).total == 0
@@ -215,7 +216,7 @@ class TestListCards:
         ai = add(database, account_id)
         with database.transaction() as session:
             editing.set_ai_tags(session, account_id=account_id, card_id=ai.id, tags=["reading"])
-        assert {c.id for c in page_of(database, account_id, tag=" READING ").cards} == {tagged.id, ai.id}
+        assert {c.id for c in page_of(database, account_id, tags=(" READING ",)).cards} == {tagged.id, ai.id}
 
     def test_search_matches_every_word_as_a_prefix_ignoring_case(
         self, database: Database, account_id: str

@@ -41,7 +41,7 @@ class TestTagAndFolderFilters:
             ]
             for card in made:
                 editing.set_ai_tags(session, account_id=account_id, card_id=card.id, tags=["read"])
-        pages = _walk(database, account_id, CardFilter(tag="READ"), limit=1, with_total=True)
+        pages = _walk(database, account_id, CardFilter(tags=("READ",)), limit=1, with_total=True)
         assert {page.total for page in pages} == {4}
         assert [c.id for page in pages for c in page.cards] == [c.id for c in reversed(made)]
 
@@ -57,7 +57,7 @@ class TestTagAndFolderFilters:
                 session, account_id=account_id, folder_id=folder.id, card_ids=[c.id for c in made]
             )
         middle = made[2].created_at
-        for by in ({"tag": "T"}, {"folder": folder.id}):
+        for by in ({"tags": ("T",)}, {"folders": (folder.id,)}):
             with database.transaction(write=False) as session:
                 before = listing.list_cards(
                     session,
@@ -84,13 +84,13 @@ class TestTagAndFolderFilters:
             )
         with database.transaction(write=False) as session:
             newest = listing.list_cards(
-                session, account_id=account_id, secret=SECRET, filters=CardFilter(folder=folder.id)
+                session, account_id=account_id, secret=SECRET, filters=CardFilter(folders=(folder.id,))
             )
             oldest = listing.list_cards(
                 session,
                 account_id=account_id,
                 secret=SECRET,
-                filters=CardFilter(folder=folder.id, sort="oldest"),
+                filters=CardFilter(folders=(folder.id,), sort="oldest"),
             )
         assert [c.id for c in oldest.cards] == [c.id for c in made] == [c.id for c in newest.cards][::-1]
 

@@ -101,7 +101,7 @@ class TestRename:
         with database.transaction(write=False) as session:
             after = editing.get_card(session, account_id=account_id, card_id=card)
             page = listing.list_cards(
-                session, account_id=account_id, secret=SECRET, filters=CardFilter(tag="TO-TAG")
+                session, account_id=account_id, secret=SECRET, filters=CardFilter(tags=("TO-TAG",))
             )
             searched = listing.list_cards(
                 session, account_id=account_id, secret=SECRET, filters=CardFilter(q="to tag")
@@ -110,7 +110,7 @@ class TestRename:
                 session,
                 account_id=account_id,
                 secret=SECRET,
-                filters=CardFilter(tag="from-tag"),
+                filters=CardFilter(tags=("from-tag",)),
                 with_total=True,
             )
         assert after.updated_at >= before

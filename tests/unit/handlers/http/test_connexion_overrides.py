@@ -26,6 +26,7 @@ from connexion.security import (
     SecurityHandlerFactory,
 )
 from connexion.spec import OpenAPISpecification, Specification
+from connexion.uri_parsing import OpenAPIURIParser
 from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
 from connexion.validators.abstract import AbstractRequestBodyValidator
 from starlette.testclient import TestClient
@@ -43,6 +44,7 @@ from cardvault.handlers.http.connexion_overrides import (
     OnceDecoratedOperation,
     OnceDecorator,
     SameBearer,
+    WholeValuesParser,
 )
 from cardvault.settings import Settings
 from cardvault.spec import spec_document
@@ -302,3 +304,24 @@ class TestValidators:
         assert VALIDATORS["parameter"] is FieldParameterValidator
         assert isinstance(VALIDATORS["body"], MediaTypeDict)
         assert VALIDATORS["body"]["application/json"] is JSONBodyValidator
+
+
+class TestWholeValuesParser:
+    def test_relies_on_resolve_params_calling_the_two_static_methods(self) -> None:
+        source = inspect.getsource(OpenAPIURIParser.resolve_params)
+        assert "values = self._resolve_param_duplicates(values, param_defn, _in)" in source
+        assert "self._split(values, param_defn, _in)" in source
+        assert isinstance(inspect.getattr_static(OpenAPIURIParser, "_split"), staticmethod)
+
+    def test_keeps_an_exploded_values_commas_and_splits_the_others(self) -> None:
+        exploded = {"explode": True, "style": "form"}
+        assert WholeValuesParser._resolve_param_duplicates(["a,b", "c"], exploded, "query") == ["a,b", "c"]
+        assert WholeValuesParser._split(["a,b", "c"], exploded, "query") == ["a,b", "c"]
+        joined = WholeValuesParser._resolve_param_duplicates(["a,b", "c"], {}, "query")
+        assert WholeValuesParser._split(joined, {}, "query") == ["a", "b", "c"]
+
+    def test_a_tag_holding_a_comma_is_one_tag_and_include_still_splits(self, api: Api) -> None:
+        card = api.post("/v1/cards", json={"content": "x", "tags": ["a,b"]}).json()["card"]
+        found = api.get("/v1/cards", params={"tag": "a,b", "include": "content,total"}).json()
+        assert [item["id"] for item in found["items"]] == [card["id"]]
+        assert found["total"] == 1 and found["items"][0]["content"] == "x"

@@ -1,0 +1,232 @@
+"""Bulk card operations: one operation applied to up to MAX_ITEMS cards in one transaction,
+each item through the single operation's own domain function, in a savepoint of its own, so
+that an item that fails changes nothing and the others stand (docs/bulk.md).
+
+``apply`` never commits (the caller's transaction does, once, for every item): so a request
+cut short leaves every applied item or none. With ``atomic``, one failed item undoes them all
+(the whole batch runs in one more savepoint, rolled back)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy.orm import Session
+
+from cardvault.domain import folders
+from cardvault.domain.cards import editing, trash
+from cardvault.domain.db import lock_tags
+from cardvault.domain.errors import CardVaultError, Conflict, InvalidInput, NotApplied, NotFound
+from cardvault.domain.models import Card
+from cardvault.domain.names import tag_key
+from cardvault.domain.pipeline.processing import Written
+from cardvault.domain.tags.names import clean_tags
+
+MAX_ITEMS = 100  # items a request takes (the spec's CardBulkRequest)
+MAX_TAGS = 100  # tags a card carries (the spec's TagList)
+
+# Each operation's item fields past cardId (createCard's body for create, and so on).
+_NEW_CARD = {"cardType", "content", "notes", "tags", "url", "source", "fileName", "fileSize", "mimeType"}
+FIELDS: Mapping[str, frozenset[str]] = {
+    "create": frozenset(_NEW_CARD),
+    "update": frozenset({"cardId", "content", "notes", "tags", "url"}),
+    "favorite": frozenset({"cardId", "isFavorited"}),
+    "tag": frozenset({"cardId", "tags"}),
+    "untag": frozenset({"cardId", "tags"}),
+    **{name: frozenset({"cardId"}) for name in ("trash", "restore", "archive", "unarchive", "delete")},
+    "addToFolder": frozenset({"cardId", "folderId"}),
+    "removeFromFolder": frozenset({"cardId", "folderId"}),
+}
+_REQUIRED: Mapping[str, frozenset[str]] = {
+    "create": frozenset(),
+    "update": frozenset({"cardId"}),
+    "favorite": frozenset({"cardId", "isFavorited"}),
+    "tag": frozenset({"cardId", "tags"}),
+    "untag": frozenset({"cardId", "tags"}),
+    "addToFolder": frozenset({"cardId", "folderId"}),
+    "removeFromFolder": frozenset({"cardId", "folderId"}),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What one item did: the card it left (None after delete, or when it failed), what it
+    wrote (its stages to send after the commit), or the error it failed with."""
+
+    index: int
+    card_id: str | None
+    card: Card | None = None
+    written: Written | None = None
+    error: CardVaultError | None = None
+    deleted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """A request's outcomes; ``applied``: whether its successful items stand."""
+
+    outcomes: list[Outcome]
+    applied: bool
+
+
+Apply = Callable[[Session, str, Mapping[str, Any], int | None], tuple[Card | None, Written | None]]
+
+
+def apply(
+    session: Session,
+    *,
+    account_id: str,
+    operation: str,
+    items: Sequence[Mapping[str, Any]],
+    atomic: bool = False,
+    max_cards: int | None = None,
+) -> Batch:
+    """Apply ``operation`` to each item in order, each in a savepoint (an item that fails is
+    rolled back alone); with ``atomic`` and any item failed, roll back every item, and answer
+    each successful one with NotApplied."""
+    if operation not in FIELDS:
+        raise InvalidInput(f"No such bulk operation: {operation}.")
+    if not 1 <= len(items) <= MAX_ITEMS:
+        raise InvalidInput(f"A bulk request takes 1 to {MAX_ITEMS} items.")
+    run = _OPERATIONS[operation]
+    outer = session.begin_nested() if atomic else None
+    outcomes = []
+    for index, item in enumerate(items):
+        card_id = item.get("cardId")
+        savepoint = session.begin_nested()
+        try:
+            _check_fields(operation, item)
+            card, written = run(session, account_id, item, max_cards)
+            savepoint.commit()
+        except CardVaultError as exc:
+            savepoint.rollback()
+            outcomes.append(Outcome(index, card_id, error=exc))
+            continue
+        made = card.id if card is not None else card_id
+        outcomes.append(Outcome(index, made, card, written, deleted=operation == "delete"))
+    failed = [outcome.index for outcome in outcomes if outcome.error is not None]
+    if outer is None:
+        return Batch(outcomes, applied=True)
+    if not failed:
+        outer.commit()
+        return Batch(outcomes, applied=True)
+    outer.rollback()
+    undone = NotApplied(failed)
+    return Batch(
+        [
+            o if o.error is not None else Outcome(o.index, _kept_id(operation, o), error=undone)
+            for o in outcomes
+        ],
+        applied=False,
+    )
+
+
+def _kept_id(operation: str, outcome: Outcome) -> str | None:
+    """The id an undone item still answers with: none for a card whose creation was undone."""
+    return None if operation == "create" else outcome.card_id
+
+
+def _check_fields(operation: str, item: Mapping[str, Any]) -> None:
+    """Refuse a field the operation does not take, or one it needs left out (its single
+    operation's body would have been refused so: 400 INVALID_INPUT)."""
+    extra = sorted(set(item) - FIELDS[operation])
+    missing = sorted(_REQUIRED.get(operation, frozenset({"cardId"})) - set(item))
+    problems = [
+        {"location": "body", "field": name, "message": f"is not taken by {operation}"} for name in extra
+    ]
+    problems += [{"location": "body", "field": name, "message": "is required"} for name in missing]
+    if problems:
+        raise InvalidInput(f"The item does not fit the {operation} operation.", details={"fields": problems})
+
+
+def _create(session: Session, account_id: str, item: Mapping[str, Any], max_cards: int | None) -> Any:
+    given = {_snake(key): value for key, value in item.items()}
+    written = editing.add_card(
+        session, account_id=account_id, max_cards=max_cards, queued=True, **cast(editing.NewCard, given)
+    )
+    return written.card, written
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _update(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+    notes = {"notes": item["notes"]} if "notes" in item else {}
+    fields = {name: item.get(name) for name in ("content", "tags", "url")}
+    written = editing.edit_card(session, account_id=account_id, card_id=item["cardId"], **fields, **notes)
+    return written.card, written
+
+
+def _retag(adding: bool) -> Apply:
+    """Add the item's tags to the card's (``adding``), or take them from it, ignoring case."""
+
+    def run(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+        given = clean_tags(item["tags"])
+        lock_tags(session, account_id=account_id)  # before the card (the lock order in cardvault.domain.db)
+        card = editing.get_card(session, account_id=account_id, card_id=item["cardId"], for_update=True)
+        if adding:
+            tags = clean_tags([*card.tags, *given])
+            if len(tags) > MAX_TAGS:
+                problem = {"location": "body", "field": "tags", "message": f"would pass {MAX_TAGS} tags"}
+                raise InvalidInput(f"A card carries at most {MAX_TAGS} tags.", details={"fields": [problem]})
+        else:
+            gone = {tag_key(tag) for tag in given}
+            tags = [tag for tag in card.tags if tag_key(tag) not in gone]
+        written = editing.edit_card(session, account_id=account_id, card_id=card.id, tags=tags)
+        return written.card, written
+
+    return run
+
+
+def _card_only(change: Callable[..., Card], **fixed: Any) -> Apply:
+    def run(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+        return change(session, account_id=account_id, card_id=item["cardId"], **fixed), None
+
+    return run
+
+
+def _favorite(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+    card_id, favorited = item["cardId"], item["isFavorited"]
+    return editing.set_favorite(session, account_id=account_id, card_id=card_id, is_favorited=favorited), None
+
+
+def _delete(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+    trash.delete_forever(session, account_id=account_id, card_id=item["cardId"])
+    return None, None
+
+
+def _in_folder(adding: bool) -> Apply:
+    """Put the card in the folder or take it out, as addFolderCards and removeFolderCards do
+    for one id; a card they would list in failedIds is missing here, one in folderLimitIds a
+    conflict."""
+
+    def run(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
+        change = folders.add_cards if adding else folders.remove_cards
+        card_id = item["cardId"]
+        result = change(session, account_id=account_id, folder_id=item["folderId"], card_ids=[card_id])
+        if result.failed:
+            where = "outside Trash" if adding else "in this folder"
+            raise NotFound(f"No card of this account {where} has this id.")
+        if result.limited:
+            raise Conflict("The folder holds as many cards as it may, or the card is in as many folders.")
+        return editing.get_card(session, account_id=account_id, card_id=card_id), None
+
+    return run
+
+
+_OPERATIONS: Mapping[str, Apply] = {
+    "create": _create,
+    "update": _update,
+    "favorite": _favorite,
+    "tag": _retag(adding=True),
+    "untag": _retag(adding=False),
+    "trash": _card_only(trash.move_to_trash),
+    "restore": _card_only(trash.restore),
+    "archive": _card_only(editing.set_archived, is_archived=True),
+    "unarchive": _card_only(editing.set_archived, is_archived=False),
+    "delete": _delete,
+    "addToFolder": _in_folder(adding=True),
+    "removeFromFolder": _in_folder(adding=False),
+}
