@@ -34,6 +34,7 @@ CardVaultError
 │   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
+├── PreconditionFailed       an If-Match names no current version of the resource
 ├── InsufficientScope        the credential does not hold the scope the operation needs
 ├── RateLimited              the account used up a rate limit; retry at retry_at
 │   └── ExportQuotaUsed      an export became ready less than a week ago
@@ -277,6 +278,18 @@ class IdempotencyKeyReused(CardVaultError):
         super().__init__(
             "This Idempotency-Key was used for another request (method, path or body); "
             "send a new key for a new request."
+        )
+
+
+class PreconditionFailed(CardVaultError):
+    """An If-Match condition failed: the resource changed since the client read it (or the
+    client named another version); ``details.etag`` is the current one."""
+
+    def __init__(self, current: str) -> None:
+        super().__init__(
+            "The resource changed since the version If-Match names: read it again (details.etag is"
+            " its current ETag), apply your change to it, and send it with that ETag.",
+            details={"etag": current},
         )
 
 

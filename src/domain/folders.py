@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import changes
+from cardvault.domain import changes, versions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import FolderExists, FolderLimitReached
@@ -206,6 +206,7 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
             room -= 1
             result.updated.append(card_id)
             changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
+            versions.touch(folder)
     return result
 
 
@@ -226,6 +227,7 @@ def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids:
         card.updated_at = max(now, card.updated_at)
         result.updated.append(card_id)
         changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
+        versions.touch(folder)
     session.flush()
     return result
 

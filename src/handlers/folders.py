@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from cardvault.domain import folders
 from cardvault.domain.models import Folder
-from cardvault.handlers.http import runtime
+from cardvault.handlers.http import conditional, runtime
 from cardvault.handlers.http.paging import page_json
+
+# An answer with headers (the ETag), or a 304 without a body.
+Answer = tuple[dict[str, Any] | None, int, dict[str, str]]
 
 
 def folder_json(folder: Folder, card_count: int) -> dict[str, Any]:
@@ -30,7 +35,7 @@ def _membership_json(result: folders.Membership) -> dict[str, Any]:
     return {"updatedIds": result.updated, "failedIds": result.failed, "folderLimitIds": result.limited}
 
 
-def create_folder(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+def create_folder(body: dict[str, Any], user: str) -> tuple[Any, int, dict[str, str]]:
     rt = runtime.current()
     with rt.db.transaction() as session:
         folder = folders.create_folder(
@@ -40,7 +45,9 @@ def create_folder(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int,
             color=body.get("color"),
             max_folders=rt.settings.max_folders,
         )
-        return folder_json(folder, 0), 201, {"Location": f"/v1/folders/{folder.id}"}
+        return conditional.tagged(
+            session, folder_json(folder, 0), folder, 201, {"Location": f"/v1/folders/{folder.id}"}
+        )
 
 
 def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
@@ -54,35 +61,53 @@ def list_folders(user: str, limit: int = 100, cursor: str | None = None) -> dict
     return page_json(items, page.next_cursor, page.total)
 
 
-def get_folder(folder_id: str, user: str) -> dict[str, Any]:
+def get_folder(folder_id: str, user: str) -> Answer:
     with runtime.current().db.transaction(write=False) as session:
-        return _with_count(session, folders.get_folder(session, account_id=user, folder_id=folder_id))
+        folder = folders.get_folder(session, account_id=user, folder_id=folder_id)
+        return conditional.unchanged(folder.version) or conditional.with_etag(
+            _with_count(session, folder), folder.version
+        )
 
 
-def update_folder(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def _checked(session: Session, folder_id: str, user: str) -> None:
+    """The request's If-Match checked against the folder, locked until the write commits."""
+    conditional.require(session, Folder, account_id=user, row_id=folder_id)
+
+
+def update_folder(folder_id: str, body: dict[str, Any], user: str) -> Answer:
     color = {"color": body["color"]} if "color" in body else {}
     with runtime.current().db.transaction() as session:
+        _checked(session, folder_id, user)
         folder = folders.update_folder(
             session, account_id=user, folder_id=folder_id, name=body.get("name"), **color
         )
-        return _with_count(session, folder)
+        return conditional.tagged(session, _with_count(session, folder), folder)
 
 
 def delete_folder(folder_id: str, user: str) -> tuple[None, int]:
     with runtime.current().db.transaction() as session:
+        _checked(session, folder_id, user)
         folders.delete_folder(session, account_id=user, folder_id=folder_id)
     return None, 204
 
 
-def add_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def add_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        return _membership_json(
-            folders.add_cards(session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"])
-        )
+        _checked(session, folder_id, user)
+        added = folders.add_cards(session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"])
+        return _membership_answer(session, added, folder_id, user)
 
 
-def remove_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def remove_folder_cards(folder_id: str, body: dict[str, Any], user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        return _membership_json(
-            folders.remove_cards(session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"])
+        _checked(session, folder_id, user)
+        removed = folders.remove_cards(
+            session, account_id=user, folder_id=folder_id, card_ids=body["cardIds"]
         )
+        return _membership_answer(session, removed, folder_id, user)
+
+
+def _membership_answer(session: Session, result: folders.Membership, folder_id: str, user: str) -> Answer:
+    """The membership result with the folder's ETag after the change."""
+    folder = folders.get_folder(session, account_id=user, folder_id=folder_id)
+    return conditional.tagged(session, _membership_json(result), folder)

@@ -1,0 +1,126 @@
+"""Conditional requests at the HTTP edge (RFC 9110 §13): the If-Match and If-None-Match fields
+read and parsed, and the ETag put on a response. The rule (versions, the locked comparison)
+is cardvault.domain.versions; the operations of cards, folders and webhooks call these.
+
+Each field is parsed in one pass over at most MAX_FIELD_BYTES, into at most MAX_TAGS entity
+tags; a field over either bound, or not of the RFC's grammar (``*``, or a list of entity tags
+``"..."`` or ``W/"..."``), answers 400 INVALID_INPUT naming the header."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connexion.context import scope
+from sqlalchemy.orm import Session
+
+from cardvault.domain import versions
+from cardvault.domain.versions import Condition, Row, Versioned
+from cardvault.handlers.http.errors import InvalidRequest
+
+MAX_FIELD_BYTES = 2048  # the spec's maxLength of both fields
+MAX_TAGS = 32  # entity tags in one field
+_OWS = " \t"
+
+
+def require(session: Session, model: type[Row], *, account_id: str, row_id: str) -> None:
+    """Check the request's If-Match against the row (locked for the rest of the transaction):
+    412 PRECONDITION_FAILED when it names no current version. Call it first in the write's
+    transaction, before the change."""
+    versions.require(
+        session, model, account_id=account_id, row_id=row_id, condition=field(b"if-match", "If-Match")
+    )
+
+
+def require_on(row: Versioned) -> None:
+    """Check the request's If-Match against a row the request reads and leaves as it is."""
+    versions.compare(row, field(b"if-match", "If-Match"))
+
+
+def unchanged(version: int) -> tuple[None, int, dict[str, str]] | None:
+    """The 304 Not Modified answer (with the ETag, no body) when the request's If-None-Match
+    names the resource's current version (weak comparison; ``*`` names any), else None."""
+    condition = field(b"if-none-match", "If-None-Match")
+    tag = versions.etag(version)
+    if condition is not None and condition.matches_weakly(tag):
+        return None, 304, {"ETag": tag}
+    return None
+
+
+def tagged(
+    session: Session, body: Any, resource: Versioned, status: int = 200, headers: dict[str, str] | None = None
+) -> tuple[Any, int, dict[str, str]]:
+    """The response with the resource's ETag, as it will be committed: the session is flushed
+    first, which raises the version of what the request changed."""
+    session.flush()
+    return body, status, {**(headers or {}), "ETag": versions.etag(resource.version)}
+
+
+def with_etag(body: Any, version: int) -> tuple[Any, int, dict[str, str]]:
+    """A 200 answer with the ETag of a resource read at this version."""
+    return body, 200, {"ETag": versions.etag(version)}
+
+
+def sent(name: bytes) -> bool:
+    """Whether the request has a field of this name."""
+    return any(header.lower() == name for header, _ in scope["headers"])
+
+
+def field(name: bytes, label: str) -> Condition | None:
+    """The request's field of this name (every line of it, as one list), parsed; None when it
+    is not sent."""
+    lines = [value for header, value in scope["headers"] if header.lower() == name]
+    if not lines:
+        return None
+    if sum(len(line) + 2 for line in lines) > MAX_FIELD_BYTES + 2:
+        raise _invalid(label, f"must be at most {MAX_FIELD_BYTES} bytes")
+    return parse(", ".join(line.decode("latin-1") for line in lines), label)
+
+
+def parse(value: str, label: str = "If-Match") -> Condition:
+    """Parse ``*`` or a list of entity tags (RFC 9110 §8.8.3 and §5.6.1: empty list elements
+    and whitespace around commas are allowed); raise InvalidRequest on anything else."""
+    if len(value) > MAX_FIELD_BYTES:
+        raise _invalid(label, f"must be at most {MAX_FIELD_BYTES} bytes")
+    if value.strip(_OWS) == "*":
+        return Condition(any=True)
+    tags: list[tuple[bool, str]] = []
+    i, end = 0, len(value)
+    while i < end:
+        if value[i] in _OWS or value[i] == ",":
+            i += 1
+            continue
+        weak = value.startswith("W/", i)
+        start = i + 2 if weak else i
+        if start >= end or value[start] != '"':
+            raise _invalid(label, 'must be "*" or a list of entity tags such as "3" or W/"3"')
+        close = start + 1
+        while close < end and _etagc(value[close]):
+            close += 1
+        if close >= end or value[close] != '"':
+            raise _invalid(
+                label, "has an entity tag that is not closed by a quote, or holds a character it may not"
+            )
+        tags.append((weak, value[start : close + 1]))
+        if len(tags) > MAX_TAGS:
+            raise _invalid(label, f"may name at most {MAX_TAGS} entity tags")
+        i = close + 1
+        while i < end and value[i] in _OWS:
+            i += 1
+        if i < end and value[i] != ",":
+            raise _invalid(label, "must separate its entity tags with commas")
+    if not tags:
+        raise _invalid(label, 'must be "*" or a list of entity tags such as "3" or W/"3"')
+    return Condition(tags=tuple(tags))
+
+
+def _etagc(char: str) -> bool:
+    """RFC 9110's etagc: %x21 / %x23-7E / obs-text (%x80-FF)."""
+    code = ord(char)
+    return code == 0x21 or 0x23 <= code <= 0x7E or 0x80 <= code <= 0xFF
+
+
+def _invalid(label: str, message: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"The {label} header {message}.",
+        details={"fields": [{"location": "header", "field": label, "message": message}]},
+    )

@@ -1,0 +1,101 @@
+"""The If-Match and If-None-Match fields parsed (RFC 9110 §8.8.3 and §13.1), and how a request
+carrying a bad one is answered: 400 naming the header, never a 500."""
+
+from __future__ import annotations
+
+import pytest
+
+from cardvault.domain.versions import Condition
+from cardvault.handlers.http import conditional
+from cardvault.handlers.http.errors import InvalidRequest
+from tests.conftest import Api
+from tests.unit.handlers.test_cards import assert_error
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("*", Condition(any=True)),
+        ("  *\t", Condition(any=True)),
+        ('"3"', Condition(tags=((False, '"3"'),))),
+        ('W/"3"', Condition(tags=((True, '"3"'),))),
+        ('"1", W/"2" ,"3"', Condition(tags=((False, '"1"'), (True, '"2"'), (False, '"3"')))),
+        (', ,"1",,', Condition(tags=((False, '"1"'),))),  # empty list elements are allowed
+        ('""', Condition(tags=((False, '""'),))),
+        ('"a!#~\x80\xff"', Condition(tags=((False, '"a!#~\x80\xff"'),))),
+    ],
+)
+def test_parses_star_and_lists_of_entity_tags(value: str, parsed: Condition) -> None:
+    assert conditional.parse(value) == parsed
+
+
+# Not the grammar: no quotes, an open quote, a lower-case weak prefix, no comma between tags,
+# a space or DEL inside, "*" in a list, nothing but commas, a character past Latin-1.
+MALFORMED = (
+    "",
+    " ",
+    "3",
+    '"3',
+    "W/3",
+    'w/"3"',
+    '"3" "4"',
+    '"3";"4"',
+    '"a b"',
+    '"a"b"',
+    '*, "3"',
+    '"\x7f"',
+    ",",
+    '"é\u0100"',
+)
+
+
+@pytest.mark.parametrize("value", MALFORMED)
+def test_refuses_what_is_not_the_grammar(value: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        conditional.parse(value, "If-None-Match")
+    assert (
+        refused.value.details is not None and refused.value.details["fields"][0]["field"] == "If-None-Match"
+    )
+
+
+def test_bounds_the_entries_and_the_bytes() -> None:
+    assert len(conditional.parse(", ".join(f'"{n}"' for n in range(conditional.MAX_TAGS))).tags) == 32
+    with pytest.raises(InvalidRequest, match="at most 32 entity tags"):
+        conditional.parse(", ".join(f'"{n}"' for n in range(conditional.MAX_TAGS + 1)))
+    with pytest.raises(InvalidRequest, match="at most 2048 bytes"):
+        conditional.parse('"' + "a" * conditional.MAX_FIELD_BYTES + '"')
+
+
+def test_strong_comparison_for_if_match_and_weak_for_if_none_match() -> None:
+    weak, strong = conditional.parse('W/"3"'), conditional.parse('"2", "3"')
+    assert not weak.matches_strongly('"3"') and weak.matches_weakly('"3"')
+    assert strong.matches_strongly('"3"') and strong.matches_weakly('"3"')
+    assert not strong.matches_strongly('"4"') and not strong.matches_weakly('"4"')
+    assert Condition(any=True).matches_strongly('"9"') and Condition(any=True).matches_weakly('"9"')
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['"1"' * 2000, ", ".join(['"1"'] * 100), "garbage", 'W/"', "\t,\t", '"' + "x" * 5000 + '"'],
+)
+def test_a_bad_field_over_http_is_400_and_changes_nothing(api: Api, value: str) -> None:
+    card = api.create(content="kept", tags=["a"])
+    path = f"/v1/cards/{card['id']}"
+    body = assert_error(
+        api.patch(path, json={"tags": ["b"]}, headers={"If-Match": value}), 400, "INVALID_INPUT"
+    )
+    assert value not in body["error"]
+    assert_error(api.get(path, headers={"If-None-Match": value}), 400, "INVALID_INPUT")
+    assert api.get(path).json()["tags"] == ["a"]
+
+
+def test_every_line_of_a_repeated_field_counts(api: Api) -> None:
+    card = api.create(content="two lines")
+    path = f"/v1/cards/{card['id']}"
+    etag = api.get(path).headers["etag"]
+    lines = [
+        ("authorization", api.headers["Authorization"]),
+        ("if-none-match", '"0"'),
+        ("if-none-match", etag),
+    ]
+    assert api.client.get(path, headers=lines).status_code == 304
