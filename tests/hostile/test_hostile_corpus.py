@@ -280,9 +280,41 @@ def request_head_cases(b: Builder) -> None:
             b.add(f"idempotency:{label}", BAD, headers=(("Idempotency-Key", value),))
         two = (("Idempotency-Key", "one"), ("Idempotency-Key", "two"))
         b.add("idempotency:two-headers", BAD, headers=two)
+    conditional_cases(b)
     # The client drops Content-Length beside Transfer-Encoding unless both are set by hand.
     framing = (*JSON_TYPE, ("Content-Length", "{length}"), ("Transfer-Encoding", "chunked"))
     b.body("head:length-and-chunked", BAD, b.valid or b"{}", headers=framing)
+
+
+# Malformed If-Match and If-None-Match values (docs/conditional-requests.md): each answers 400.
+BAD_CONDITIONS = [
+    ("empty", ""),
+    ("garbage", "garbage"),
+    ("unquoted", "17"),
+    ("unclosed", '"17'),
+    ("weak-unquoted", "W/17"),
+    ("no-comma", '"1" "2"'),
+    ("star-in-list", '*, "1"'),
+    ("commas-only", ", ,"),
+    ("space-inside", '"a b"'),
+    ("too-many", ", ".join(f'"{n}"' for n in range(40))),
+    ("too-long", '"' + "a" * 3000 + '"'),
+    ("huge-list", ", ".join(['"1"'] * 1000)),
+]
+
+
+def conditional_cases(b: Builder) -> None:
+    """Bad If-Match and If-None-Match values where an operation declares them (400), and a
+    stale or weak If-Match (412, nothing changed)."""
+    for header in ("If-Match", "If-None-Match"):
+        if header not in b.op.headers:
+            continue
+        for label, value in b.share(BAD_CONDITIONS, header, 3):
+            b.add(f"{header.lower()}:{label}", BAD, headers=((header, value),))
+        b.add(f"{header.lower()}:one-bad-line", BAD, headers=((header, '"1"'), (header, "bad")))
+    if "If-Match" in b.op.headers:
+        for label, value in [("stale", '"999999"'), ("weak", 'W/"1"'), ("stale-list", '"0", "999999"')]:
+            b.add(f"if-match:{label}", (412, "PRECONDITION_FAILED"), headers=(("If-Match", value),))
 
 
 NON_JSON_TYPES = [
