@@ -25,7 +25,7 @@ from cardvault.workers.pipeline import send_after_commit
 Answer = tuple[dict[str, Any] | None, int, dict[str, str]]
 
 
-def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
+def create_card(body: dict[str, Any], user: str) -> Answer:
     rt = runtime.current()
     with adding.adding_card(
         rt.db,
@@ -41,7 +41,8 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
-    return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
+        body = {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
+        return conditional.tagged(session, body, card)
 
 
 # The body's name of each field of a new card (editing.NewCard): cardType for card_type.

@@ -100,6 +100,10 @@ class TestIfMatch:
         )
         assert listed.status_code == 200 and listed.json()["notes"] == "l"
 
+    def test_a_new_card_answers_its_first_version(self, api: Api) -> None:
+        made = api.post("/v1/cards", json={"content": "new", "tags": ["a", "b"]})
+        assert (made.status_code, made.headers["etag"]) == (200, '"1"')
+
     def test_every_write_raises_the_version_and_answers_it(self, api: Api) -> None:
         card, etag = settled_card(api, url="https://example.com/page")
         path = f"/v1/cards/{card['id']}"

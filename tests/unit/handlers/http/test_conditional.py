@@ -10,6 +10,7 @@ from cardvault.handlers.http import conditional
 from cardvault.handlers.http.errors import InvalidRequest
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
+from tests.unit.handlers.test_cards_conditional import settled_card
 
 
 @pytest.mark.parametrize(
@@ -90,9 +91,8 @@ def test_a_bad_field_over_http_is_400_and_changes_nothing(api: Api, value: str) 
 
 
 def test_every_line_of_a_repeated_field_counts(api: Api) -> None:
-    card = api.create(content="two lines")
+    card, etag = settled_card(api, content="two lines")
     path = f"/v1/cards/{card['id']}"
-    etag = api.get(path).headers["etag"]
     lines = [
         ("authorization", api.headers["Authorization"]),
         ("if-none-match", '"0"'),
