@@ -286,8 +286,9 @@ def request_head_cases(b: Builder) -> None:
     b.body("head:length-and-chunked", BAD, b.valid or b"{}", headers=framing)
 
 
-# Malformed If-Match and If-None-Match values (docs/conditional-requests.md): each answers 400.
-BAD_CONDITIONS = [
+# Malformed If-Match values (docs/conditional-requests.md) name no version: each fails (412,
+# nothing changed); over the bounds (2048 bytes, 32 entity tags), either header answers 400.
+MALFORMED_CONDITIONS = [
     ("empty", ""),
     ("garbage", "garbage"),
     ("unquoted", "17"),
@@ -297,6 +298,11 @@ BAD_CONDITIONS = [
     ("star-in-list", '*, "1"'),
     ("commas-only", ", ,"),
     ("space-inside", '"a b"'),
+    ("stale", '"999999"'),
+    ("weak", 'W/"1"'),
+    ("stale-list", '"0", "999999"'),
+]
+OVERSIZED_CONDITIONS = [
     ("too-many", ", ".join(f'"{n}"' for n in range(40))),
     ("too-long", '"' + "a" * 3000 + '"'),
     ("huge-list", ", ".join(['"1"'] * 1000)),
@@ -304,17 +310,18 @@ BAD_CONDITIONS = [
 
 
 def conditional_cases(b: Builder) -> None:
-    """Bad If-Match and If-None-Match values where an operation declares them (400), and a
-    stale or weak If-Match (412, nothing changed)."""
+    """Oversized If-Match and If-None-Match values where an operation declares them (400), and
+    malformed, stale or weak If-Match values (412, nothing changed)."""
     for header in ("If-Match", "If-None-Match"):
         if header not in b.op.headers:
             continue
-        for label, value in b.share(BAD_CONDITIONS, header, 3):
+        for label, value in OVERSIZED_CONDITIONS:
             b.add(f"{header.lower()}:{label}", BAD, headers=((header, value),))
-        b.add(f"{header.lower()}:one-bad-line", BAD, headers=((header, '"1"'), (header, "bad")))
     if "If-Match" in b.op.headers:
-        for label, value in [("stale", '"999999"'), ("weak", 'W/"1"'), ("stale-list", '"0", "999999"')]:
-            b.add(f"if-match:{label}", (412, "PRECONDITION_FAILED"), headers=(("If-Match", value),))
+        failed = (412, "PRECONDITION_FAILED")
+        for label, value in b.share(MALFORMED_CONDITIONS, "If-Match", 2):
+            b.add(f"if-match:{label}", failed, headers=(("If-Match", value),))
+        b.add("if-match:one-bad-line", failed, headers=(("If-Match", '"1"'), ("If-Match", "bad")))
 
 
 NON_JSON_TYPES = [

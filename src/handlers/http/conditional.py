@@ -3,8 +3,11 @@ read and parsed, and the ETag put on a response. The rule (versions, the locked 
 is cardvault.domain.versions; the operations of cards, folders and webhooks call these.
 
 Each field is parsed in one pass over at most MAX_FIELD_BYTES, into at most MAX_TAGS entity
-tags; a field over either bound, or not of the RFC's grammar (``*``, or a list of entity tags
-``"..."`` or ``W/"..."``), answers 400 INVALID_INPUT naming the header."""
+tags; a field over either bound answers 400 INVALID_INPUT naming the header. A field within
+them that is not of the RFC's grammar (``*``, or a list of entity tags ``"..."`` or
+``W/"..."``) names no version, so it matches none: If-Match fails (412, nothing changes) and
+If-None-Match answers the resource (200). That is the safe reading either way, and a
+malformed field never makes a write unconditional."""
 
 from __future__ import annotations
 
@@ -76,9 +79,13 @@ def field(name: bytes, label: str) -> Condition | None:
     return parse(", ".join(line.decode("latin-1") for line in lines), label)
 
 
+NOTHING = Condition()  # what a malformed field names: no version at all
+
+
 def parse(value: str, label: str = "If-Match") -> Condition:
     """Parse ``*`` or a list of entity tags (RFC 9110 §8.8.3 and §5.6.1: empty list elements
-    and whitespace around commas are allowed); raise InvalidRequest on anything else."""
+    and whitespace around commas are allowed); anything else is NOTHING. Raise InvalidRequest
+    over the bounds."""
     if len(value) > MAX_FIELD_BYTES:
         raise _invalid(label, f"must be at most {MAX_FIELD_BYTES} bytes")
     if value.strip(_OWS) == "*":
@@ -92,14 +99,12 @@ def parse(value: str, label: str = "If-Match") -> Condition:
         weak = value.startswith("W/", i)
         start = i + 2 if weak else i
         if start >= end or value[start] != '"':
-            raise _invalid(label, 'must be "*" or a list of entity tags such as "3" or W/"3"')
+            return NOTHING
         close = start + 1
         while close < end and _etagc(value[close]):
             close += 1
         if close >= end or value[close] != '"':
-            raise _invalid(
-                label, "has an entity tag that is not closed by a quote, or holds a character it may not"
-            )
+            return NOTHING
         tags.append((weak, value[start : close + 1]))
         if len(tags) > MAX_TAGS:
             raise _invalid(label, f"may name at most {MAX_TAGS} entity tags")
@@ -107,9 +112,7 @@ def parse(value: str, label: str = "If-Match") -> Condition:
         while i < end and value[i] in _OWS:
             i += 1
         if i < end and value[i] != ",":
-            raise _invalid(label, "must separate its entity tags with commas")
-    if not tags:
-        raise _invalid(label, 'must be "*" or a list of entity tags such as "3" or W/"3"')
+            return NOTHING
     return Condition(tags=tuple(tags))
 
 
