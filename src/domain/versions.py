@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Table, bindparam, event, inspect, update
+from sqlalchemy import Connection, Table, bindparam, event, inspect, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.attributes import flag_modified
 
@@ -136,14 +136,25 @@ def require(
     """Check an If-Match condition against the row, locked until the transaction ends; raise
     PreconditionFailed (with the current ETag) when it fails. A missing row raises NotFound
     whatever the condition (RFC 9110 §13.2.1: preconditions are evaluated only when the answer
-    without them would be a success)."""
-    if condition is not None:
-        compare(get_owned(session, model, row_id=row_id, account_id=account_id, for_update=True), condition)
+    without them would be a success). Only the version is read: the write reads the row."""
+    if condition is None:
+        return
+    locked = select(model.version).where(model.id == row_id, model.account_id == account_id)
+    version = session.scalar(locked.with_for_update())
+    if version is None:
+        get_owned(session, model, row_id=row_id, account_id=account_id)  # raises its NotFound
+        raise AssertionError("unreachable: no such row")
+    _compare(version, condition)
 
 
 def compare(row: Versioned, condition: Condition | None) -> None:
     """Check an If-Match condition against a row already read (one the request will not
     change, so no lock is needed)."""
-    current = etag(row.version)
-    if condition is not None and not condition.matches_strongly(current):
+    if condition is not None:
+        _compare(row.version, condition)
+
+
+def _compare(version: int, condition: Condition) -> None:
+    current = etag(version)
+    if not condition.matches_strongly(current):
         raise PreconditionFailed(current)
