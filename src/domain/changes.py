@@ -30,6 +30,7 @@ from sqlalchemy import Connection, delete, event, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from cardvault.domain import versions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
 from cardvault.domain.pending import Pending
@@ -109,9 +110,12 @@ def _collect(session: Session, _transaction: Any) -> None:
 
 def _record(session: Session) -> None:
     if _PENDING.released(session):  # a savepoint's changes are recorded at the outer COMMIT
+        versions.released(session)
         return
     session.flush()  # what the COMMIT would flush is collected first
     pending = _PENDING.take(session)
+    upserts = [key for key, (action, _) in pending.items() if action == "upsert"]
+    versions.raise_noted(session, session.connection() if upserts else None, upserts)
     if not pending:
         return
     by_account: dict[str, list[_Made]] = {}

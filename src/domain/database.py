@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from cardvault.domain import changes
+from cardvault.domain import changes, versions
 from cardvault.domain.db import AtCommit, Database
 from cardvault.domain.search import vocabulary
 
-AT_COMMIT: tuple[AtCommit, ...] = (vocabulary.install, changes.install)
+AT_COMMIT: tuple[AtCommit, ...] = (vocabulary.install, versions.install, changes.install)
 
 
 def open_database(database_url: str, *, lock_timeout_ms: int | None = None) -> Database:

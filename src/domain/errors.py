@@ -34,6 +34,7 @@ CardVaultError
 │   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
 ├── IdempotencyKeyReused     an Idempotency-Key came back with another request
+├── PreconditionFailed       an If-Match names no current version of the resource
 ├── InsufficientScope        the credential does not hold the scope the operation needs
 ├── NotApplied               an item of an atomic bulk request undone by another's failure
 ├── RateLimited              the account used up a rate limit; retry at retry_at
@@ -289,6 +290,18 @@ class NotApplied(CardVaultError):
         super().__init__(
             "Not applied: another item of this atomic request failed.",
             details={"failedIndexes": list(failed)},
+        )
+
+
+class PreconditionFailed(CardVaultError):
+    """An If-Match condition failed: the resource changed since the client read it (or the
+    client named another version); ``details.etag`` is the current one."""
+
+    def __init__(self, current: str) -> None:
+        super().__init__(
+            "The resource changed since the version If-Match names: read it again (details.etag is"
+            " its current ETag), apply your change to it, and send it with that ETag.",
+            details={"etag": current},
         )
 
 

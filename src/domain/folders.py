@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from cardvault.domain import changes
+from cardvault.domain import changes, versions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import FolderExists, FolderLimitReached
@@ -138,6 +138,24 @@ def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+def etag(session: Session, folder: Folder) -> str:
+    """The folder's strong ETag as this transaction leaves it (its version and cardCount,
+    cardvault.domain.versions)."""
+    session.flush()  # raises the version of what the transaction changed
+    return versions.folder_etag(folder.version, card_counts(session, [folder.id])[folder.id])
+
+
+def require(
+    session: Session, *, account_id: str, folder_id: str, condition: versions.Condition | None
+) -> None:
+    """Check an If-Match condition against the folder's ETag, its row locked until the
+    transaction ends (PreconditionFailed with the current ETag; NotFound for no such folder)."""
+    if condition is not None:
+        version = versions.locked_version(session, Folder, account_id=account_id, row_id=folder_id)
+        count = card_counts(session, [folder_id])[folder_id]
+        versions.check(versions.folder_etag(version, count), condition)
+
+
 @dataclasses.dataclass(frozen=True)
 class FolderPage:
     folders: list[Folder]
@@ -206,6 +224,7 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
             room -= 1
             result.updated.append(card_id)
             changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
+            versions.touch(folder)
     return result
 
 
@@ -226,6 +245,7 @@ def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids:
         card.updated_at = max(now, card.updated_at)
         result.updated.append(card_id)
         changes.note(session, account_id=account_id, kind="folder", ids=[folder.id])  # its cardCount
+        versions.touch(folder)
     session.flush()
     return result
 

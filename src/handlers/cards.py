@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
+from cardvault.domain import versions
 from cardvault.domain.cards import adding, captions, editing, facets, listing, reading, thumbnails, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import after_commit
@@ -15,14 +16,17 @@ from cardvault.domain.models import Card
 from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.search import highlights
 from cardvault.handlers import card_json
-from cardvault.handlers.http import runtime
+from cardvault.handlers.http import conditional, runtime
 from cardvault.handlers.http.paging import page_json
 from cardvault.handlers.uploads import upload_json
 from cardvault.workers.files import delete_doomed_objects
 from cardvault.workers.pipeline import send_after_commit
 
+# An answer with headers (the ETag), or a 304 without a body.
+Answer = tuple[dict[str, Any] | None, int, dict[str, str]]
 
-def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
+
+def create_card(body: dict[str, Any], user: str) -> Answer:
     rt = runtime.current()
     with adding.adding_card(
         rt.db,
@@ -38,7 +42,8 @@ def create_card(body: dict[str, Any], user: str) -> dict[str, Any]:
         if body.get("fileKey") is not None:
             after_commit(session, delete_doomed_objects.send)  # the upload's own object
         created = card_json.card_json(card)
-    return {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
+        body = {"status": "created", "card": created, "cardId": card.id, "appUrl": created["appUrl"]}
+        return conditional.tagged(session, body, card)
 
 
 # The body's name of each field of a new card (editing.NewCard): cardType for card_type.
@@ -122,20 +127,29 @@ def _facets_json(found: facets.Facets) -> dict[str, Any]:
     }
 
 
-def get_card(card_id: str, user: str) -> dict[str, Any]:
+def get_card(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction(write=False, snapshot=False) as session:
         card = reading.get_card_view(session, account_id=user, card_id=card_id)
-    return card_json.card_json(card)
+    tag = versions.etag(card.version)
+    return conditional.unchanged(tag) or conditional.with_etag(card_json.card_json(card), tag)
 
 
-def get_extended_card(card_id: str, user: str) -> dict[str, Any]:
+def get_extended_card(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction(write=False) as session:
-        return card_json.extended(session, editing.get_card(session, account_id=user, card_id=card_id))
+        card = editing.get_card(session, account_id=user, card_id=card_id)
+        tag = versions.etag(card.version)
+        return conditional.unchanged(tag) or conditional.with_etag(card_json.extended(session, card), tag)
 
 
-def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def _checked(session: Session, card_id: str, user: str) -> None:
+    """The request's If-Match checked against the card, locked until the write commits."""
+    conditional.require(session, Card, account_id=user, row_id=card_id)
+
+
+def update_card(card_id: str, body: dict[str, Any], user: str) -> Answer:
     notes = {"notes": body["notes"]} if "notes" in body else {}
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         edited = editing.edit_card(
             session,
             account_id=user,
@@ -148,65 +162,76 @@ def update_card(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]
         send_after_commit(session, edited)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)  # the old page's image
-        return card_json.card_json(edited.card)
+        return conditional.tagged(session, card_json.card_json(edited.card), edited.card)
 
 
-def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def set_card_favorite(card_id: str, body: dict[str, Any], user: str) -> Answer:
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         card = editing.set_favorite(
             session, account_id=user, card_id=card_id, is_favorited=body["isFavorited"]
         )
-        return card_json.card_json(card)
+        return conditional.tagged(session, card_json.card_json(card), card)
 
 
-def mark_card_done(card_id: str, user: str) -> dict[str, Any]:
+def mark_card_done(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        return card_json.done_card_json(session, editing.mark_done(session, account_id=user, card_id=card_id))
+        _checked(session, card_id, user)
+        card = editing.mark_done(session, account_id=user, card_id=card_id)
+        return conditional.tagged(session, card_json.done_card_json(session, card), card)
 
 
-def refresh_card(card_id: str, user: str) -> tuple[dict[str, Any], int]:
+def refresh_card(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         edited = editing.refresh(session, account_id=user, card_id=card_id)
         send_after_commit(session, edited)
-    return {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}, 202
+        body = {"cardId": card_id, "requestedAt": now_ms(), "status": "queued"}
+        return conditional.tagged(session, body, edited.card, 202)
 
 
-def trash_card(card_id: str, user: str) -> dict[str, Any]:
+def trash_card(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        return card_json.extended(session, trash.move_to_trash(session, account_id=user, card_id=card_id))
+        _checked(session, card_id, user)
+        card = trash.move_to_trash(session, account_id=user, card_id=card_id)
+        return conditional.tagged(session, card_json.extended(session, card), card)
 
 
-def restore_card(card_id: str, user: str) -> dict[str, Any]:
+def restore_card(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        return card_json.extended(session, trash.restore(session, account_id=user, card_id=card_id))
+        _checked(session, card_id, user)
+        card = trash.restore(session, account_id=user, card_id=card_id)
+        return conditional.tagged(session, card_json.extended(session, card), card)
 
 
 def delete_card(card_id: str, user: str) -> tuple[None, int]:
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         trash.delete_forever(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # its files (the sweeper also sends it)
     return None, 204
 
 
-def archive_card(card_id: str, user: str) -> dict[str, Any]:
-    with runtime.current().db.transaction() as session:
-        return card_json.extended(
-            session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=True)
-        )
+def archive_card(card_id: str, user: str) -> Answer:
+    return _set_archived(card_id, user, is_archived=True)
 
 
-def unarchive_card(card_id: str, user: str) -> dict[str, Any]:
+def unarchive_card(card_id: str, user: str) -> Answer:
+    return _set_archived(card_id, user, is_archived=False)
+
+
+def _set_archived(card_id: str, user: str, *, is_archived: bool) -> Answer:
     with runtime.current().db.transaction() as session:
-        return card_json.extended(
-            session, editing.set_archived(session, account_id=user, card_id=card_id, is_archived=False)
-        )
+        _checked(session, card_id, user)
+        card = editing.set_archived(session, account_id=user, card_id=card_id, is_archived=is_archived)
+        return conditional.tagged(session, card_json.extended(session, card), card)
 
 
 def create_card_thumbnail_upload(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
     return _issue_upload(thumbnails.issue_upload, card_id, body, user)
 
 
-def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def replace_card_thumbnail(card_id: str, body: dict[str, Any], user: str) -> Answer:
     """The uploaded image, decoded and stored as the card's renditions."""
     return _replace_file(
         card_id,
@@ -224,7 +249,7 @@ def create_card_captions_upload(card_id: str, body: dict[str, Any], user: str) -
     return _issue_upload(captions.issue_upload, card_id, body, user)
 
 
-def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def replace_card_captions(card_id: str, body: dict[str, Any], user: str) -> Answer:
     """The uploaded caption file, its cues read and the file kept as the card's."""
     return _replace_file(
         card_id,
@@ -242,6 +267,7 @@ def _issue_upload(
     """An upload URL for a file the card takes (its image, its caption file)."""
     rt = runtime.current()
     with rt.db.transaction() as session:
+        _checked(session, card_id, user)
         issued = issue(
             session,
             rt.store,
@@ -263,36 +289,42 @@ def _replace_file(
     check: Callable[..., Any],
     make: Callable[[runtime.Runtime, Any], Any],
     apply: Callable[[Session, Any], Written],
-) -> dict[str, Any]:
+) -> Answer:
     """Check the card and its upload, then make what the card keeps from the file outside any
     transaction (it takes a while), then apply it."""
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
+        if conditional.sent(b"if-match"):  # refused before the file is made (checked again below)
+            conditional.require_on(editing.get_card(session, account_id=user, card_id=card_id))
         checked = check(session, rt.store, account_id=user, card_id=card_id, file_key=file_key)
         if isinstance(checked, Card):  # a repeated PUT: this file is the card's already
-            return card_json.extended(session, checked)
+            conditional.require_on(checked)
+            return conditional.with_etag(card_json.extended(session, checked), versions.etag(checked.version))
     # What is made for nothing (this request then fails) is deleted with its upload once that
     # is 24 hours old; a retry with the same upload makes and uses the same objects.
     made = make(rt, checked)
     with rt.db.transaction() as session:
+        _checked(session, card_id, user)
         edited = apply(session, made)
         after_commit(session, delete_doomed_objects.send)  # the file it replaces
         send_after_commit(session, edited)
-        return card_json.extended(session, edited.card)
+        return conditional.tagged(session, card_json.extended(session, edited.card), edited.card)
 
 
-def delete_card_captions(card_id: str, user: str) -> dict[str, Any]:
+def delete_card_captions(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         edited = captions.remove(session, account_id=user, card_id=card_id)
         if edited.stages:
             after_commit(session, delete_doomed_objects.send)
         send_after_commit(session, edited)
-        return card_json.extended(session, edited.card)
+        return conditional.tagged(session, card_json.extended(session, edited.card), edited.card)
 
 
-def reset_card_thumbnail(card_id: str, user: str) -> dict[str, Any]:
+def reset_card_thumbnail(card_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
+        _checked(session, card_id, user)
         edited = thumbnails.reset(session, account_id=user, card_id=card_id)
         after_commit(session, delete_doomed_objects.send)  # the replaced image's renditions
         send_after_commit(session, edited)  # the page's image again
-        return card_json.extended(session, edited.card)
+        return conditional.tagged(session, card_json.extended(session, edited.card), edited.card)

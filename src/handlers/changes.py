@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import feed, folders
+from cardvault.domain import feed, folders, versions
 from cardvault.domain.feed import ChangeRow
 from cardvault.handlers import card_json
 from cardvault.handlers.exports import job_json
@@ -29,6 +29,13 @@ def list_changes(user: str, limit: int = 100, cursor: str | None = None) -> dict
         found = feed.resources(session, account_id=user, changes=page.changes)
         cards = card_json.extended_many(list(found.cards.values()))
         counts = folders.card_counts(session, list(found.folders))
+        tags = {
+            **{("card", view.card.id): versions.etag(view.card.version) for view in found.cards.values()},
+            **{
+                ("folder", f.id): versions.folder_etag(f.version, counts[f.id])
+                for f in found.folders.values()
+            },
+        }
         shown: dict[tuple[str, str], dict[str, Any]] = {
             **{("card", view.card.id): cards[view.card.pk] for view in found.cards.values()},
             **{("folder", f.id): folder_json(f, counts[f.id]) for f in found.folders.values()},
@@ -36,11 +43,14 @@ def list_changes(user: str, limit: int = 100, cursor: str | None = None) -> dict
             **{("tagOperation", o.id): operation_json(o) for o in found.tag_operations.values()},
             **{("export", job.id): job_json(job) for job in found.exports.values()},
         }
-        items = [_item_json(change, shown.get((change.kind, change.resource_id))) for change in page.changes]
+        items = [
+            _item_json(change, shown.get(key := (change.kind, change.resource_id)), tags.get(key))
+            for change in page.changes
+        ]
     return {"items": items, "pageInfo": {"hasMore": page.has_more, "nextCursor": page.next_cursor}}
 
 
-def _item_json(change: ChangeRow, resource: dict[str, Any] | None) -> dict[str, Any]:
+def _item_json(change: ChangeRow, resource: dict[str, Any] | None, etag: str | None) -> dict[str, Any]:
     # An upsert whose resource is gone (a tag no card carries now) is given as the delete it is.
     action = change.action if resource is not None else "delete"
     return {
@@ -49,5 +59,6 @@ def _item_json(change: ChangeRow, resource: dict[str, Any] | None) -> dict[str, 
         "id": change.resource_id,
         "action": action,
         "changedAt": change.changed_at,
+        "etag": etag if resource is not None else None,  # a card's or folder's, as its ETag
         **{field: resource if kind == change.kind else None for kind, field in _FIELDS.items()},
     }

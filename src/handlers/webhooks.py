@@ -6,13 +6,19 @@ import functools
 import json
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from cardvault.domain import versions
 from cardvault.domain.db import after_commit
 from cardvault.domain.models import Webhook, WebhookDelivery
 from cardvault.domain.webhooks import deliveries, endpoints, events
-from cardvault.handlers.http import runtime
+from cardvault.handlers.http import conditional, runtime
 from cardvault.handlers.http.operations import held_credential
 from cardvault.handlers.http.paging import page_json
 from cardvault.workers.webhooks import deliver_webhooks
+
+# An answer with headers (the ETag), or a 304 without a body.
+Answer = tuple[dict[str, Any] | None, int, dict[str, str]]
 
 
 def webhook_json(webhook: Webhook) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def _checked_url(url: str) -> str:
     return endpoints.check_url(url, ports=settings.fetch_ports, allow_loopback=settings.fetch_allow_loopback)
 
 
-def create_webhook(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, dict[str, str]]:
+def create_webhook(body: dict[str, Any], user: str) -> Answer:
     url, chosen = _checked_url(body["url"]), endpoints.check_events(body["events"])
     with runtime.current().db.transaction() as session:
         webhook, secret = endpoints.create(
@@ -65,7 +71,7 @@ def create_webhook(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int
             credential_id=held_credential(),
         )
         made = {"webhook": webhook_json(webhook), "secret": secret}
-    return made, 201, {"Location": f"/v1/webhooks/{webhook.id}"}
+        return conditional.tagged(session, made, webhook, 201, {"Location": f"/v1/webhooks/{webhook.id}"})
 
 
 def list_webhooks(user: str) -> dict[str, Any]:
@@ -73,15 +79,23 @@ def list_webhooks(user: str) -> dict[str, Any]:
         return {"items": [webhook_json(w) for w in endpoints.list_all(session, account_id=user)]}
 
 
-def get_webhook(webhook_id: str, user: str) -> dict[str, Any]:
+def get_webhook(webhook_id: str, user: str) -> Answer:
     with runtime.current().db.transaction(write=False, snapshot=False) as session:
-        return webhook_json(endpoints.get(session, account_id=user, webhook_id=webhook_id))
+        webhook = endpoints.get(session, account_id=user, webhook_id=webhook_id)
+    tag = versions.etag(webhook.version)
+    return conditional.unchanged(tag) or conditional.with_etag(webhook_json(webhook), tag)
 
 
-def update_webhook(webhook_id: str, body: dict[str, Any], user: str) -> dict[str, Any]:
+def _checked(session: Session, webhook_id: str, user: str) -> None:
+    """The request's If-Match checked against the webhook, locked until the write commits."""
+    conditional.require(session, Webhook, account_id=user, row_id=webhook_id)
+
+
+def update_webhook(webhook_id: str, body: dict[str, Any], user: str) -> Answer:
     url = _checked_url(body["url"]) if "url" in body else None
     chosen = endpoints.check_events(body["events"]) if "events" in body else None
     with runtime.current().db.transaction() as session:
+        _checked(session, webhook_id, user)
         webhook = endpoints.update(
             session,
             account_id=user,
@@ -92,27 +106,30 @@ def update_webhook(webhook_id: str, body: dict[str, Any], user: str) -> dict[str
             enabled=body.get("enabled"),
             credential_id=held_credential(),
         )
-        return webhook_json(webhook)
+        return conditional.tagged(session, webhook_json(webhook), webhook)
 
 
 def delete_webhook(webhook_id: str, user: str) -> tuple[None, int]:
     with runtime.current().db.transaction() as session:
+        _checked(session, webhook_id, user)
         endpoints.delete(session, account_id=user, webhook_id=webhook_id)
     return None, 204
 
 
-def rotate_webhook_secret(webhook_id: str, user: str) -> dict[str, Any]:
+def rotate_webhook_secret(webhook_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
+        _checked(session, webhook_id, user)
         webhook, secret = endpoints.rotate_secret(session, account_id=user, webhook_id=webhook_id)
-        return {"webhook": webhook_json(webhook), "secret": secret}
+        return conditional.tagged(session, {"webhook": webhook_json(webhook), "secret": secret}, webhook)
 
 
-def test_webhook(webhook_id: str, user: str) -> tuple[dict[str, Any], int]:
+def test_webhook(webhook_id: str, user: str) -> Answer:
     with runtime.current().db.transaction() as session:
-        delivery = events.ping(session, endpoints.get(session, account_id=user, webhook_id=webhook_id))
-        session.flush()
+        _checked(session, webhook_id, user)
+        webhook = endpoints.get(session, account_id=user, webhook_id=webhook_id)
+        delivery = events.ping(session, webhook)
         after_commit(session, functools.partial(deliver_webhooks.send, webhook_id))
-        return delivery_json(delivery), 202
+        return conditional.tagged(session, delivery_json(delivery), webhook, 202)
 
 
 def list_webhook_deliveries(

@@ -281,9 +281,48 @@ def request_head_cases(b: Builder) -> None:
             b.add(f"idempotency:{label}", BAD, headers=(("Idempotency-Key", value),))
         two = (("Idempotency-Key", "one"), ("Idempotency-Key", "two"))
         b.add("idempotency:two-headers", BAD, headers=two)
+    conditional_cases(b)
     # The client drops Content-Length beside Transfer-Encoding unless both are set by hand.
     framing = (*JSON_TYPE, ("Content-Length", "{length}"), ("Transfer-Encoding", "chunked"))
     b.body("head:length-and-chunked", BAD, b.valid or b"{}", headers=framing)
+
+
+# Malformed If-Match values (docs/conditional-requests.md) name no version: each fails (412,
+# nothing changed); over the bounds (2048 bytes, 32 entity tags), either header answers 400.
+MALFORMED_CONDITIONS = [
+    ("empty", ""),
+    ("garbage", "garbage"),
+    ("unquoted", "17"),
+    ("unclosed", '"17'),
+    ("weak-unquoted", "W/17"),
+    ("no-comma", '"1" "2"'),
+    ("star-in-list", '*, "1"'),
+    ("commas-only", ", ,"),
+    ("space-inside", '"a b"'),
+    ("stale", '"999999"'),
+    ("weak", 'W/"1"'),
+    ("stale-list", '"0", "999999"'),
+]
+OVERSIZED_CONDITIONS = [
+    ("too-many", ", ".join(f'"{n}"' for n in range(40))),
+    ("too-long", '"' + "a" * 3000 + '"'),
+    ("huge-list", ", ".join(['"1"'] * 1000)),
+]
+
+
+def conditional_cases(b: Builder) -> None:
+    """Oversized If-Match and If-None-Match values where an operation declares them (400), and
+    malformed, stale or weak If-Match values (412, nothing changed)."""
+    for header in ("If-Match", "If-None-Match"):
+        if header not in b.op.headers:
+            continue
+        for label, value in OVERSIZED_CONDITIONS:
+            b.add(f"{header.lower()}:{label}", BAD, headers=((header, value),))
+    if "If-Match" in b.op.headers:
+        failed = (412, "PRECONDITION_FAILED")
+        for label, value in b.share(MALFORMED_CONDITIONS, "If-Match", 2):
+            b.add(f"if-match:{label}", failed, headers=(("If-Match", value),))
+        b.add("if-match:one-bad-line", failed, headers=(("If-Match", '"1"'), ("If-Match", "bad")))
 
 
 NON_JSON_TYPES = [

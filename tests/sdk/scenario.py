@@ -96,6 +96,7 @@ from cardvault_client.models import (
     DoneAs,
     DoneCard,
     EmptyTrashResult,
+    ErrorDetails,
     ExportJob,
     ExportStatus,
     ExtendedCard,
@@ -400,8 +401,19 @@ def cards_and_lists(client: AuthenticatedClient) -> dict[str, Card]:
 
     card = ok(get_card.sync(made["text"].id, client=client))
     assert card.notes == "n" and card.tags == ["Work", "sdk"]
-    card = ok(update_card.sync(card.id, client=client, body=CardUpdate(content="# Plans v2", tags=["Work"])))
-    assert card.content == "# Plans v2" and card.tags == ["Work"]
+    # Conditional requests: the ETag read, 304 for it, 412 for a stale If-Match, then the write.
+    etag = get_card.sync_detailed(card.id, client=client).headers["ETag"]
+    assert get_card.sync_detailed(card.id, client=client, if_none_match=etag).status_code == 304
+    stale = refused(
+        update_card.sync_detailed(card.id, client=client, body=CardUpdate(notes="stale"), if_match='"0"'),
+        412,
+        "PRECONDITION_FAILED",
+    )
+    assert isinstance(stale.details, ErrorDetails) and stale.details.etag == etag
+    update = CardUpdate(content="# Plans v2", tags=["Work"])
+    written = update_card.sync_detailed(card.id, client=client, body=update, if_match=etag)
+    card = ok(written.parsed)
+    assert card.content == "# Plans v2" and card.tags == ["Work"] and written.headers["ETag"] != etag
     card = ok(set_card_favorite.sync(card.id, client=client, body=FavoriteUpdate(is_favorited=True)))
     assert card.is_favorited is True
     assert walk(lambda cursor: list_cards.sync(client=client, favorited=True, cursor=cursor)) == [card.id]

@@ -88,10 +88,19 @@ export async function firstDay(): Promise<string[]> {
     }
   }
 
+  // Read-modify-write without losing another device's edit: If-Match with the ETag read, a
+  // 412 PRECONDITION_FAILED (details.etag) when the card changed meanwhile; If-None-Match: 304.
+  const read = await client.GET("/cards/{cardId}", { params: { path: { cardId: id } } });
+  const etag = read.response.headers.get("ETag") ?? "*";
+  const unchanged = await client.GET("/cards/{cardId}", {
+    params: { path: { cardId: id }, header: { "If-None-Match": etag } },
+  });
+  out.push(String(unchanged.response.status === 304));
   const updated = await client.PATCH("/cards/{cardId}", {
-    params: { path: { cardId: id } },
+    params: { path: { cardId: id }, header: { "If-Match": etag } },
     body: { notes: null, tags: ["later"] },
   });
+  if (updated.error?.code === "PRECONDITION_FAILED") out.push(String(updated.error.details?.etag));
   if (updated.data) out.push(title(updated.data));
 
   const finished = await client.POST("/cards/{cardId}/done", { params: { path: { cardId: id } } });

@@ -117,6 +117,8 @@ class Card(Base):
     updated_at: Mapped[int] = mapped_column(BigInteger)
     deleted_at: Mapped[int | None] = mapped_column(BigInteger)  # set while in Trash
     archived_at: Mapped[int | None] = mapped_column(BigInteger)
+    # Raised by every write (cardvault.domain.versions): the resource's ETag.
+    version: Mapped[int] = mapped_column(BigInteger, default=1, server_default=text("1"))
 
     folder_rows: Mapped[list[FolderCard]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", passive_deletes=True, order_by="FolderCard.added_at"

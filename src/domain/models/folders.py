@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -22,6 +22,8 @@ class Folder(Base):
     kind: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # Raised by every write (cardvault.domain.versions): the resource's ETag.
+    version: Mapped[int] = mapped_column(BigInteger, default=1, server_default=text("1"))
 
 
 class FolderCard(Base):

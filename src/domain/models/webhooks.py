@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -39,6 +39,8 @@ class Webhook(Base):
     credential_id: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # Raised by every write (cardvault.domain.versions): the resource's ETag.
+    version: Mapped[int] = mapped_column(BigInteger, default=1, server_default=text("1"))
 
 
 class WebhookDelivery(Base):

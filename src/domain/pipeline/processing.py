@@ -181,6 +181,11 @@ def finish(
     False when the lease is no longer current (the card is gone, or was refreshed, or another
     worker took the stage over): the attempt's result must then be dropped."""
     now = now_ms()
+    # The card first, then its stage row (the lock order in cardvault.domain.db): the feed
+    # raises the card's version at COMMIT, under this lock.
+    owner = session.execute(
+        select(Card.account_id, Card.id).where(Card.pk == card_pk).with_for_update()
+    ).one_or_none()
     settled = rows_changed(
         session,
         update(CardStage)
@@ -188,7 +193,6 @@ def finish(
         .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None),
     )
     if settled:  # the card's processing status changed: a change of the card for the feed
-        owner = session.execute(select(Card.account_id, Card.id).where(Card.pk == card_pk)).one_or_none()
         unsettled = select(CardStage.stage).where(
             CardStage.card_pk == card_pk, CardStage.state.in_(("pending", "running"))
         )

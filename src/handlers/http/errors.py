@@ -63,6 +63,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.InsufficientScope: (403, "INSUFFICIENT_SCOPE"),
     domain.IdempotencyKeyInUse: (409, "IDEMPOTENCY_KEY_IN_USE"),
     domain.IdempotencyKeyReused: (422, "IDEMPOTENCY_KEY_REUSED"),
+    domain.PreconditionFailed: (412, "PRECONDITION_FAILED"),
     domain.NotApplied: (424, "NOT_APPLIED"),
     domain.RateLimited: (429, "RATE_LIMITED"),
     domain.ServiceBusy: (503, "SERVICE_BUSY"),

@@ -25,7 +25,7 @@ from cardvault.handlers.http import runtime
 from cardvault.settings import Settings
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "patch")
-_KEPT_HEADERS = ("Location",)  # what a replay repeats besides the status and body
+_KEPT_HEADERS = ("Location", "ETag")  # what a replay repeats besides the status and body
 
 
 @dataclasses.dataclass(frozen=True)

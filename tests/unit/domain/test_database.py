@@ -47,4 +47,8 @@ def test_the_floor_installs_only_the_writers_it_is_given(tmp_path: Path) -> None
 def test_the_vocabulary_writes_before_the_changes_feed() -> None:
     # The change counters are the last lock a writer takes (cardvault.domain.db's lock order).
     names = [f"{w.__module__}.{w.__name__}" for w in features_database.AT_COMMIT]
-    assert names == ["cardvault.domain.search.vocabulary.install", "cardvault.domain.changes.install"]
+    assert names == [
+        "cardvault.domain.search.vocabulary.install",
+        "cardvault.domain.versions.install",  # takes no lock: raises versions in the flushes' UPDATEs
+        "cardvault.domain.changes.install",
+    ]

@@ -38,6 +38,16 @@ def saved_before(
     return db
 
 
+def downgrade(db: Database, revision: str) -> None:
+    """Undo the migrations after ``revision``."""
+    config = Config()
+    config.set_main_option("script_location", MIGRATIONS)
+    with db.engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+        connection.commit()
+
+
 def at_revision(tmp_path: Path, backend: str, name: str, revision: str) -> Database:
     """An empty database of ``backend`` (PostgreSQL: a fresh one called ``name``) at ``revision``."""
     url = (
@@ -143,12 +153,7 @@ def test_undoing_the_caption_columns_keeps_every_other_trigger(tmp_path: Path) -
             return set(session.scalars(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")))
 
     before = triggers()
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0010")
-        connection.commit()
+    downgrade(db, "0010")
     columns = ("captions", "screenshot", "screenshot_compact", "screenshot_placeholder", "archive", "reader")
     later = {"search_word_grams_insert", "search_word_grams_delete"}  # 0030's, undone on the way
     assert before - triggers() == later | {
@@ -174,12 +179,7 @@ def test_undoing_sign_in_keeps_every_account_key_and_card(tmp_path: Path) -> Non
     with db.transaction(write=False) as session:
         key = session.execute(text("SELECT name, scopes, last_chars FROM api_keys")).one()
         assert tuple(key) == ("", "read write keys", None)  # an old key keeps every scope
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0012")
-        connection.commit()
+    downgrade(db, "0012")
     with db.transaction(write=False) as session:
         assert session.scalar(text("SELECT count(*) FROM cards")) == 2
         assert session.scalar(text("SELECT count(*) FROM api_keys")) == 1
@@ -239,12 +239,7 @@ def test_the_quota_counters_start_as_the_sums_of_the_rows_they_count(tmp_path: P
     # Trash included; an upload a card took and a card without a file count nothing.
     assert counters() == [("acc_1", 30, 350), ("acc_2", 0, 7), ("acc_3", 0, 0)]
     assert "ix_uploads_pending" not in indexes()  # what only the sum read
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0014")
-        connection.commit()
+    downgrade(db, "0014")
     assert "ix_uploads_pending" in indexes()
     with db.transaction(write=False) as session:  # ALTER TABLE: no account, card or upload lost
         assert session.scalar(text("SELECT count(*) FROM cards")) == len(cards)
@@ -324,15 +319,12 @@ def test_cards_saved_before_url_keys_are_found_by_their_page(tmp_path: Path) -> 
             3: None,
             4: None,
         }
+    db.migrate()  # the live listing reads the latest schema
+    with db.transaction(write=False) as session:
         filters = listing.CardFilter(url="https://example.com/a#top")
         page = listing.list_cards(session, account_id="acc_1", secret="s" * 48, filters=filters)
         assert [card.pk for card in page.cards] == [1]
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:  # and back
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0020")
-        connection.commit()
+    downgrade(db, "0020")  # and back
     assert "url_key" not in {column["name"] for column in inspect(db.engine).get_columns("cards")}
     db.dispose()
 
@@ -411,12 +403,7 @@ def test_cards_indexed_before_positions_are_found_by_phrase_site_and_tier(
             )
         assert collation == "C"
     assert found("quick fox") == ["noted", "body"]  # in the headline first
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:  # and back, still searchable by words
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0024")
-        connection.commit()
+    downgrade(db, "0024")  # and back, still searchable by words
     with db.transaction(write=False) as session:
         old = (
             "SELECT rowid FROM card_search WHERE card_search MATCH 'notes'"
@@ -506,13 +493,30 @@ def test_the_vocabulary_starts_counted_from_the_index_rows(tmp_path: Path, backe
     ]  # "the" is a stop word
     assert [tuple(row) for row in lengths] == [(1, 5), (2, 2), (3, 2), (4, 0)]
     assert found["kubernets"].typos == (("kubernetes", 2),) and found["run"].stems == (("running", 1),)
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
-    with db.engine.connect() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0029")
-        connection.commit()
+    downgrade(db, "0029")
     with db.engine.connect() as connection:
         assert "search_words" not in inspect(connection).get_table_names()
         assert "search_words" not in {column["name"] for column in inspect(connection).get_columns("cards")}
+    db.dispose()
+
+
+def test_cards_folders_and_webhooks_saved_before_versions_start_at_one(tmp_path: Path) -> None:
+    db = saved_before(tmp_path, "0030", [(1, "text", None, None), (2, "link", "https://example.com/", 5)])
+    with db.transaction() as session:
+        session.execute(
+            text(
+                "INSERT INTO folders (id, account_id, name, name_key, kind, created_at, updated_at)"
+                " VALUES ('fld_1', 'acc_1', 'F', 'f', 'manual', 1, 1)"
+            )
+        )
+    db.migrate()
+    with db.transaction(write=False) as session:
+        versions = session.execute(
+            text("SELECT version FROM cards UNION ALL SELECT version FROM folders")
+        ).all()
+    assert [row[0] for row in versions] == [1, 1, 1]
+    assert "version" in {c["name"] for c in inspect(db.engine).get_columns("webhooks")}
+    downgrade(db, "0030")
+    for table in ("cards", "folders", "webhooks"):
+        assert "version" not in {c["name"] for c in inspect(db.engine).get_columns(table)}
     db.dispose()
