@@ -805,6 +805,18 @@ def domain_cases(b: Builder) -> None:
             ),
             ("file-key-item", BAD, {"body": dump({"operation": "create", "items": [{"fileKey": "up_1"}]})}),
             ("unknown-operation", BAD, {"body": dump({"operation": "purge", "items": [{"cardId": "x"}]})}),
+            *(
+                (
+                    f"item-if-match:{label}",
+                    BAD,
+                    {
+                        "body": dump(
+                            {"operation": "trash", "items": [{"cardId": "{cardId}", "ifMatch": value}]}
+                        )
+                    },
+                )
+                for label, value in OVERSIZED_CONDITIONS
+            ),
             (
                 "read-only-key",
                 (403, "INSUFFICIENT_SCOPE"),

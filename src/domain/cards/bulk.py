@@ -2,6 +2,10 @@
 each item through the single operation's own domain function, in a savepoint of its own, so
 that an item that fails changes nothing and the others stand (docs/bulk.md).
 
+An item of an existing card may name the card's version (``ifMatch``, the If-Match of its
+single operation): checked with the card locked, after whatever that operation locks before
+its card (the lock order in cardvault.domain.db), so the check and the change are one step.
+
 ``apply`` never commits (the caller's transaction does, once, for every item): so a request
 cut short leaves every applied item or none. With ``atomic``, one failed item undoes them all
 (the whole batch runs in one more savepoint, rolled back)."""
@@ -14,7 +18,7 @@ from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import folders
+from cardvault.domain import folders, versions
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardVaultError, Conflict, InvalidInput, NotApplied, NotFound
@@ -38,6 +42,7 @@ FIELDS: Mapping[str, frozenset[str]] = {
     "addToFolder": frozenset({"cardId", "folderId"}),
     "removeFromFolder": frozenset({"cardId", "folderId"}),
 }
+CONDITION = "ifMatch"  # an item's If-Match, given to ``apply`` parsed (``conditions``)
 _REQUIRED: Mapping[str, frozenset[str]] = {
     "create": frozenset(),
     "update": frozenset({"cardId"}),
@@ -81,10 +86,12 @@ def apply(
     items: Sequence[Mapping[str, Any]],
     atomic: bool = False,
     max_cards: int | None = None,
+    conditions: Sequence[versions.Condition | None] = (),
 ) -> Batch:
     """Apply ``operation`` to each item in order, each in a savepoint (an item that fails is
     rolled back alone); with ``atomic`` and any item failed, roll back every item, and answer
-    each successful one with NotApplied."""
+    each successful one with NotApplied. ``conditions``: each item's ``ifMatch``, parsed (None,
+    or left out: unconditional); the item's own ``ifMatch`` field is then not read."""
     if operation not in FIELDS:
         raise InvalidInput(f"No such bulk operation: {operation}.")
     if not 1 <= len(items) <= MAX_ITEMS:
@@ -94,9 +101,12 @@ def apply(
     outcomes = []
     for index, item in enumerate(items):
         card_id = item.get("cardId")
+        condition = conditions[index] if index < len(conditions) else None
         savepoint = session.begin_nested()
         try:
             _check_fields(operation, item)
+            if condition is not None:
+                _require(session, operation, account_id, item, condition)
             card, written = run(session, account_id, item, max_cards)
             savepoint.commit()
         except CardVaultError as exc:
@@ -122,6 +132,29 @@ def apply(
     )
 
 
+def _require(
+    session: Session,
+    operation: str,
+    account_id: str,
+    item: Mapping[str, Any],
+    condition: versions.Condition,
+) -> None:
+    """Check the item's If-Match against its card, locked until the transaction ends, taking
+    first what the operation locks before its card: the folder for a folder's operations,
+    else the account's tag lock (shared)."""
+    if operation in ("addToFolder", "removeFromFolder"):
+        folders.get_folder(session, account_id=account_id, folder_id=item["folderId"], for_update=True)
+    else:
+        lock_tags(session, account_id=account_id)
+    versions.require(
+        session,
+        Card,
+        account_id=account_id,
+        row_id=item["cardId"],
+        condition=condition,
+    )
+
+
 def _kept_id(operation: str, outcome: Outcome) -> str | None:
     """The id an undone item still answers with: none for a card whose creation was undone."""
     return None if operation == "create" else outcome.card_id
@@ -130,7 +163,8 @@ def _kept_id(operation: str, outcome: Outcome) -> str | None:
 def _check_fields(operation: str, item: Mapping[str, Any]) -> None:
     """Refuse a field the operation does not take, or one it needs left out (its single
     operation's body would have been refused so: 400 INVALID_INPUT)."""
-    extra = sorted(set(item) - FIELDS[operation])
+    taken = FIELDS[operation] | ({CONDITION} if operation != "create" else set())
+    extra = sorted(set(item) - taken)
     missing = sorted(_REQUIRED.get(operation, frozenset({"cardId"})) - set(item))
     problems = [
         {"location": "body", "field": name, "message": f"is not taken by {operation}"} for name in extra

@@ -93,12 +93,12 @@ def field(name: bytes, label: str) -> Condition | None:
 NOTHING = Condition()  # what a malformed field names: no version at all
 
 
-def parse(value: str, label: str = "If-Match") -> Condition:
+def parse(value: str, label: str = "If-Match", location: str = "header") -> Condition:
     """Parse ``*`` or a list of entity tags (RFC 9110 §8.8.3 and §5.6.1: empty list elements
     and whitespace around commas are allowed); anything else is NOTHING. Raise InvalidRequest
-    over the bounds."""
+    over the bounds, naming ``label`` at ``location`` (a header, or a body field's pointer)."""
     if len(value) > MAX_FIELD_BYTES:
-        raise _invalid(label, f"must be at most {MAX_FIELD_BYTES} bytes")
+        raise _invalid(label, f"must be at most {MAX_FIELD_BYTES} bytes", location)
     if value.strip(_OWS) == "*":
         return Condition(any=True)
     tags: list[tuple[bool, str]] = []
@@ -118,7 +118,7 @@ def parse(value: str, label: str = "If-Match") -> Condition:
             return NOTHING
         tags.append((weak, value[start : close + 1]))
         if len(tags) > MAX_TAGS:
-            raise _invalid(label, f"may name at most {MAX_TAGS} entity tags")
+            raise _invalid(label, f"may name at most {MAX_TAGS} entity tags", location)
         i = close + 1
         while i < end and value[i] in _OWS:
             i += 1
@@ -133,8 +133,8 @@ def _etagc(char: str) -> bool:
     return code == 0x21 or 0x23 <= code <= 0x7E or 0x80 <= code <= 0xFF
 
 
-def _invalid(label: str, message: str) -> InvalidRequest:
+def _invalid(label: str, message: str, location: str = "header") -> InvalidRequest:
     return InvalidRequest(
-        f"The {label} header {message}.",
-        details={"fields": [{"location": "header", "field": label, "message": message}]},
+        f"The {label} {'header' if location == 'header' else 'field'} {message}.",
+        details={"fields": [{"location": location, "field": label, "message": message}]},
     )

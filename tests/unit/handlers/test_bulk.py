@@ -21,6 +21,7 @@ from cardvault.handlers.http.app import create_app
 from cardvault.settings import Settings
 from tests.conftest import Api, connections_cut
 from tests.unit.handlers.test_cards import assert_error
+from tests.unit.handlers.test_cards_conditional import settled_card
 
 BULK = "/v1/cards/bulk"
 
@@ -126,6 +127,40 @@ def test_each_operation_does_what_its_single_operation_does(api: Api) -> None:
     assert api.get(f"/v1/cards/{card}").status_code == 404
     missing = _bulk(api, "update", [{"notes": "no card"}])[0]
     assert (missing["status"], missing["error"]["details"]["fields"][0]["field"]) == (400, "cardId")
+
+
+def test_an_item_with_a_stale_if_match_fails_alone_and_its_card_stays(api: Api) -> None:
+    """ifMatch per item: the current ETag passes (and its result has the new one), a stale one
+    is that item's 412 with the current ETag, and `*` passes; on a folder's operation too."""
+    (made, fresh_tag), (other, stale_tag) = settled_card(api, content="a"), settled_card(api, content="b")
+    fresh, stale = made["id"], other["id"]
+    folder = api.post("/v1/folders", json={"name": "F"}).json()["id"]
+    tags = {fresh: fresh_tag, stale: stale_tag}
+    moved = api.patch(f"/v1/cards/{stale}", json={"notes": "the other writer"}).headers["etag"]
+    items = [
+        {"cardId": fresh, "notes": "mine", "ifMatch": tags[fresh]},
+        {"cardId": stale, "notes": "mine", "ifMatch": tags[stale]},
+        {"cardId": "crd_missing", "notes": "mine", "ifMatch": "*"},
+    ]
+    results = _bulk(api, "update", items)
+    assert [r["status"] for r in results] == [200, 412, 404]
+    assert results[0]["etag"] == api.get(f"/v1/cards/{fresh}").headers["etag"] != tags[fresh]
+    assert results[1]["error"]["code"] == "PRECONDITION_FAILED"
+    assert results[1]["error"]["details"] == {"etag": moved} and results[1]["etag"] is None
+    assert _extended(api, stale)["notes"] == "the other writer"
+    assert _extended(api, fresh)["notes"] == "mine"
+    filed = _bulk(
+        api,
+        "addToFolder",
+        [
+            {"cardId": fresh, "folderId": folder, "ifMatch": tags[fresh]},
+            {"cardId": stale, "folderId": folder, "ifMatch": "*"},
+        ],
+    )
+    assert [r["status"] for r in filed] == [412, 200]
+    assert _extended(api, fresh)["folderIds"] == [] and _extended(api, stale)["folderIds"] == [folder]
+    refused = _bulk(api, "create", [{"content": "c", "ifMatch": "*"}])[0]
+    assert (refused["status"], refused["error"]["details"]["fields"][0]["field"]) == (400, "ifMatch")
 
 
 def test_another_accounts_cards_look_missing_item_by_item(api: Api, make_api: Callable[[], Api]) -> None:
@@ -236,7 +271,10 @@ def test_a_connection_cut_mid_batch_leaves_nothing_and_its_retry_everything(
         results = _bulk(api, "create", items)  # retried once, from the start
     assert {r["status"] for r in results} == {200}
     assert _cards(database, api.account_id) == 100
-    with connections_cut(database, table="cards", times=1, at_commit=True, when="NEW.content = 'cut 99'"):
-        cut = api.post(BULK, json={"operation": "create", "items": items})
+    # New contents: the trigger must match only this request's rows, not an UPDATE of the
+    # cards above (their processing raises their version meanwhile).
+    again = [{"content": f"again {i}"} for i in range(100)]
+    with connections_cut(database, table="cards", times=1, at_commit=True, when="NEW.content = 'again 99'"):
+        cut = api.post(BULK, json={"operation": "create", "items": again})
     assert_error(cut, 503, "SERVICE_UNAVAILABLE")  # lost in COMMIT: it says it may be saved
     assert _cards(database, api.account_id) == 100  # none of it (all or none, never a part)
