@@ -1,6 +1,9 @@
 """Bulk card operations: one operation applied to up to MAX_ITEMS cards in one transaction,
 each item through the single operation's own domain function, in a savepoint of its own, so
-that an item that fails changes nothing and the others stand (docs/bulk.md).
+that an item that fails changes nothing and the others stand (docs/bulk.md). Creates, tags and
+untags without ``ifMatch`` are stored together instead (``_TOGETHER``): each item checked alone,
+then all the others' cards written with one statement of each kind; what only that store can
+refuse sends the batch one by one.
 
 An item of an existing card may name the card's version (``ifMatch``, the If-Match of its
 single operation): checked with the card locked, after whatever that operation locks before
@@ -25,7 +28,9 @@ from cardvault.domain.errors import CardVaultError, Conflict, InvalidInput, NotA
 from cardvault.domain.models import Card
 from cardvault.domain.names import tag_key
 from cardvault.domain.pipeline.processing import Written
+from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags
+from cardvault.domain.tags.rows import replace_tags
 
 MAX_ITEMS = 100  # items a request takes (the spec's CardBulkRequest)
 MAX_TAGS = 100  # tags a card carries (the spec's TagList)
@@ -96,8 +101,38 @@ def apply(
         raise InvalidInput(f"No such bulk operation: {operation}.")
     if not 1 <= len(items) <= MAX_ITEMS:
         raise InvalidInput(f"A bulk request takes 1 to {MAX_ITEMS} items.")
-    run = _OPERATIONS[operation]
     outer = session.begin_nested() if atomic else None
+    together = _TOGETHER.get(operation) if not any(c is not None for c in conditions) else None
+    outcomes = together(session, account_id, items, max_cards) if together is not None else None
+    if outcomes is None:
+        outcomes = _one_by_one(session, account_id, operation, items, conditions, max_cards)
+    failed = [outcome.index for outcome in outcomes if outcome.error is not None]
+    if outer is None:
+        return Batch(outcomes, applied=True)
+    if not failed:
+        outer.commit()
+        return Batch(outcomes, applied=True)
+    outer.rollback()
+    undone = NotApplied(failed)
+    return Batch(
+        [
+            o if o.error is not None else Outcome(o.index, _kept_id(operation, o), error=undone)
+            for o in outcomes
+        ],
+        applied=False,
+    )
+
+
+def _one_by_one(
+    session: Session,
+    account_id: str,
+    operation: str,
+    items: Sequence[Mapping[str, Any]],
+    conditions: Sequence[versions.Condition | None],
+    max_cards: int | None,
+) -> list[Outcome]:
+    """Each item through its single operation's domain function, in a savepoint of its own."""
+    run = _OPERATIONS[operation]
     outcomes = []
     for index, item in enumerate(items):
         card_id = item.get("cardId")
@@ -115,21 +150,86 @@ def apply(
             continue
         made = card.id if card is not None else card_id
         outcomes.append(Outcome(index, made, card, written, deleted=operation == "delete"))
-    failed = [outcome.index for outcome in outcomes if outcome.error is not None]
-    if outer is None:
-        return Batch(outcomes, applied=True)
-    if not failed:
-        outer.commit()
-        return Batch(outcomes, applied=True)
-    outer.rollback()
-    undone = NotApplied(failed)
-    return Batch(
-        [
-            o if o.error is not None else Outcome(o.index, _kept_id(operation, o), error=undone)
-            for o in outcomes
-        ],
-        applied=False,
-    )
+    return outcomes
+
+
+def _create_together(
+    session: Session, account_id: str, items: Sequence[Mapping[str, Any]], max_cards: int | None
+) -> list[Outcome] | None:
+    """Every create at once: each item checked alone (``editing.new_card`` refuses what it is
+    given without the database), then the cards of the others stored together
+    (``editing.store_cards``: one statement of each kind for all). What is refused in the
+    store (the account's cap on cards) fails the batch's savepoint: None, and the items go one
+    by one, so each answers as its createCard would."""
+    outcomes: list[Outcome | None] = [None] * len(items)
+    made: list[tuple[int, Card]] = []
+    for index, item in enumerate(items):
+        try:
+            _check_fields("create", item)
+            given = {_snake(key): value for key, value in item.items()}
+            made.append((index, editing.new_card(account_id=account_id, **cast(editing.NewCard, given))))
+        except CardVaultError as exc:
+            outcomes[index] = Outcome(index, None, error=exc)
+    if not made:
+        return [outcome for outcome in outcomes if outcome is not None]
+    savepoint = session.begin_nested()
+    try:
+        written = editing.store_cards(
+            session, [card for _, card in made], account_id=account_id, max_cards=max_cards, queued=True
+        )
+        savepoint.commit()
+    except CardVaultError:
+        savepoint.rollback()
+        return None
+    for (index, card), one in zip(made, written, strict=True):
+        outcomes[index] = Outcome(index, card.id, card, one)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _retag_together(adding: bool) -> Together:
+    """Every tag (``adding``) or untag at once: the cards locked in one statement (in pk order,
+    after the account's tag lock), each item's new tags worked out in order (an item over
+    MAX_TAGS fails alone, changing nothing), then the changed cards stored together
+    (``editing.store_tags``). Items naming no card of the account answer as their updateCard
+    would, one by one."""
+
+    def run(
+        session: Session, account_id: str, items: Sequence[Mapping[str, Any]], _max: int | None
+    ) -> list[Outcome] | None:
+        lock_tags(session, account_id=account_id)  # before the cards (the lock order in cardvault.domain.db)
+        ids = [item["cardId"] for item in items if isinstance(item.get("cardId"), str)]
+        held = editing.lock_cards(session, account_id=account_id, card_ids=ids)
+        before = {card.pk: counts.card_tally(card) for card in held.values()}
+        tags_before = {card.pk: list(card.tags) for card in held.values()}
+        outcomes = []
+        for index, item in enumerate(items):
+            try:
+                _check_fields("tag" if adding else "untag", item)
+                named: str = item["cardId"]
+                card = held.get(named) or editing.get_card(session, account_id=account_id, card_id=named)
+                replace_tags(card, "user", _new_tags(card, item["tags"], adding))
+            except CardVaultError as exc:
+                outcomes.append(Outcome(index, item.get("cardId"), error=exc))
+                continue
+            outcomes.append(Outcome(index, card.id, card, Written(card)))
+        changed = [card for card in held.values() if card.tags != tags_before[card.pk]]
+        editing.store_tags(session, account_id=account_id, cards=changed, before=before)
+        return outcomes
+
+    return run
+
+
+def _new_tags(card: Card, given: Sequence[str], adding: bool) -> list[str]:
+    """The card's tags with the given ones added or taken away (ignoring case)."""
+    clean = clean_tags(given)
+    if not adding:
+        gone = {tag_key(tag) for tag in clean}
+        return [tag for tag in card.tags if tag_key(tag) not in gone]
+    tags = clean_tags([*card.tags, *clean])
+    if len(tags) > MAX_TAGS:
+        problem = {"location": "body", "field": "tags", "message": f"would pass {MAX_TAGS} tags"}
+        raise InvalidInput(f"A card carries at most {MAX_TAGS} tags.", details={"fields": [problem]})
+    return tags
 
 
 def _require(
@@ -197,17 +297,9 @@ def _retag(adding: bool) -> Apply:
     """Add the item's tags to the card's (``adding``), or take them from it, ignoring case."""
 
     def run(session: Session, account_id: str, item: Mapping[str, Any], _max: int | None) -> Any:
-        given = clean_tags(item["tags"])
         lock_tags(session, account_id=account_id)  # before the card (the lock order in cardvault.domain.db)
         card = editing.get_card(session, account_id=account_id, card_id=item["cardId"], for_update=True)
-        if adding:
-            tags = clean_tags([*card.tags, *given])
-            if len(tags) > MAX_TAGS:
-                problem = {"location": "body", "field": "tags", "message": f"would pass {MAX_TAGS} tags"}
-                raise InvalidInput(f"A card carries at most {MAX_TAGS} tags.", details={"fields": [problem]})
-        else:
-            gone = {tag_key(tag) for tag in given}
-            tags = [tag for tag in card.tags if tag_key(tag) not in gone]
+        tags = _new_tags(card, item["tags"], adding)
         written = editing.edit_card(session, account_id=account_id, card_id=card.id, tags=tags)
         return written.card, written
 
@@ -249,6 +341,17 @@ def _in_folder(adding: bool) -> Apply:
 
     return run
 
+
+# Operations whose items run together when none names a version (ifMatch): a function of the
+# items that answers their outcomes, or None to run them one by one.
+Together = Callable[[Session, str, Sequence[Mapping[str, Any]], int | None], list[Outcome] | None]
+_TOGETHER: Mapping[str, Together] = {
+    "create": lambda session, account_id, items, max_cards: _create_together(
+        session, account_id, items, max_cards
+    ),
+    "tag": _retag_together(adding=True),
+    "untag": _retag_together(adding=False),
+}
 
 _OPERATIONS: Mapping[str, Apply] = {
     "create": _create,

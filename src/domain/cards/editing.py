@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypedDict, Unpack
 
-from sqlalchemy.orm import Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain import links
@@ -20,7 +21,7 @@ from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, get_owned
 from cardvault.domain.pipeline import processing
 from cardvault.domain.pipeline.processing import Written
-from cardvault.domain.search.index import index_card
+from cardvault.domain.search.index import index_card, index_cards
 from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tags
 from cardvault.domain.tags.rows import replace_tags
@@ -70,13 +71,35 @@ def add_card(
     (CardLimitReached past it); ``counted=False``: the caller counts the card in the account's
     holdings (an import's batch, once, at its end). ``queued``: queue the card's stages, to send
     after the commit (``imported``: an import's, to run behind those queued by hand)."""
+    upload = None
+    if file is not None:
+        upload = uploads.mark_taken(session, account_id=account_id, file_key=file.upload_id)
+    card = new_card(account_id=account_id, file=file, created_at=created_at, **given)
+    (written,) = store_cards(
+        session,
+        [card],
+        account_id=account_id,
+        pending=upload.declared_size if upload is not None else 0,
+        max_cards=max_cards,
+        counted=counted,
+        queued=queued,
+        imported=imported,
+    )
+    return written
+
+
+def new_card(
+    *,
+    account_id: str,
+    file: uploads.TakenFile | None = None,
+    created_at: int | None = None,
+    **given: Unpack[NewCard],
+) -> Card:
+    """The card ``add_card`` makes, checked and not yet stored (``store_cards`` stores it): what
+    is refused for what it is given is refused here, without the database."""
     card_type, content, url = given.get("card_type"), given.get("content"), given.get("url")
     clean = clean_tags(given.get("tags", ()))
-    taken = file
-    upload = None
-    if taken is not None:
-        upload = uploads.mark_taken(session, account_id=account_id, file_key=taken.upload_id)
-    elif card_type in FILE_CARD_TYPES:
+    if file is None and card_type in FILE_CARD_TYPES:
         raise FileRequired(
             f"{_a(card_type).capitalize()} card needs its file: upload it (POST /v1/uploads), "
             "then send its fileKey and fileEtag.",
@@ -87,8 +110,6 @@ def add_card(
     card_type = card_type or infer_card_type(content, url)
     if card_type == "link" and url is None:
         url = url_in(content)
-    if clean:
-        lock_tags(session, account_id=account_id)  # a running tag batch sees no card gain a tag
     now = now_ms() if created_at is None else created_at
     card = Card(
         id=new_id("crd"),
@@ -105,28 +126,45 @@ def add_card(
         created_at=now,
         updated_at=now,
     )
-    if taken is not None:
-        kind = taken.file_type
-        card.file_object, card.file_etag, card.file_name = taken.object_key, taken.etag, taken.file_name
-        card.file_size, card.mime_type, card.file_kind = taken.size, kind.mime_type, kind.file_kind
-        card.file_extension, card.file_language = filetypes.extension(taken.file_name), kind.language
+    if file is not None:
+        kind = file.file_type
+        card.file_object, card.file_etag, card.file_name = file.object_key, file.etag, file.file_name
+        card.file_size, card.mime_type, card.file_kind = file.size, kind.mime_type, kind.file_kind
+        card.file_extension, card.file_language = filetypes.extension(file.file_name), kind.language
     replace_tags(card, "user", clean)
-    session.add(card)
+    return card
+
+
+def store_cards(
+    session: Session,
+    cards: Sequence[Card],
+    *,
+    account_id: str,
+    pending: int = 0,
+    max_cards: int | None = None,
+    counted: bool = True,
+    queued: bool = False,
+    imported: bool = False,
+) -> list[Written]:
+    """Store new cards of the account (``new_card``'s) together: one statement of each kind for
+    all of them, in the lock order of cardvault.domain.db. ``pending``: the bytes of the
+    uploads they took, which leave the account's pending bytes; CardLimitReached (nothing
+    counted) when they would not all fit in ``max_cards``."""
+    if any(card.tag_rows for card in cards):
+        lock_tags(session, account_id=account_id)  # a running tag batch sees no card gain a tag
+    session.add_all(cards)
     session.flush()
-    index_card(session, card)
-    counts.apply(session, account_id=account_id, before=counts.NONE, after=counts.card_tally(card))
-    # After the tag counters (the lock order in cardvault.domain.db): the upload leaves the
-    # account's pending bytes and the card's file joins its stored ones.
-    quotas.count(
-        session,
-        account_id=account_id,
-        pending=-upload.declared_size if upload is not None else 0,
-        stored=card.file_size or 0,
-    )
+    index_cards(session, cards)
+    after = counts.tally((card.pk, row.name_key, row.name) for card in cards for row in card.tag_rows)
+    counts.apply(session, account_id=account_id, before=counts.NONE, after=after)
+    # After the tag counters (the lock order in cardvault.domain.db): the uploads leave the
+    # account's pending bytes and the cards' files join its stored ones.
+    stored = sum(card.file_size or 0 for card in cards)
+    quotas.count(session, account_id=account_id, pending=-pending, stored=stored)
     if counted:
-        holdings.take(session, account_id=account_id, limit=max_cards)
-    stages = processing.queue(session, card, imported=imported) if queued else ()
-    return Written(card, stages, imported)
+        holdings.take(session, account_id=account_id, cards=len(cards), limit=max_cards)
+    sent = processing.queue_new(session, cards, imported=imported) if queued else [()] * len(cards)
+    return [Written(card, stages, imported) for card, stages in zip(cards, sent, strict=True)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,6 +305,42 @@ def edit_card(
         counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))
         held.recount(session, card)  # the old page's image counts no more
     return Written(card, stages)
+
+
+def lock_cards(session: Session, *, account_id: str, card_ids: Sequence[str]) -> dict[str, Card]:
+    """The account's cards of these ids (by id; another account's are not there), locked in
+    pk order (the lock order in cardvault.domain.db), their tags loaded."""
+    if not card_ids:
+        return {}
+    found = session.scalars(
+        select(Card)
+        .where(Card.account_id == account_id, Card.id.in_(sorted(set(card_ids))))
+        .order_by(Card.pk)
+        .with_for_update()
+        .options(selectinload(Card.tag_rows))
+    )
+    return {card.id: card for card in found}
+
+
+def store_tags(
+    session: Session, *, account_id: str, cards: Sequence[Card], before: Mapping[int, counts.Tally]
+) -> None:
+    """Store the new tags of cards the caller holds (locked after the account's tag lock), as
+    ``edit_card`` stores one card's, together: their updatedAt, their words in the index, the
+    account's tag counts (``before``: each card's tally before, by pk)."""
+    if not cards:
+        return
+    now = now_ms()
+    for card in cards:
+        card.updated_at = max(now, card.updated_at)
+    session.flush()
+    index_cards(session, cards)
+    counts.apply(
+        session,
+        account_id=account_id,
+        before=counts.combined(before[card.pk] for card in cards),
+        after=counts.combined(counts.card_tally(card) for card in cards),
+    )
 
 
 def refresh(session: Session, *, account_id: str, card_id: str) -> Written:

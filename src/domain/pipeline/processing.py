@@ -115,6 +115,23 @@ def queue(
     return tuple(name for name in names if waits_for(card.type, name) not in names)
 
 
+def queue_new(session: Session, cards: Sequence[Card], *, imported: bool = False) -> list[tuple[str, ...]]:
+    """``queue`` of every stage of cards made in this transaction (flushed: they have their
+    pk, and no stage rows to read): each card's names to send after the commit."""
+    now = now_ms()
+    sent = []
+    for card in cards:
+        names = stages_for(card)
+        session.add_all(
+            CardStage(
+                card_pk=card.pk, stage=name, state="pending", attempts=0, updated_at=now, imported=imported
+            )
+            for name in names
+        )
+        sent.append(tuple(name for name in names if waits_for(card.type, name) not in names))
+    return sent
+
+
 def start(
     session: Session, *, card_pk: int, stage: str, stale_before: int, lease: str | None = None
 ) -> Taken | Settled | None:

@@ -103,53 +103,65 @@ def index_card(session: Session, card: Card) -> None:
     """Write the card's words into the full-text index, replacing what was there, and count
     the words that came and went into the account's vocabulary (cardvault.domain.search.vocabulary)
     and their number into ``card.search_words``."""
-    headline, body = word_runs(headline_texts(card)), word_runs(body_texts(card))
-    # A card without indexed words (a new one) has no rows to read.
-    before = indexed_words(session, [card.pk]).get(card.pk, set()) if card.search_words else set()
-    pk = {"pk": card.pk}
-    if session.get_bind().dialect.name == "sqlite":
-        after = {word for run in (*headline, *body) for word in run}
-        session.execute(text("DELETE FROM card_search WHERE rowid = :pk"), pk)
-        session.execute(
-            text("INSERT INTO card_search (rowid, headline, body) VALUES (:pk, :headline, :body)"),
-            {**pk, "headline": fts_text(headline), "body": fts_text(body)},
-        )
-        if len(after) != card.search_words:
-            session.execute(
-                text("UPDATE cards SET search_words = :n WHERE pk = :pk"), {**pk, "n": len(after)}
+    index_cards(session, [card])
+
+
+_SQLITE_STATEMENTS = (
+    "DELETE FROM card_search WHERE rowid = :pk",
+    "INSERT INTO card_search (rowid, headline, body) VALUES (:pk, :headline, :body)",
+    "UPDATE cards SET search_words = :n WHERE pk = :pk",
+)
+# The card's count goes with its first statement (the ORM would flush it in one more).
+_COUNTED = "WITH counted AS (UPDATE cards SET search_words = :n WHERE pk = :pk) "
+_GONE = "DELETE FROM card_search WHERE card_pk = :pk AND part = :part AND tag_key = ''"
+_PUT = (
+    "INSERT INTO card_search (card_pk, part, tag_key, words) "
+    "VALUES (:pk, :part, '', CAST(:words AS tsvector)) "
+    "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
+)
+
+
+def index_cards(session: Session, cards: Sequence[Card]) -> None:
+    """``index_card`` for several cards at once: one read of the words they had, and each kind
+    of statement sent once for all of them (as one batch of parameters)."""
+    before_all = indexed_words(session, [card.pk for card in cards if card.search_words])
+    sqlite = session.get_bind().dialect.name == "sqlite"
+    batches: dict[str, list[dict[str, object]]] = {}
+    for card in cards:
+        headline, body = word_runs(headline_texts(card)), word_runs(body_texts(card))
+        before = before_all.get(card.pk, set())
+        pk: dict[str, object] = {"pk": card.pk}
+        if sqlite:
+            after = {word for run in (*headline, *body) for word in run}
+            delete_, insert, count = _SQLITE_STATEMENTS
+            batches.setdefault(delete_, []).append(pk)
+            batches.setdefault(insert, []).append(
+                {**pk, "headline": fts_text(headline), "body": fts_text(body)}
             )
-    else:
-        parts = ((BODY, _positions(body)), (HEADLINE, _positions(headline)))
-        after = {word for _, positions in parts for word in positions}
-        # The card's count goes with the first statement (the ORM would flush it in one more).
-        counted = (
-            "WITH counted AS (UPDATE cards SET search_words = :n WHERE pk = :pk) "
-            if len(after) != card.search_words
-            else ""
-        )
-        for part, positions in parts:
-            words = _vector_text(positions)
-            if words is None:
-                gone = "DELETE FROM card_search WHERE card_pk = :pk AND part = :part AND tag_key = ''"
-                session.execute(text(counted + gone), {**pk, "part": part, "n": len(after)})
-            else:
-                session.execute(
-                    text(
-                        f"{counted}INSERT INTO card_search (card_pk, part, tag_key, words) "
-                        "VALUES (:pk, :part, '', CAST(:words AS tsvector)) "
-                        "ON CONFLICT (card_pk, part, tag_key) DO UPDATE SET words = EXCLUDED.words"
-                    ),
-                    {**pk, "part": part, "words": words, "n": len(after)},
+            if len(after) != card.search_words:
+                batches.setdefault(count, []).append({**pk, "n": len(after)})
+        else:
+            parts = ((BODY, _positions(body)), (HEADLINE, _positions(headline)))
+            after = {word for _, positions in parts for word in positions}
+            counted = _COUNTED if len(after) != card.search_words else ""
+            for part, positions in parts:
+                words = _vector_text(positions)
+                statement = counted + (_GONE if words is None else _PUT)
+                values: dict[str, object] = {**pk, "part": part, "n": len(after)}
+                batches.setdefault(statement, []).append(
+                    values if words is None else {**values, "words": words}
                 )
-            counted = ""
-    set_committed_value(card, "search_words", len(after))
-    vocabulary.count(
-        session,
-        account_id=card.account_id,
-        added=after - before,
-        removed=before - after,
-        language=vocabulary.card_language(card.ai_engine),
-    )
+                counted = ""
+        set_committed_value(card, "search_words", len(after))
+        vocabulary.count(
+            session,
+            account_id=card.account_id,
+            added=after - before,
+            removed=before - after,
+            language=vocabulary.card_language(card.ai_engine),
+        )
+    for statement, rows in batches.items():
+        session.execute(text(statement), rows)
 
 
 def indexed_words(session: Session, pks: Sequence[int]) -> dict[int, set[str]]:

@@ -42,6 +42,15 @@ def tally(rows: Iterable[tuple[int, str, str]]) -> Tally:
     )
 
 
+def combined(tallies: Iterable[Tally]) -> Tally:
+    """The tally of several cards, from each one's."""
+    total = Tally()
+    for one in tallies:
+        total.cards.update(one.cards)
+        total.spellings.update(one.spellings)
+    return total
+
+
 def card_tally(card: Card) -> Tally:
     """Tally one card's tags; a card in Trash counts for nothing."""
     if card.deleted_at is not None:
