@@ -123,6 +123,17 @@ def delete_folder(session: Session, *, account_id: str, folder_id: str) -> None:
     changes.note(session, account_id=account_id, kind="card", ids=held)  # their folderIds
 
 
+def lock_folders(session: Session, *, account_id: str, folder_ids: Sequence[str]) -> None:
+    """Lock the account's folders of these ids, in id order (the lock order in cardvault.domain.db)."""
+    if folder_ids:
+        session.scalars(
+            select(Folder.id)
+            .where(Folder.account_id == account_id, Folder.id.in_(sorted(set(folder_ids))))
+            .order_by(Folder.id)
+            .with_for_update()
+        ).all()
+
+
 def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:
     """How many cards outside Trash each folder holds."""
     if not folder_ids:

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.attributes import flag_modified
 
 from cardvault.domain.errors import PreconditionFailed
-from cardvault.domain.models import Card, Folder, Webhook
+from cardvault.domain.models import Card, CardTag, Folder, Webhook
 from cardvault.domain.models.ownership import get_owned
 from cardvault.domain.pending import Pending
 
@@ -59,9 +59,17 @@ def install(sessions: sessionmaker[Session]) -> None:
 
 def _raise_changed(session: Session, _context: Any, _instances: Any) -> None:
     raised = _RAISED.of(session)
-    for instance in session.dirty:
+    # A tag row changed alone (re-spelled, moved) changes its card's tags.
+    retagged = {
+        id(card): card
+        for row in (*session.dirty, *session.new, *session.deleted)
+        if isinstance(row, CardTag) and (card := _loaded_card(session, row)) is not None
+    }
+    for instance in (*session.dirty, *(card for card in retagged.values() if card not in session.dirty)):
         kind = _KINDS.get(type(instance))
-        if kind is None or (kind, instance.id) in raised or not _shown_change(session, instance):
+        if kind is None or (kind, instance.id) in raised:
+            continue
+        if id(instance) not in retagged and not _shown_change(session, instance):
             continue
         instance.version = instance.version + 1
         raised[(kind, instance.id)] = True
@@ -69,6 +77,13 @@ def _raise_changed(session: Session, _context: Any, _instances: Any) -> None:
         kind = _KINDS.get(type(instance))
         if kind is not None:  # inserted at its default version: no raise to come this transaction
             raised[(kind, instance.id)] = True
+
+
+def _loaded_card(session: Session, row: CardTag) -> Card | None:
+    """The card of a tag row, when the session holds it (a tag is changed through its card)."""
+    found = session.identity_map.get(session.identity_key(Card, (row.card_pk,)))
+    keep = isinstance(found, Card) and found not in session.new and found not in session.deleted
+    return found if keep else None
 
 
 def _shown_change(session: Session, instance: Versioned) -> bool:

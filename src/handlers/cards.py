@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from cardvault.domain import versions
 from cardvault.domain.cards import adding, captions, editing, facets, listing, reading, thumbnails, trash
 from cardvault.domain.clock import now_ms
-from cardvault.domain.db import after_commit
+from cardvault.domain.db import after_commit, lock_tags
 from cardvault.domain.files.uploads import Issued
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.processing import Written
@@ -142,8 +142,12 @@ def get_extended_card(card_id: str, user: str) -> Answer:
 
 
 def _checked(session: Session, card_id: str, user: str) -> None:
-    """The request's If-Match checked against the card, locked until the write commits."""
-    conditional.require(session, Card, account_id=user, row_id=card_id)
+    """The request's If-Match checked against the card, locked until the write commits. The
+    account's tag lock (shared) comes first, as the card's writers that take it take it before
+    the card (the lock order in cardvault.domain.db)."""
+    if conditional.sent(b"if-match"):
+        lock_tags(session, account_id=user)
+        conditional.require(session, Card, account_id=user, row_id=card_id)
 
 
 def update_card(card_id: str, body: dict[str, Any], user: str) -> Answer:

@@ -133,9 +133,10 @@ def _one_by_one(
 ) -> list[Outcome]:
     """Each item through its single operation's domain function, in a savepoint of its own."""
     run = _OPERATIONS[operation]
+    _lock_ahead(session, account_id, operation, items)
     outcomes = []
     for index, item in enumerate(items):
-        card_id = item.get("cardId")
+        card_id = item.get("cardId") if operation != "create" else None  # a failed create has none
         condition = conditions[index] if index < len(conditions) else None
         savepoint = session.begin_nested()
         try:
@@ -151,6 +152,23 @@ def _one_by_one(
         made = card.id if card is not None else card_id
         outcomes.append(Outcome(index, made, card, written, deleted=operation == "delete"))
     return outcomes
+
+
+def _lock_ahead(
+    session: Session, account_id: str, operation: str, items: Sequence[Mapping[str, Any]]
+) -> None:
+    """Take, before any item, every lock the items will take, in the lock order of
+    cardvault.domain.db (their folders in id order, the account's tag lock, shared, their
+    cards in pk order), so that items taking theirs in item order wait for no one: two
+    requests naming the same cards in another order cannot deadlock."""
+    if operation == "create":
+        return
+    if operation in ("addToFolder", "removeFromFolder"):
+        named = sorted({item["folderId"] for item in items if isinstance(item.get("folderId"), str)})
+        folders.lock_folders(session, account_id=account_id, folder_ids=named)
+    lock_tags(session, account_id=account_id)
+    ids = [item["cardId"] for item in items if isinstance(item.get("cardId"), str)]
+    editing.lock_cards(session, account_id=account_id, card_ids=ids)
 
 
 def _create_together(
@@ -206,7 +224,10 @@ def _retag_together(adding: bool) -> Together:
             try:
                 _check_fields("tag" if adding else "untag", item)
                 named: str = item["cardId"]
-                card = held.get(named) or editing.get_card(session, account_id=account_id, card_id=named)
+                card = held.get(named)
+                if card is None:  # no card of the account: its NotFound, word for word
+                    editing.get_card(session, account_id=account_id, card_id=named)
+                    raise AssertionError(f"card {named} of the account was not locked")
                 replace_tags(card, "user", _new_tags(card, item["tags"], adding))
             except CardVaultError as exc:
                 outcomes.append(Outcome(index, item.get("cardId"), error=exc))

@@ -112,6 +112,8 @@ def queue(
         row.error_code = row.started_at = row.completed_at = None
         row.turn_account_id = row.turn_at = None  # waits for no turn unless its import says so
         session.add(row)
+    # Its processing status changed (the caller holds the card's row): a change for the feed.
+    changes.note(session, account_id=card.account_id, kind="card", ids=[card.id])
     return tuple(name for name in names if waits_for(card.type, name) not in names)
 
 
@@ -144,20 +146,19 @@ def start(
     The attempt's ``lease`` may be the caller's own: run again after its COMMIT was lost (it
     may have been saved), start then finds the stage taken under that lease and answers Taken,
     as the first run did."""
+    # The card before its stage row (the lock order in cardvault.domain.db): a stage settled
+    # here is a change of the card, whose version the feed raises at COMMIT.
+    card = session.get(Card, card_pk, with_for_update=True)
+    if card is None:
+        return None
     row = session.scalars(
         select(CardStage).where(CardStage.card_pk == card_pk, CardStage.stage == stage).with_for_update()
     ).one_or_none()
     if row is None or row.state not in ("pending", "running"):
         return None
     if lease is not None and row.state == "running" and row.lease == lease:
-        taken = session.get(Card, card_pk)
-        if taken is None:
-            return None
-        return Taken(card=taken, lease=lease, attempts=row.attempts, imported=row.imported)
+        return Taken(card=card, lease=lease, attempts=row.attempts, imported=row.imported)
     if row.state == "running" and row.updated_at >= stale_before:
-        return None
-    card = session.get(Card, card_pk)
-    if card is None:
         return None
     now = now_ms()
     before = waits_for(card.type, stage)
@@ -172,9 +173,11 @@ def start(
             skipped_code = None
         if first is not None and first.state in ("failed", "skipped") and skipped_code:
             _settle(row, "skipped", skipped_code, now)
+            _note_settled(session, card.account_id, card.id, card_pk)
             return Settled(card.type, row.imported)
     if row.attempts >= MAX_ATTEMPTS:
         _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
+        _note_settled(session, card.account_id, card.id, card_pk)
         return Settled(card.type, row.imported)
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
     row.lease = lease or secrets.token_hex(16)
@@ -209,15 +212,21 @@ def finish(
         .where(CardStage.card_pk == card_pk, CardStage.stage == stage, CardStage.lease == lease)
         .values(state=state, error_code=error_code, completed_at=now, updated_at=now, lease=None),
     )
-    if settled:  # the card's processing status changed: a change of the card for the feed
-        unsettled = select(CardStage.stage).where(
-            CardStage.card_pk == card_pk, CardStage.state.in_(("pending", "running"))
-        )
-        # The last stage to settle settles the card's processing: its webhooks say card.processed.
-        marks = 0 if session.scalar(unsettled.limit(1)) is not None else changes.SETTLED
-        if owner is not None:
-            changes.note(session, account_id=owner.account_id, kind="card", ids=[owner.id], marks=marks)
+    if settled and owner is not None:
+        _note_settled(session, owner.account_id, owner.id, card_pk)
     return bool(settled)
+
+
+def _note_settled(session: Session, account_id: str, card_id: str, card_pk: int) -> None:
+    """A stage of the card settled: its processing status changed, a change of the card for
+    the feed (the caller holds the card's row). The last stage to settle settles the card's
+    processing: its webhooks say card.processed."""
+    session.flush()
+    unsettled = select(CardStage.stage).where(
+        CardStage.card_pk == card_pk, CardStage.state.in_(("pending", "running"))
+    )
+    marks = 0 if session.scalar(unsettled.limit(1)) is not None else changes.SETTLED
+    changes.note(session, account_id=account_id, kind="card", ids=[card_id], marks=marks)
 
 
 def release(

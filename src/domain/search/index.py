@@ -124,6 +124,7 @@ _PUT = (
 def index_cards(session: Session, cards: Sequence[Card]) -> None:
     """``index_card`` for several cards at once: one read of the words they had, and each kind
     of statement sent once for all of them (as one batch of parameters)."""
+    cards = list(dict.fromkeys(cards))  # each once: the words it had are read once
     before_all = indexed_words(session, [card.pk for card in cards if card.search_words])
     sqlite = session.get_bind().dialect.name == "sqlite"
     batches: dict[str, list[dict[str, object]]] = {}

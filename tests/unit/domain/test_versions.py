@@ -14,7 +14,9 @@ from sqlalchemy import select
 from cardvault.domain import versions
 from cardvault.domain.db import Database
 from cardvault.domain.folders import card_counts
-from cardvault.domain.models import Card, Folder, Webhook
+from cardvault.domain.models import Card, CardTag, Folder, Webhook
+from cardvault.domain.models.pipeline import CardStage
+from cardvault.domain.pipeline import processing
 from tests.conftest import Api
 from tests.unit.handlers.test_cards_conditional import settled_card
 from tests.unit.handlers.test_exports import settled
@@ -147,3 +149,37 @@ def test_one_raise_per_transaction_and_a_rolled_back_savepoint_undoes_its_own(
     with database.transaction(write=False) as session:
         row = session.scalars(select(Card).where(Card.id == card["id"])).one()
         assert (row.notes, row.version) == ("kept", start + 2)
+
+
+def _version(database: Database, card_id: str) -> int:
+    with database.transaction(write=False) as session:
+        return int(session.scalars(select(Card.version).where(Card.id == card_id)).one())
+
+
+def test_a_stage_skipped_at_its_start_a_queue_and_a_tag_row_alone_raise_the_version(
+    api: Api, database: Database
+) -> None:
+    """What the extended card shows moves its ETag: a follower skipped when it starts after
+    the stage it follows failed (the usual end of a link whose page fails), stages queued
+    again (a refresh with nothing to forget), and a tag row re-spelled alone."""
+    card, _ = settled_card(api, url="https://example.com/a", tags=["Work"])
+    with database.transaction() as session:
+        row = session.scalars(select(Card).where(Card.id == card["id"])).one()
+        pk = row.pk
+        for stage in session.scalars(select(CardStage).where(CardStage.card_pk == pk)):
+            stage.state = "failed" if stage.stage == "linkMetadata" else "pending"
+    start = _version(database, card["id"])
+    with database.transaction() as session:
+        settled_now = processing.start(session, card_pk=pk, stage="linkPreview", stale_before=0)
+    assert isinstance(settled_now, processing.Settled)
+    assert _version(database, card["id"]) == start + 1
+    with database.transaction() as session:
+        row = session.scalars(select(Card).where(Card.id == card["id"])).one()
+        processing.queue(session, row, ["linkPreview"])
+    assert _version(database, card["id"]) == start + 2
+    with database.transaction() as session:
+        tag = session.scalars(select(CardTag).where(CardTag.card_pk == pk)).one()
+        holder = session.scalars(select(Card).where(Card.pk == pk)).one()  # the card is in the session
+        tag.name = "WORK"
+        assert holder.tags == ["WORK"]
+    assert _version(database, card["id"]) == start + 3

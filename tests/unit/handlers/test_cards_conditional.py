@@ -10,7 +10,9 @@ import time
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
+from cardvault.domain.db import lock_tags
 from cardvault.spec import spec_document
 from tests.conftest import Api
 from tests.unit.handlers.test_cards import assert_error
@@ -242,3 +244,34 @@ def test_eight_clients_without_if_match_lose_tags(api: Api) -> None:
     tags, _ = _eight_clients(api, conditional=False)
     # Every client read the card before any wrote: each write replaced the others'.
     assert tags[0] == "start" and len(tags) == 2
+
+
+@pytest.mark.postgres
+def test_if_match_waits_for_a_tag_batch_without_holding_the_card(api: Api, database: Any) -> None:
+    """The lock order: a write with If-Match that takes the account's tag lock takes it before
+    the card, so while a tag batch holds that lock the request waits holding no card (the
+    batch, which locks cards next, cannot deadlock with it)."""
+    if database.dialect != "postgresql":
+        pytest.skip("the tag lock is PostgreSQL's")
+    card, etag = settled_card(api, tags=["a"])
+    answers: list[int] = []
+    with database.transaction() as batch:
+        lock_tags(batch, account_id=api.account_id, exclusive=True)
+        sent = threading.Thread(
+            target=lambda: answers.append(
+                api.post(f"/v1/cards/{card['id']}/trash", headers={"If-Match": etag}).status_code
+            )
+        )
+        sent.start()
+        while not _waiting_for_an_advisory_lock(database):
+            time.sleep(0.05)
+        held = text("SELECT id FROM cards WHERE id = :id FOR UPDATE NOWAIT")
+        assert batch.execute(held, {"id": card["id"]}).scalar() == card["id"]  # not locked by the request
+    sent.join()
+    assert answers == [200]
+
+
+def _waiting_for_an_advisory_lock(database: Any) -> bool:
+    with database.engine.connect() as connection:
+        waiting = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        return bool(connection.execute(waiting).scalar())
