@@ -357,7 +357,7 @@ def serving(
     workers: int = 1,
     worker: bool = False,
     pin: bool = False,
-    start_seconds: float = 30,
+    start_seconds: float = 120,  # a loaded machine builds the app slowly
 ) -> Iterator[str]:
     """Run `cardvault serve` (and a `cardvault worker`) on a migrated database until it answers,
     the server on CPU 0 when ``pin`` and there are two; yield its base URL."""
@@ -378,7 +378,7 @@ def serving(
             deadline = time.monotonic() + start_seconds
             while True:
                 try:
-                    if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    if httpx.get(f"{base}/health", timeout=5).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
