@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from cardvault.domain import changes
 from cardvault.domain.annotations import anchoring, texts
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import AnnotationLimitReached, CardInTrash, InvalidInput, NotFound, QuoteNotFound
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Annotation, Card, get_owned
+from cardvault.domain.search.index import index_card
 
 MAX_PER_CARD = 1000
+MAX_QUOTE, MAX_NOTE = 4000, 8000  # characters (the spec's AnnotationQuote and AnnotationNote)
 PALETTE = ("yellow", "green", "blue", "pink", "purple", "orange")
 _UNSET = object()
 
@@ -102,6 +106,7 @@ def create(
     session.add(annotation)
     card.annotation_count += 1
     session.flush()
+    index_card(session, card)  # its quote and note are found as the card's notes are
     return annotation
 
 
@@ -129,7 +134,7 @@ def update(
     color: str | object | None = _UNSET,
 ) -> Annotation:
     """Set the note or the colour (None clears either)."""
-    annotation, _card = _changeable(session, account_id=account_id, annotation_id=annotation_id)
+    annotation, card = _changeable(session, account_id=account_id, annotation_id=annotation_id)
     values = {
         name: value
         for name, value in (("note", note), ("color", color))
@@ -139,6 +144,8 @@ def update(
         for name, value in values.items():
             setattr(annotation, name, value)
         annotation.updated_at = max(now_ms(), annotation.updated_at)
+        session.flush()
+        index_card(session, card)
     return annotation
 
 
@@ -147,6 +154,23 @@ def delete(session: Session, *, account_id: str, annotation_id: str) -> None:
     annotation, card = _changeable(session, account_id=account_id, annotation_id=annotation_id)
     session.delete(annotation)
     card.annotation_count = max(0, card.annotation_count - 1)
+    session.flush()
+    index_card(session, card)
+
+
+def forget_cards(session: Session, card_pks: Sequence[int]) -> None:
+    """Before cards are deleted for good (the database deletes their annotations with them):
+    note each annotation's tombstone for the changes feed."""
+    if not card_pks:
+        return
+    rows = session.execute(
+        select(Annotation.account_id, Annotation.id).where(Annotation.card_pk.in_(card_pks))
+    ).all()
+    by_account: dict[str, list[str]] = {}
+    for account_id, annotation_id in rows:
+        by_account.setdefault(account_id, []).append(annotation_id)
+    for account_id, ids in by_account.items():
+        changes.note(session, account_id=account_id, kind="annotation", ids=ids, action="delete")
 
 
 def of_card(session: Session, *, account_id: str, card_id: str) -> Sequence[Annotation]:
@@ -215,3 +239,34 @@ def page(
         last = shown[-1]
         following = encode_cursor(secret, scope=scope, position=[last.created_at, last.pk])
     return AnnotationPage(shown, following)
+
+
+class Imported(Protocol):
+    quote: str
+    note: str | None
+    color: str | None
+
+
+def keep_imported(session: Session, card: Card, highlights: Sequence[Imported]) -> None:
+    """An import's highlights as the card's annotations, placed where its text holds them and
+    unplaced while the text is not known (a page not read yet): a quote its known text does
+    not hold is kept orphaned, never refused. A highlight the card has already is not taken
+    again (an entry merged into it); past the card's limit the rest are left out."""
+    if not highlights:
+        return
+    had = set(session.scalars(select(Annotation.quote).where(Annotation.card_pk == card.pk)))
+    for highlight in highlights:
+        quote, note = highlight.quote[:MAX_QUOTE], (highlight.note or "")[:MAX_NOTE] or None
+        if quote in had or card.annotation_count >= MAX_PER_CARD:
+            continue
+        had.add(quote)
+        color = highlight.color if highlight.color in PALETTE else None
+        create(
+            session,
+            account_id=card.account_id,
+            card_id=card.id,
+            quote=quote,
+            note=note,
+            color=color,
+            strict=False,
+        )
