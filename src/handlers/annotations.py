@@ -6,28 +6,13 @@ from typing import Any
 
 from cardvault.domain.annotations import records
 from cardvault.domain.models import Annotation
+from cardvault.domain.portability import archive
 from cardvault.handlers.http import runtime
 
 
 def annotation_json(annotation: Annotation) -> dict[str, Any]:
-    placed = annotation.source is not None and annotation.start is not None and annotation.end is not None
-    return {
-        "id": annotation.id,
-        "cardId": annotation.card_id,
-        "quote": annotation.quote,
-        "prefix": annotation.prefix,
-        "suffix": annotation.suffix,
-        "position": (
-            {"source": annotation.source, "start": annotation.start, "end": annotation.end}
-            if placed
-            else None
-        ),
-        "orphaned": annotation.orphaned,
-        "note": annotation.note,
-        "color": annotation.color,
-        "createdAt": annotation.created_at,
-        "updatedAt": annotation.updated_at,
-    }
+    # What our export's archive holds of it (one shape for both), with its ids.
+    return {"id": annotation.id, "cardId": annotation.card_id, **archive.annotation_record(annotation)}
 
 
 def create_annotation(

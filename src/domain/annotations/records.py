@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
@@ -73,10 +73,12 @@ def create(
     color: str | None = None,
     at: int | None = None,
     strict: bool = True,
+    indexed: bool = True,
 ) -> Annotation:
     """Annotate the card. A quote its known text does not hold raises QuoteNotFound (``strict``;
     an import keeps it orphaned instead); a card without a text of its own kind placed later
-    keeps it unplaced."""
+    keeps it unplaced. ``indexed``: write the card's words again (many at once: the caller
+    does, once, after the last)."""
     if quote is None and note is None:
         raise InvalidInput(
             "An annotation needs a quote, a note or both.",
@@ -106,7 +108,8 @@ def create(
     session.add(annotation)
     card.annotation_count += 1
     session.flush()
-    index_card(session, card)  # its quote and note are found as the card's notes are
+    if indexed:
+        index_card(session, card)  # its quote and note are found as the card's notes are
     return annotation
 
 
@@ -269,4 +272,65 @@ def keep_imported(session: Session, card: Card, highlights: Sequence[Imported]) 
             note=note,
             color=color,
             strict=False,
+            indexed=False,
         )
+    session.flush()
+    index_card(session, card)
+
+
+def restore_archived(session: Session, card: Card, found: Sequence[object]) -> None:
+    """An export archive's annotations of the card (archive.annotation_record's), placed again
+    in its text; where the text is not restored (a link's page, read again by its stage) each
+    keeps the place the archive gives. An entry that is not one is left out."""
+    for entry in found[:MAX_PER_CARD]:
+        kept = _archived(entry)
+        if kept is None:
+            continue
+        made = create(
+            session,
+            account_id=card.account_id,
+            card_id=card.id,
+            strict=False,
+            indexed=False,
+            **kept["fields"],
+        )
+        position = kept["position"]
+        if made.quote is not None and made.start is None and not made.orphaned and position is not None:
+            made.source, made.start, made.end = position
+        made.updated_at = max(made.created_at, kept["updated_at"])
+    if found:
+        session.flush()
+        index_card(session, card)
+
+
+def _archived(entry: object) -> dict[str, Any] | None:
+    """What an archived annotation holds, checked as the spec's AnnotationCreate would; None
+    when it is not one."""
+    if not isinstance(entry, dict):
+        return None
+    quote, note, color = entry.get("quote"), entry.get("note"), entry.get("color")
+    prefix, suffix, at = entry.get("prefix"), entry.get("suffix"), entry.get("createdAt")
+    texts_ok = all(
+        value is None or (isinstance(value, str) and 0 < len(value) <= limit and "\x00" not in value)
+        for value, limit in ((quote, MAX_QUOTE), (note, MAX_NOTE))
+    )
+    context_ok = all(
+        value is None or (isinstance(value, str) and len(value) <= 32) for value in (prefix, suffix)
+    )
+    if not (texts_ok and context_ok and (quote or note)) or (color is not None and color not in PALETTE):
+        return None
+    if not (isinstance(at, int) and not isinstance(at, bool) and 0 < at < 2**53):
+        return None
+    found = entry.get("position")
+    position = None
+    if isinstance(found, dict) and found.get("source") in texts.SOURCES.values():
+        start, end = found.get("start"), found.get("end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end < 2**31:
+            position = (found["source"], start, end)
+    updated = entry.get("updatedAt")
+    fields = {"quote": quote, "prefix": prefix, "suffix": suffix, "note": note, "color": color, "at": at}
+    return {
+        "fields": fields,
+        "position": position,
+        "updated_at": updated if isinstance(updated, int) and not isinstance(updated, bool) else at,
+    }
