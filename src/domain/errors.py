@@ -125,7 +125,9 @@ class QuoteNotFound(InvalidInput):
     """The card's text does not hold an annotation's quote, even nearly."""
 
     def __init__(self, source: str | None) -> None:
-        super().__init__("The card's text does not hold this quote.", details={"source": source})
+        super().__init__(
+            "The card's text does not hold this quote.", details={"source": source} if source else None
+        )
 
 
 class FileTooLarge(CardVaultError):

@@ -179,8 +179,11 @@ def forget_cards(session: Session, card_pks: Sequence[int]) -> None:
 def of_card(session: Session, *, account_id: str, card_id: str) -> Sequence[Annotation]:
     """The card's annotations in text order: placed ones by where they start, then the rest
     oldest first."""
-    card = get_owned(session, Card, row_id=card_id, account_id=account_id)
-    return of_cards(session, card_pks=[card.pk]).get(card.pk, [])
+    # The card's key alone: its row holds texts of up to 512 KiB the list does not show.
+    pk = session.scalar(select(Card.pk).where(Card.id == card_id, Card.account_id == account_id))
+    if pk is None:
+        raise NotFound("Card not found.")
+    return of_cards(session, card_pks=[pk]).get(pk, [])
 
 
 def of_cards(session: Session, *, card_pks: Sequence[int]) -> dict[int, list[Annotation]]:
