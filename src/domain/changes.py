@@ -11,7 +11,7 @@ account waits there for it and takes the sequences after it. On SQLite one write
 holds the database, which gives the same order. A transaction that rolls back gives its
 sequences back with everything else.
 
-What is recorded: the cards, folders, tag operations and exports the session inserted, changed
+What is recorded: the cards, folders, tag operations, exports and annotations the session inserted, changed
 or deleted through the ORM (collected after each flush), and what a statement changed in bulk,
 noted by its caller with ``note`` (a tag operation's batch, the Trash's purge, a folder's cards
 when it goes, a stage that settled, and every tag whose count or spelling moved, by its folded
@@ -32,12 +32,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cardvault.domain import versions
 from cardvault.domain.clock import now_ms
-from cardvault.domain.models import Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.models import Annotation, Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
 from cardvault.domain.pending import Pending
 from cardvault.domain.statements import driver_rows
 
 log = logging.getLogger("cardvault.changes")
-KINDS = ("card", "folder", "tag", "tagOperation", "export")
+KINDS = ("card", "folder", "tag", "tagOperation", "export", "annotation")
 # Marks: the resource was created; it settled (a card's processing, a tag operation or export
 # ended). Each keeps the last sequence it was made at, so a webhook endpoint is told it once.
 CREATED, SETTLED = 1, 2
@@ -48,6 +48,7 @@ _TRACKED: dict[type, str] = {
     Folder: "folder",
     TagOperation: "tagOperation",
     ExportJob: "export",
+    Annotation: "annotation",
 }
 
 

@@ -9,7 +9,8 @@ CardVaultError
 │   ├── InvalidQuery         a qualifier in q names nothing it could
 │   ├── TypeMismatch         the operation does not apply to this card type
 │   ├── FileRequired         an image, video, audio or document card needs a file
-│   └── UnsupportedType      a file's bytes are no accepted type
+│   ├── UnsupportedType      a file's bytes are no accepted type
+│   └── QuoteNotFound        a card's text does not hold an annotation's quote
 ├── CursorExpired            a changes cursor is older than the changes kept
 ├── ContentTooLarge          a text is over its byte limit
 ├── FileTooLarge             a file is over its kind's size limit
@@ -30,6 +31,7 @@ CardVaultError
 │   ├── WebhookLimitReached  the account holds as many webhooks as it may
 │   ├── CardLimitReached     the account holds as many cards as it may
 │   ├── FolderLimitReached   the account holds as many folders as it may
+│   ├── AnnotationLimitReached  the card holds as many annotations as it may
 │   ├── WebhookDisabled      a delivery cannot be retried while its webhook is disabled
 │   ├── QuotaExceeded        an upload would take the account past a storage quota
 │   └── IdempotencyKeyInUse  a request with this Idempotency-Key is still running
@@ -117,6 +119,15 @@ class UnsupportedType(InvalidInput):
 
     def __init__(self, message: str, *, detected: str | None = None) -> None:
         super().__init__(message, details={"detected": detected} if detected else None)
+
+
+class QuoteNotFound(InvalidInput):
+    """The card's text does not hold an annotation's quote, even nearly."""
+
+    def __init__(self, source: str | None) -> None:
+        super().__init__(
+            "The card's text does not hold this quote.", details={"source": source} if source else None
+        )
 
 
 class FileTooLarge(CardVaultError):
@@ -233,6 +244,15 @@ class FolderLimitReached(Conflict):
     def __init__(self, limit: int) -> None:
         super().__init__(
             f"An account keeps at most {limit} folders: delete one first.", details={"limit": limit}
+        )
+
+
+class AnnotationLimitReached(Conflict):
+    """The card holds as many annotations as it may."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"A card keeps at most {limit} annotations: delete one first.", details={"limit": limit}
         )
 
 

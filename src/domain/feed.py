@@ -9,18 +9,21 @@ import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, literal_column, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain.cards.extended import ExtendedView, extended_views
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import CursorExpired, InvalidCursor
-from cardvault.domain.models import Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.models import Annotation, Change, ChangeCounter, ExportJob, Folder, TagOperation
 from cardvault.domain.statements import prepared_rows
 from cardvault.domain.tags.operations import TagCount, tags_by_key
 
-_Owned = TypeVar("_Owned", Folder, TagOperation, ExportJob)
+_Owned = TypeVar("_Owned", Folder, TagOperation, ExportJob, Annotation)
 LATEST = "latest"  # the cursor that means "from now on"
+# The types a reader that names none is given: those there were before 1.3.0 (a type added
+# since reaches only a reader that names it: the spec's Compatibility).
+DEFAULT_KINDS = ("card", "folder", "tag", "tagOperation", "export")
 
 
 class ChangeRow(NamedTuple):
@@ -49,6 +52,7 @@ class Resources:
     tags: dict[str, TagCount]
     tag_operations: dict[str, TagOperation]
     exports: dict[str, ExportJob]
+    annotations: dict[str, Annotation]
 
 
 # The feed's two reads, built once (so compiled once: cardvault.domain.statements).
@@ -63,13 +67,24 @@ _PAGE = (
     .order_by(Change.sequence)
     .limit(bindparam("limit"))
 )
+# The kinds written into the statement (no bound list: the prepared statement takes none).
+_PAGE_DEFAULT = _PAGE.where(Change.kind.in_([literal_column(f"'{kind}'") for kind in DEFAULT_KINDS]))
 
 
-def read(session: Session, *, account_id: str, secret: str, cursor: str | None, limit: int) -> ChangePage:
+def read(
+    session: Session,
+    *,
+    account_id: str,
+    secret: str,
+    cursor: str | None,
+    limit: int,
+    kinds: Sequence[str] = DEFAULT_KINDS,
+) -> ChangePage:
     """The account's changes after ``cursor`` (from the oldest kept without one; none, and a
     cursor at the last change, for ``latest``). A cursor before the oldest change kept, or past
     the account's last change (its data restored from an earlier backup), raises
-    CursorExpired: changes it should lead to are not there."""
+    CursorExpired: changes it should lead to are not there. Only changes of ``kinds`` are
+    read; the cursor moves past the others as well."""
     scope = f"changes:{account_id}"
     counter = prepared_rows(session, _COUNTER, {"account_id": account_id})
     last, purged = counter[0] if counter else (0, 0)
@@ -87,9 +102,16 @@ def read(session: Session, *, account_id: str, secret: str, cursor: str | None, 
             )
         after = position
     values = {"account_id": account_id, "after": after, "limit": limit + 1}
-    found = [ChangeRow._make(row) for row in prepared_rows(session, _PAGE, values)]
+    if set(kinds) == set(DEFAULT_KINDS):
+        rows = prepared_rows(session, _PAGE_DEFAULT, values)
+    else:
+        rows = session.execute(_PAGE.where(Change.kind.in_(list(kinds))), values).all()
+    found = [ChangeRow._make(row) for row in rows]
     page = found[:limit]
-    end = page[-1].sequence if page else after
+    # Past the last change read, or (none left of these kinds) the account's last change.
+    end = page[-1].sequence if page else max(after, last)
+    if len(found) > limit:
+        end = page[-1].sequence
     return ChangePage(page, encode_cursor(secret, scope=scope, position=[end]), len(found) > limit)
 
 
@@ -116,4 +138,5 @@ def resources(session: Session, *, account_id: str, changes: Sequence[ChangeRow 
         tags=tags_by_key(session, account_id=account_id, keys=wanted["tag"]) if "tag" in wanted else {},
         tag_operations=rows(TagOperation, "tagOperation"),
         exports=rows(ExportJob, "export"),
+        annotations=rows(Annotation, "annotation"),
     )

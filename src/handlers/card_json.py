@@ -85,6 +85,7 @@ def _base_json(card: Card | CardView) -> dict[str, Any]:
         "aiTags": card.ai_tags,
         "tags": card.tags,
         "isFavorited": card.is_favorited,
+        "annotationCount": card.annotation_count,
         "folderIds": card.folder_ids,
         "url": card.url,
         "fileName": card.file_name,

@@ -55,6 +55,7 @@ ID_KINDS = {
     "importId": "Import",
     "keyId": "ApiKey",
     "webhookId": "Webhook",
+    "annotationId": "Annotation",
 }
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
@@ -80,6 +81,8 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "startImport": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa", "fileEtag": '"corpus"'},
     "updateWebhook": {"description": "renamed"},
     "bulkCards": {"operation": "favorite", "items": [{"cardId": "{cardId}", "isFavorited": True}]},
+    "createAnnotation": {"quote": "corpus", "note": "corpus"},
+    "updateAnnotation": {"note": "changed"},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -1182,8 +1185,14 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         assert full.post("/v1/webhooks", json=hook_body).status_code == 201
     with database.transaction() as session:
         session.execute(update(Account).where(Account.id == full.account_id).values(cards_held=MAX_CARDS))
+    annotation = api.post(f"/v1/cards/{card}/annotations", json={"quote": "card", "note": "n"}).json()["id"]
+    foreign_annotation = other.post(f"/v1/cards/{foreign_card}/annotations", json={"note": "n"}).json()["id"]
     key = api.key
     world = {
+        "annotationId": annotation,
+        "foreignAnnotation": foreign_annotation,
+        "annotationUnderscores": "_" * len(annotation),
+        "annotationUpper": annotation.upper(),
         "cardId": card,
         "card2": card2,
         "trashed": trashed,

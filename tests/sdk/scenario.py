@@ -19,6 +19,14 @@ from typing import Any, TypeVar
 
 import httpx
 from cardvault_client import AuthenticatedClient, Client
+from cardvault_client.api.annotations import (
+    create_annotation,
+    delete_annotation,
+    get_annotation,
+    list_annotations,
+    list_card_annotations,
+    update_annotation,
+)
 from cardvault_client.api.bulk import bulk_cards
 from cardvault_client.api.cards import (
     archive_card,
@@ -70,6 +78,12 @@ from cardvault_client.api.webhooks import (
     update_webhook,
 )
 from cardvault_client.models import (
+    Annotation,
+    AnnotationColor,
+    AnnotationCreate,
+    AnnotationList,
+    AnnotationPage,
+    AnnotationUpdate,
     ApiError,
     ApiKeyCreate,
     ApiKeyCreated,
@@ -467,6 +481,29 @@ def folders(client: AuthenticatedClient, made: dict[str, Card]) -> None:
     assert ok(get_card.sync(made["link"].id, client=client)).folder_ids == []
 
 
+def annotated(client: AuthenticatedClient) -> None:
+    text = created(client, CardCreate(content="High water comes twice a day; low water twice too."))
+    body = AnnotationCreate(
+        quote="twice", prefix="low water ", note="Check the tables.", color=AnnotationColor.YELLOW
+    )
+    made = ok(create_annotation.sync(text.id, client=client, body=body))
+    assert isinstance(made, Annotation) and made.position is not None
+    assert made.position.start == text.content.rindex("twice") and made.color == AnnotationColor.YELLOW
+    note = ok(create_annotation.sync(text.id, client=client, body=AnnotationCreate(note="Whole card.")))
+    listed = ok(list_card_annotations.sync(text.id, client=client))
+    assert isinstance(listed, AnnotationList) and [a.id for a in listed.items] == [made.id, note.id]
+    page = ok(list_annotations.sync(client=client, card_id=text.id, color=AnnotationColor.YELLOW))
+    assert isinstance(page, AnnotationPage) and [a.id for a in page.items] == [made.id]
+    changed = ok(update_annotation.sync(made.id, client=client, body=AnnotationUpdate(note=None, color=None)))
+    assert changed.note is None and changed.color is None
+    assert ok(get_annotation.sync(made.id, client=client)).quote == "twice"
+    missing = create_annotation.sync_detailed(
+        text.id, client=client, body=AnnotationCreate(quote="spring tide")
+    )
+    refused(missing, 400, "QUOTE_NOT_FOUND")
+    assert delete_annotation.sync_detailed(note.id, client=client).status_code == 204
+
+
 def trash_and_archive(client: AuthenticatedClient, made: dict[str, Card]) -> None:
     archived = ok(archive_card.sync(made["palette"].id, client=client))
     assert (
@@ -645,6 +682,7 @@ def main(base_url: str, key: str) -> None:
         captioned(client, made["audio"])
         tags(client, made)
         folders(client, made)
+        annotated(client)
         trash_and_archive(client, made)
         exported(client)
         imported(client)

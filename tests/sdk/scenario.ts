@@ -115,6 +115,21 @@ export async function firstDay(): Promise<string[]> {
     out.push(`${change.sequence} ${change.type} ${change.action} ${content ?? change.tag?.name ?? ""}`);
   }
 
+  const marked = await client.POST("/cards/{cardId}/annotations", {
+    params: { path: { cardId: id } },
+    body: { quote: "later", note: "A note on it.", color: "green" },
+  });
+  if (marked.data) {
+    const start: number | undefined = marked.data.position?.start;
+    out.push(`${marked.data.quote ?? ""} ${start ?? "unplaced"} ${marked.data.orphaned}`);
+    const listed = await client.GET("/annotations", { params: { query: { cardId: id, color: "green" } } });
+    out.push(...(listed.data?.items ?? []).map((a) => a.note ?? ""));
+  } else if (marked.error?.code === "QUOTE_NOT_FOUND") {
+    out.push(describe(marked.error));
+  }
+  const annotated = await client.GET("/changes", { params: { query: { cursor: kept, types: ["annotation"] } } });
+  for (const change of annotated.data?.items ?? []) out.push(`${change.type} ${change.annotation?.quote ?? ""}`);
+
   const color: FolderColor | null = "blue";
   const folder = await client.POST("/folders", { body: { name: "Reading list", color } });
   if (folder.data) {

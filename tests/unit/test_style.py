@@ -75,6 +75,9 @@ SPEC = "openapi/cardvault.yaml"
 DECLARATIONS = "declarations only; every test that saves or reads a row uses them"
 COVERED_ELSEWHERE = {
     "domain/feed.py": "tests/unit/handlers/test_changes.py",
+    "domain/annotations/placing.py": "tests/unit/handlers/test_annotations.py",
+    "domain/annotations/records.py": "tests/unit/handlers/test_annotations.py",
+    "domain/annotations/texts.py": "tests/unit/handlers/test_annotations.py",
     "domain/portability/imports/entries.py": "tests/unit/domain/portability/imports/test_jobs.py",
     "domain/portability/imports/turns.py": "tests/unit/workers/test_imports_bounds.py",
     "domain/portability/restore/jobs.py": "tests/unit/workers/test_restores.py",
@@ -116,6 +119,7 @@ COVERED_ELSEWHERE = {
     "domain/models/declarative.py": DECLARATIONS,
     "domain/models/files.py": DECLARATIONS,
     "domain/models/folders.py": DECLARATIONS,
+    "domain/models/annotations.py": DECLARATIONS,
     "domain/models/guards.py": DECLARATIONS,
     "domain/models/ownership.py": DECLARATIONS,
     # Its state sums, in SQL: the processingState filter's tests (tests/unit/domain/test_links.py).

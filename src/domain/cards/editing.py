@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from cardvault.adapters.blobs import BlobStore
 from cardvault.domain import links
+from cardvault.domain.annotations.placing import place_again
 from cardvault.domain.cards import holdings
 from cardvault.domain.cards.classify import infer_card_type, url_in
 from cardvault.domain.clock import now_ms
@@ -300,6 +301,8 @@ def edit_card(
             stages = processing.queue(session, card)
         elif card.content != before[0] and card.type in ("text", "quote"):
             stages = processing.queue(session, card, ["ai"])  # its summary and tags, anew
+        if card.content != before[0]:
+            place_again(session, card)
         session.flush()
         index_card(session, card)
         counts.apply(session, account_id=account_id, before=tags_before, after=counts.card_tally(card))

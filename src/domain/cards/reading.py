@@ -55,6 +55,7 @@ class CardView(NamedTuple):
     updated_at: int
     deleted_at: int | None
     archived_at: int | None
+    annotation_count: int
     version: int  # cardvault.domain.versions: the card's ETag
     tags: list[str]
     ai_tags: list[str]

@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, Row, delete, select
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes
+from cardvault.domain.annotations import records
 from cardvault.domain.cards import holdings
 from cardvault.domain.cards.editing import get_card
 from cardvault.domain.clock import now_ms
@@ -72,6 +73,7 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
     if card.deleted_at is None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
     unindex_cards(session, [(card.pk, card.account_id)])
+    records.forget_cards(session, [card.pk])
     session.delete(card)
     quotas.count(session, account_id=account_id, stored=-((card.file_size or 0) + card.held_bytes))
     holdings.release(session, {account_id: 1})
@@ -93,6 +95,7 @@ def _delete_locked(
     if cards:
         pks = [card.pk for card in cards]
         unindex_cards(session, [(card.pk, card.account_id) for card in cards])
+        records.forget_cards(session, pks)
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
         for card in cards:
             changes.note(session, account_id=card.account_id, kind="card", ids=[card.id], action="delete")

@@ -3,6 +3,7 @@
 Times are integer milliseconds since the epoch, as the API shows them. Alembic's environment
 (``migrations/env.py``) reads ``Base.metadata`` from this package: a new model module is imported here."""
 
+from cardvault.domain.models.annotations import Annotation
 from cardvault.domain.models.auth import (
     Account,
     ApiKey,
@@ -28,6 +29,7 @@ from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "Account",
+    "Annotation",
     "ApiKey",
     "Base",
     "Card",

@@ -117,6 +117,8 @@ class Card(Base):
     updated_at: Mapped[int] = mapped_column(BigInteger)
     deleted_at: Mapped[int | None] = mapped_column(BigInteger)  # set while in Trash
     archived_at: Mapped[int | None] = mapped_column(BigInteger)
+    # How many annotations the card holds (cardvault.domain.annotations keeps it).
+    annotation_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     # Raised by every write (cardvault.domain.versions): the resource's ETag.
     version: Mapped[int] = mapped_column(BigInteger, default=1, server_default=text("1"))
 

@@ -12,6 +12,7 @@ from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.capture import Shot
 from cardvault.adapters.images import Renditions
 from cardvault.adapters.pages.main_text import reader
+from cardvault.domain.annotations.placing import place_again
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.results import SIZES, set_fields, store_pictures
@@ -71,3 +72,4 @@ def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
     capture's, or an output turned off since) are doomed by the database."""
     kept = {"archive_object": None, "reader_object": None, **fields}
     set_fields(card, kept)
+    place_again(session, card)  # in the reader view's text, when it has one

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from cardvault.adapters.fetcher import Fetched, Fetcher, FetchRefused
 from cardvault.adapters.pages import Page, PageUnreadable, read_page
+from cardvault.domain.annotations.placing import place_again
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.errors import StageFailed
 from cardvault.domain.search.index import index_card
@@ -70,5 +71,6 @@ def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
     card.metadata_description = page.description
     card.link_meta = page.stored()
     card.source_text = page.text
+    place_again(session, card)
     session.flush()
     index_card(session, card)

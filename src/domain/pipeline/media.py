@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cardvault.adapters.blobs import BlobStore
+from cardvault.domain.annotations.placing import place_again
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.results import set_fields, store_pictures
 
@@ -59,5 +60,6 @@ def skipped_by(card: Card) -> str | None:
 
 
 def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
-    """Set what was read of the file."""
+    """Set what was read of the file, and place the card's annotations in its text."""
     set_fields(card, fields)
+    place_again(session, card)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from cardvault.domain.annotations.placing import place_again
 from cardvault.domain.models import Card
 from cardvault.domain.pipeline.results import set_fields
 from cardvault.domain.search.index import index_card
@@ -33,7 +34,8 @@ def skipped_by(card: Card) -> str | None:
 
 
 def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
-    """Set the transcript and index it for search."""
+    """Set the transcript and index it for search; place the card's annotations in it."""
     set_fields(card, fields)
+    place_again(session, card)
     session.flush()
     index_card(session, card)

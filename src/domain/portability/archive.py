@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from cardvault.domain import links
-from cardvault.domain.models import Card, Folder
+from cardvault.domain.models import Annotation, Card, Folder
 
 FORMAT_VERSION = 1
 # A card's files, each under a folder of its own in the archive: its file, its caption file, and
@@ -98,7 +98,28 @@ def card_record(card: Card | Any) -> dict[str, Any]:
         "audioWaveform": card.waveform,
         "captionsFile": card.captions,
         "linkCapture": card.capture,
+        "annotations": [],  # its annotation_records, set by the export's snapshot
         **dict.fromkeys(ROLES),
+    }
+
+
+def annotation_record(annotation: Annotation) -> dict[str, Any]:
+    """An annotation as a card record of ``cards.json`` holds it (in the card's text order)."""
+    placed = annotation.start is not None
+    return {
+        "quote": annotation.quote,
+        "prefix": annotation.prefix,
+        "suffix": annotation.suffix,
+        "position": (
+            {"source": annotation.source, "start": annotation.start, "end": annotation.end}
+            if placed
+            else None
+        ),
+        "orphaned": annotation.orphaned,
+        "note": annotation.note,
+        "color": annotation.color,
+        "createdAt": annotation.created_at,
+        "updatedAt": annotation.updated_at,
     }
 
 

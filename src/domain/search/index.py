@@ -1,7 +1,7 @@
 """Writing a card's words into the full-text index, with their positions (for phrases) and in
-two classes: the headline (title and notes, beside the tags, which their own rows carry; a
-text or quote card's first line is its title) and the body (content, url, description, AI
-summary, transcript), which relevance tells apart.
+two classes: the headline (title, notes and its annotations' quotes and notes, beside the
+tags, which their own rows carry; a text or quote card's first line is its title) and the
+body (content, url, description, AI summary, transcript), which relevance tells apart.
 
 PostgreSQL: ``card_search`` rows of a card: part 0 its body, part 3 its headline, each a
 tsvector of positions made here; parts 1 and 2 are its tags' and AI tags' rows, kept by
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from cardvault.domain.models import Card
+from cardvault.domain.models import Annotation, Card
 from cardvault.domain.search import vocabulary
 from cardvault.domain.search.words import MAX_WORD_LENGTH, split_words
 
@@ -50,6 +50,16 @@ def title_of(card_type: str, title: str | None, content: str | None) -> str | No
 
 def headline_texts(card: Card) -> list[str | None]:
     return [title_of(card.type, card.metadata_title, card.content), card.notes]
+
+
+def annotation_texts(session: Session, card: Card) -> list[str | None]:
+    """The quotes and notes of the card's annotations, which search finds as it finds notes."""
+    if not card.annotation_count:
+        return []
+    rows = session.execute(
+        select(Annotation.quote, Annotation.note).where(Annotation.card_pk == card.pk).order_by(Annotation.pk)
+    )
+    return [value for row in rows for value in row if value]
 
 
 def body_texts(card: Card) -> list[str | None]:
@@ -129,7 +139,8 @@ def index_cards(session: Session, cards: Sequence[Card]) -> None:
     sqlite = session.get_bind().dialect.name == "sqlite"
     batches: dict[str, list[dict[str, object]]] = {}
     for card in cards:
-        headline, body = word_runs(headline_texts(card)), word_runs(body_texts(card))
+        headline = word_runs([*headline_texts(card), *annotation_texts(session, card)])
+        body = word_runs(body_texts(card))
         before = before_all.get(card.pk, set())
         pk: dict[str, object] = {"pk": card.pk}
         if sqlite:

@@ -221,6 +221,7 @@ _FLAGS: dict[str, Any] = {
     "is:failed": lambda: in_state("failed"),
     "has:file": lambda: Card.file_object.is_not(None),
     "has:notes": lambda: Card.notes.is_not(None) & (Card.notes != ""),
+    "has:annotations": lambda: Card.annotation_count > 0,
 }
 BOUNDS = ("before", "after")  # merged into the list's createdBefore and createdAfter
 

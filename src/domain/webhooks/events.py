@@ -7,6 +7,8 @@ What a change tells an endpoint, given where the endpoint was (the feed keeps a 
 latest change, so changes made before a dispatch are told together):
 - a card or folder created since: ``card.created`` / ``folder.created``; otherwise changed:
   ``card.updated`` / ``folder.updated``; deleted: ``card.deleted`` / ``folder.deleted``;
+- an annotation likewise: ``annotation.created``, ``.updated`` or ``.deleted`` (only to an
+  endpoint that names them: cardvault.domain.webhooks.endpoints.NAMED_ONLY);
 - a card whose processing settled since: also ``card.processed``;
 - a tag: ``tag.updated`` while a card carries it, else ``tag.deleted``;
 - a tag operation or export: ``tag_operation.completed``/``failed`` and ``export.ready``/
@@ -63,7 +65,7 @@ def events_of(change: Change, position: int, found: feed.Resources) -> list[tupl
     """The events one change tells an endpoint told up to ``position``, with their data."""
     data: dict[str, Any] = {"id": change.resource_id, "sequence": change.sequence}
     kind = change.kind
-    if kind in ("card", "folder"):
+    if kind in ("card", "folder", "annotation"):
         if change.action == "delete":
             return [(f"{kind}.deleted", data)]
         told = [(f"{kind}.created" if change.created_sequence > position else f"{kind}.updated", data)]

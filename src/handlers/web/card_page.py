@@ -3,7 +3,11 @@
 Markdown (text cards) is rendered by markdown-it with raw HTML off: tags a card holds are shown
 as text, never parsed; links and images keep only http(s), mailto and relative URLs (its
 default link check refuses ``javascript:``, ``vbscript:``, ``file:`` and most ``data:``). The
-page's Content-Security-Policy allows no script at all, in case anything got through."""
+page's Content-Security-Policy allows no script at all, in case anything got through.
+
+Annotations: each quote placed in a text card's own text is marked in it (``<mark>``: two
+private-use characters stand for the tags while markdown-it renders, then become them), and
+every annotation is listed under the text with its note."""
 
 from __future__ import annotations
 
@@ -18,10 +22,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from cardvault.domain import folders
+from cardvault.domain.annotations import records as annotation_records
 from cardvault.domain.cards import editing
 from cardvault.domain.errors import NotFound
 from cardvault.domain.ids import is_well_formed
-from cardvault.domain.models import Account
+from cardvault.domain.models import Account, Annotation
 from cardvault.handlers import card_json
 from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
@@ -42,6 +47,33 @@ def render_markdown(text: str) -> Markup:
     return Markup(_markdown.render(text))  # noqa: S704 - markdown-it escapes; raw HTML off
 
 
+_OPEN, _CLOSE = "\ue001", "\ue002"  # where a mark opens and closes, while markdown-it renders
+
+
+def marked(content: str, offset: int, annotations: list[Annotation]) -> str:
+    """The content (which starts at ``offset`` of the card's text) with each quote placed in it
+    between the two mark characters: a quote within one line, none overlapping another (the
+    first placed wins), so each mark closes where it opened."""
+    if _OPEN in content or _CLOSE in content:
+        return content
+    spans: list[tuple[int, int]] = []
+    for annotation in annotations:
+        if annotation.source != "text" or annotation.start is None or annotation.end is None:
+            continue
+        start, end = annotation.start - offset, annotation.end - offset
+        if start < 0 or end > len(content) or start >= end or "\n" in content[start:end]:
+            continue
+        if all(end <= s or start >= e for s, e in spans):
+            spans.append((start, end))
+    for start, end in sorted(spans, reverse=True):
+        content = content[:start] + _OPEN + content[start:end] + _CLOSE + content[end:]
+    return content
+
+
+def _with_marks(html: Markup) -> Markup:
+    return Markup(str(html).replace(_OPEN, "<mark>").replace(_CLOSE, "</mark>"))  # noqa: S704 - fixed tags
+
+
 def _swatch(hex_value: str) -> str:
     svg = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24">'
@@ -56,14 +88,19 @@ def _page(rt: runtime.Runtime, account_id: str, card_id: str, csrf: str) -> Resp
         card = card_json.extended(session, editing.get_card(session, account_id=account_id, card_id=card_id))
         folder_names = folders.folder_names(session, account_id=account_id, folder_ids=card["folderIds"])
         account = session.get(Account, account_id)
+        annotations = list(annotation_records.of_card(session, account_id=account_id, card_id=card_id))
     heading, content = _heading(card)
+    whole = card.get("content") or ""
+    if content and whole.endswith(content):
+        content = marked(content, len(whole) - len(content), annotations)
     return pages.render(
         "card.html",
         title=heading,
         heading=heading,
         card=card,
         folders=folder_names,
-        content_html=render_markdown(content) if content and content.strip() else None,
+        content_html=_with_marks(render_markdown(content)) if content and content.strip() else None,
+        annotations=annotations,
         image_url=card.get("compactUrl") or card.get("linkPreviewImageUrl") or card.get("thumbnailUrl"),
         image_alt=card.get("fileName") or card.get("metadataTitle") or "",
         colors=[(c["hex"], c.get("name") or "", _swatch(c["hex"])) for c in card.get("colors") or []],

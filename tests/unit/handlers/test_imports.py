@@ -92,7 +92,12 @@ def test_a_raindrop_export_keeps_times_notes_highlights_folders_favorites_and_re
     assert (
         rust["createdAt"] == 1709302567482 and rust["isFavorited"] and rust["tags"] == ["rust", "programming"]
     )
-    assert rust["notes"].startswith("Read before the team workshop.") and "> Nothing happens" in rust["notes"]
+    assert rust["notes"] == "Read before the team workshop.\nSecond line of the note."  # highlights apart
+    kept = api.get(f"/v1/cards/{rust['id']}/annotations").json()["items"]
+    assert [a["quote"] for a in kept] == [
+        "Executors poll futures until they are ready.",
+        "Nothing happens until a future is polled.",
+    ]
     folders = {f["id"]: f["name"] for f in api.get("/v1/folders").json()["items"]}
     assert (
         [folders[i] for i in docs["folderIds"]]
@@ -233,11 +238,14 @@ def test_pocket_and_omnivore_zips_are_told_and_their_highlights_kept(api: Api) -
     assert omnivore["unmapped"]["content"] == 4 and omnivore["unmapped"]["highlight labels"] == 1
     by_url = {card["content"]: card for card in cards(api)}
     work = by_url["https://paulgraham.com/greatwork.html"]
-    assert "> The way to figure out what to work on is by working." in work["notes"]
+    quotes = [a["quote"] for a in api.get(f"/v1/cards/{work['id']}/annotations").json()["items"]]
+    assert quotes[0] == "The way to figure out what to work on is by working." and len(quotes) == 2
+    assert "The way to figure out" not in (work["notes"] or "")
     breitling = next(url for url in by_url if "breitling" in url)
     assert by_url[breitling]["tags"] == ["RSS"]
     assert api.get(f"/v1/cards/{by_url[breitling]['id']}/extended").json()["isArchived"]
-    assert "Voir aussi" in by_url[breitling]["notes"]
+    (noted,) = api.get(f"/v1/cards/{by_url[breitling]['id']}/annotations").json()["items"]
+    assert noted["note"] == "Voir aussi l’article sur Swatch — à relire." and not by_url[breitling]["notes"]
 
 
 def test_a_hostile_zip_fails_its_bad_members_alone_and_takes_the_rest(api: Api) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from cardvault.domain.annotations import records as annotation_records
 from cardvault.domain.cards import reading
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Card, ExportItem, ExportJob, Folder
@@ -93,11 +94,17 @@ def snapshot_batch(session: Session, *, job_id: str, lease: str, batch_size: int
         job.stage, job.card_count = "archiving", job.processed_count
         job.processed_count, job.files_included, job.files_omitted, job.files_unreadable = 0, 0, 0, 0
         return False
+    noted = annotation_records.of_cards(
+        session, card_pks=[card.pk for card in cards if card.annotation_count]
+    )
     rows = [
         {
             "job_id": job.id,
             "card_pk": card.pk,
-            "record": archive.card_record(card),
+            "record": {
+                **archive.card_record(card),
+                "annotations": [archive.annotation_record(a) for a in noted.get(card.pk, [])],
+            },
             "file_object": card.file_object,
             "captions_object": card.captions_object,
             "capture_objects": archive.capture_objects(card),

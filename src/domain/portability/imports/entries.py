@@ -3,7 +3,8 @@ the batches).
 
 What an entry becomes (docs/imports.md has it per format):
 - a link card (its URL), or a text card (a note without URL); its title and excerpt as the
-  link's title and description, the user's notes and the highlights in its notes, its tags,
+  link's title and description, the user's notes, its highlights as annotations (placed once
+  the page's text is known), its tags,
   folder, favorite and archived flags, and its creation time;
 - a folder path becomes one folder named by its first MAX_FOLDER_DEPTH names joined with
   `` / `` (each name cut to MAX_FOLDER_NAME characters); a folder of that name (ignoring case)
@@ -31,6 +32,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes
+from cardvault.domain.annotations import records
 from cardvault.domain.cards import editing
 from cardvault.domain.clock import now_ms
 from cardvault.domain.errors import CardVaultError, Conflict, FolderLimitReached, InvalidInput
@@ -214,6 +216,7 @@ class _Taker:
             card.archived_at = card.created_at
         if folder_id is not None:
             self._file(card, folder_id, new=True)
+        records.keep_imported(self.session, card, entry.highlights)
         self.stages += [(card.pk, stage) for stage in written.stages]  # sent by the account's turns
         if url is not None and card.url_key is not None:
             self.held.setdefault(card.url_key, card.id)  # a later entry of the same page finds it
@@ -263,10 +266,6 @@ class _Taker:
 
     def _notes(self, entry: Entry) -> str | None:
         parts = [note.strip() for note in entry.notes if note.strip()]
-        if entry.highlights:
-            parts.append(
-                "Highlights:\n\n" + "\n\n".join(f"> {h.strip()}" for h in entry.highlights if h.strip())
-            )
         notes = _CONTROL.sub("", "\n\n".join(parts))
         if len(notes) > MAX_NOTES:
             self._count("notes (cut at 65,536 characters)")
@@ -354,6 +353,7 @@ class _Taker:
             editing.set_archived(self.session, account_id=self.account_id, card_id=card.id, is_archived=True)
         if folder_id is not None:
             self._file(card, folder_id)
+        records.keep_imported(self.session, card, entry.highlights)
 
 
 def _url_and_content(entry: Entry) -> tuple[str | None, str]:

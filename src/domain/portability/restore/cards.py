@@ -1,8 +1,8 @@
 """Restoring an export archive's cards and folders into an account (the archive is opened and
 checked by cardvault.domain.portability.restore.checks).
 
-A card is restored with new ids and the same content, tags, AI fields, folders, flags and
-times; each file is taken like any upload (its type judged by its bytes, its kind's size
+A card is restored with new ids and the same content, tags, AI fields, folders, flags,
+annotations and times; each file is taken like any upload (its type judged by its bytes, its kind's size
 limit). What the pipeline makes from the file (renditions, posters) is made again by the
 workers, and a stage whose result the archive holds is recorded as completed."""
 
@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cardvault.domain import changes
+from cardvault.domain.annotations import records as annotation_records
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
@@ -152,6 +153,8 @@ def finish_card(session: Session, *, account_id: str, card_id: str, record: Mapp
     wanted = processing.stages_for(card)
     _completed(session, card, [s for s in wanted if s in restored])
     queued = processing.queue(session, card, [s for s in wanted if s not in restored], imported=True)
+    found = record.get("annotations")
+    annotation_records.restore_archived(session, card, found if isinstance(found, list) else [])
     card.archived_at = whole_of(record, "archivedAt")
     if whole_of(record, "deletedAt") is not None:
         trash.move_to_trash(session, account_id=account_id, card_id=card_id)

@@ -16,6 +16,16 @@ Chunks = Iterable[bytes]  # a file's bytes, a chunk at a time
 
 
 @dataclasses.dataclass
+class Highlight:
+    """A passage the user marked in the saved page, with the note they wrote on it: an
+    annotation of the card (cardvault.domain.annotations)."""
+
+    quote: str
+    note: str | None = None
+    color: str | None = None  # one of the annotations' palette
+
+
+@dataclasses.dataclass
 class Entry:
     """One saved item as its export describes it."""
 
@@ -25,7 +35,7 @@ class Entry:
     title: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)  # the user's notes, in order
     excerpt: str | None = None  # the page's description as the service kept it
-    highlights: list[str] = dataclasses.field(default_factory=list)
+    highlights: list[Highlight] = dataclasses.field(default_factory=list)
     tags: list[str] = dataclasses.field(default_factory=list)
     folder: list[str] = dataclasses.field(default_factory=list)  # its folder's path, outermost first
     created_at: int | None = None  # epoch milliseconds

@@ -30,6 +30,7 @@ from cardvault.domain.portability.imports.formats import (
     Broken,
     Chunks,
     Entry,
+    Highlight,
     Item,
     LineTooLong,
     lines,
@@ -183,7 +184,7 @@ def raindrop(chunks: Chunks) -> Iterator[Item]:
         entry.tags = [tag.strip() for tag in (fields.get("tags") or "").split(",") if tag.strip()]
         entry.created_at = _iso(fields.get("created"))
         entry.highlights = [
-            part.strip().removeprefix("Highlight:").strip()
+            Highlight(part.strip().removeprefix("Highlight:").strip())
             for part in re.split(r"\n\s*\n", fields.get("highlights") or "")
             if part.strip().removeprefix("Highlight:").strip()
         ]

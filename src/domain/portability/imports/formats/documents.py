@@ -7,15 +7,16 @@ folders (small), once for the bookmarks. Each reader's mapping:
 
 - Karakeep (``{"bookmarks": [...], "lists": [...]}``): ``content`` a link (its URL) or a
   text note (a text card); ``createdAt`` in seconds; its manual lists as folders (a nested
-  list's path from its ``parentId``); ``note``, ``tags``, ``archived``. Asset bookmarks are
-  not in Karakeep's export.
+  list's path from its ``parentId``); ``note``, ``tags``, ``archived``, each of its
+  ``highlights`` (``text``, ``note``, ``color``) an annotation. Asset bookmarks are not in
+  Karakeep's export.
 - Linkwarden (the user's record with ``collections`` and ``pinnedLinks``): each collection's
   links; the collection's path (``parentId``) as the folder (its own "Unorganized": none); ``name`` the title,
   ``description`` a note, ``metaDescription`` the excerpt, ``tags`` by name, a pinned link a
   favorite, ``createdAt`` ISO 8601.
 - wallabag (an array of entries): ``is_starred`` a favorite, ``is_archived`` archived,
-  ``tags``, ``created_at`` ISO 8601, each annotation's ``quote`` a highlight (with its
-  ``text`` after it); the stored article (``content``) and ``preview_picture`` are not kept.
+  ``tags``, ``created_at`` ISO 8601, each annotation's ``quote`` an annotation (its ``text``
+  the annotation's note); the stored article (``content``) and ``preview_picture`` are not kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from typing import Any
 
 import ijson
 
-from cardvault.domain.portability.imports.formats import Broken, Chunks, Entry, Item, Opener, seconds
+from cardvault.domain.portability.imports.formats import (
+    Broken,
+    Chunks,
+    Entry,
+    Highlight,
+    Item,
+    Opener,
+    seconds,
+)
 from cardvault.domain.portability.imports.formats.streamed import (
     STRING_LIMIT,
     NotText,
@@ -172,6 +181,10 @@ def _folders(
     return _paths(nodes), failures
 
 
+# Karakeep's highlight colours as the annotations' palette's.
+_KARAKEEP_COLORS = {"yellow": "yellow", "red": "pink", "green": "green", "blue": "blue"}
+
+
 def karakeep(open_file: Opener) -> Iterator[Item]:
     """Karakeep's JSON export."""
     lists, failures = _folders(
@@ -191,6 +204,11 @@ def karakeep(open_file: Opener) -> Iterator[Item]:
         entry.tags = strings(value.get("tags"))
         entry.created_at = seconds(value.get("createdAt"))
         entry.archived = value.get("archived") is True
+        entry.highlights = [
+            Highlight(quote, text(h.get("note")), _KARAKEEP_COLORS.get(str(h.get("color"))))
+            for h in listed(value.get("highlights"), "highlights")
+            if isinstance(h, dict) and (quote := text(h.get("text")))
+        ]
         ids = [identifier(list_id, "lists") for list_id in listed(value.get("lists"), "lists")]
         paths = [lists[list_id] for list_id in ids if lists.get(list_id)]
         entry.folder = paths[0] if paths else []
@@ -252,8 +270,9 @@ def wallabag(open_file: Opener) -> Iterator[Item]:
         entry.archived = value.get("is_archived") in (1, True)
         for annotation in listed(value.get("annotations"), "annotations"):
             if isinstance(annotation, dict) and text(annotation.get("quote")):
-                note = text(annotation.get("text"))
-                entry.highlights.append(f"{text(annotation['quote'])}" + (f"\n\n{note}" if note else ""))
+                quote = text(annotation["quote"])
+                assert quote is not None
+                entry.highlights.append(Highlight(quote, text(annotation.get("text"))))
         entry.unmapped = [name for name in ("content", "preview_picture") if text(value.get(name))]
         return entry
 

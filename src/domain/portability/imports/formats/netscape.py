@@ -24,7 +24,15 @@ import itertools
 from collections.abc import Iterator
 from html.parser import HTMLParser
 
-from cardvault.domain.portability.imports.formats import Broken, Chunks, Entry, Item, decoded, seconds
+from cardvault.domain.portability.imports.formats import (
+    Broken,
+    Chunks,
+    Entry,
+    Highlight,
+    Item,
+    decoded,
+    seconds,
+)
 
 PENDING_LIMIT = 64 * 1024
 CLOSE_LIMIT = 4096  # unfinished markup at the end that the parser may finish (its close() is slow)
@@ -86,7 +94,7 @@ class _Parser(HTMLParser):
         elif tag == "blockquote" and self.quote is not None and self.entry is not None:
             highlight = "".join(self.quote).strip()
             if highlight:
-                self.entry.highlights.append(highlight)
+                self.entry.highlights.append(Highlight(highlight))
             self.quote = None
         elif tag == "h1" and self.capture is not None:
             self.archived = "".join(self.capture).strip().lower() == "read archive"

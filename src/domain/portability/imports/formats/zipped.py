@@ -40,6 +40,7 @@ from cardvault.domain.portability.imports.formats import (
     Broken,
     Chunks,
     Entry,
+    Highlight,
     Item,
     Opener,
     delimited,
@@ -212,9 +213,9 @@ def _pocket(archive: _Archive) -> Iterator[Item]:
         )
 
 
-def _pocket_highlights(archive: _Archive) -> tuple[dict[str, list[str]], list[Broken]]:
+def _pocket_highlights(archive: _Archive) -> tuple[dict[str, list[Highlight]], list[Broken]]:
     """Each saved item's highlights by its URL, and the failures met reading them."""
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[Highlight]] = {}
     failures: list[Broken] = []
     budget = ANNOTATIONS_LIMIT
     for _, info in archive.members(_POCKET_ANNOTATIONS):
@@ -239,7 +240,7 @@ def _pocket_highlights(archive: _Archive) -> tuple[dict[str, list[str]], list[Br
                         for h in (found_highlights if isinstance(found_highlights, list) else [])
                         if isinstance(h, dict) and isinstance(h.get("quote"), str) and h["quote"].strip()
                     ]
-                    found.setdefault(value["url"].strip(), []).extend(quotes)
+                    found.setdefault(value["url"].strip(), []).extend(map(Highlight, quotes))
         except _Refused as refused:
             failures.append(Broken(info.filename, str(refused)))
         except ijson.JSONError as exc:
@@ -306,12 +307,12 @@ def _omnivore_notes(archive: _Archive, info: zipfile.ZipInfo, entry: Entry) -> N
             continue
         if block.startswith(">"):
             lines = [line.removeprefix(">").strip() for line in block.splitlines()]
-            entry.highlights.append("\n".join(lines).strip())
+            entry.highlights.append(Highlight("\n".join(lines).strip()))
             noted = False
         elif _LABELS.fullmatch(block):
             entry.unmapped.append("highlight labels")
         elif not noted:
-            entry.highlights[-1] += f"\n\n{block}"  # the highlight's note, after it
+            entry.highlights[-1].note = block  # the highlight's note, after it
             noted = True
         else:
             entry.notes.append(block)

@@ -12,10 +12,10 @@ from cardvault.domain.cards import editing, listing, reading, trash
 from cardvault.domain.db import Database
 from cardvault.domain.errors import ImportFinished
 from cardvault.domain.folders import create_folder
-from cardvault.domain.models import Card, DoomedObject, Folder, ImportJob
+from cardvault.domain.models import Annotation, Card, DoomedObject, Folder, ImportJob
 from cardvault.domain.portability.imports import entries as import_entries
 from cardvault.domain.portability.imports import jobs as import_jobs
-from cardvault.domain.portability.imports.formats import Broken, Entry, Item
+from cardvault.domain.portability.imports.formats import Broken, Entry, Highlight, Item
 from cardvault.domain.urls import normal_url
 
 SECRET = "s" * 48
@@ -69,7 +69,7 @@ def test_an_entry_becomes_a_link_card_with_everything_it_says(database: Database
         title="A page",
         notes=["first note", "second note"],
         excerpt="What the page says",
-        highlights=["a quote"],
+        highlights=[Highlight("a quote", "my note on it", "green")],
         tags=["read", "Read", "later"],
         folder=["Work", "Projects"],
         created_at=1_600_000_000_000,
@@ -85,7 +85,16 @@ def test_an_entry_becomes_a_link_card_with_everything_it_says(database: Database
         "A page",
         "What the page says",
     )
-    assert link.notes == "first note\n\nsecond note\n\nHighlights:\n\n> a quote"
+    assert link.notes == "first note\n\nsecond note"  # the highlight is an annotation
+    with database.transaction(write=False) as session:
+        (kept,) = session.scalars(select(Annotation).where(Annotation.card_id == link.id)).all()
+    assert (kept.quote, kept.note, kept.color, kept.start, kept.orphaned) == (
+        "a quote",
+        "my note on it",
+        "green",
+        None,  # unplaced until the page is read
+        False,
+    )
     assert link.tags == ["read", "later"] and link.is_favorited
     assert link.created_at == 1_600_000_000_000 and link.archived_at == link.created_at
     assert (text.type, text.content, text.url) == ("text", "a note of mine", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cardvault.domain.portability.imports.formats import delimited
+from cardvault.domain.portability.imports.formats import Highlight, delimited
 from tests.unit.domain.portability.imports.formats.conftest import entries, fixture, read
 
 
@@ -16,8 +16,8 @@ def test_every_column_maps_and_a_note_spans_lines() -> None:
     )
     assert rust.notes == ["Read before the team workshop.\nSecond line of the note."]
     assert rust.highlights == [
-        "Executors poll futures until they are ready.",
-        "Nothing happens until a future is polled.",
+        Highlight("Executors poll futures until they are ready."),
+        Highlight("Nothing happens until a future is polled."),
     ]
     assert rust.tags == ["rust", "programming"] and rust.favorite and rust.unmapped == ["cover"]
     assert rust.created_at == 1709302567482 and rust.place == "line 3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain.portability.imports.formats import Broken, Entry, netscape
+from cardvault.domain.portability.imports.formats import Broken, Entry, Highlight, netscape
 from tests.unit.domain.portability.imports.formats.conftest import entries, fixture, read
 
 ASYNC = "https://example.com/articles/async-rust?ref=feed&utm_source=newsletter"
@@ -69,8 +69,8 @@ def test_raindrop_notes_highlights_favorites_and_unsorted_as_no_folder() -> None
     rust = found[1]
     assert rust.notes == ["Read before the team workshop.\nSecond line of the note."]
     assert rust.highlights == [
-        "Executors poll futures until they are ready.",
-        "Nothing happens until a future is polled.",
+        Highlight("Executors poll futures until they are ready."),
+        Highlight("Nothing happens until a future is polled."),
     ]
     assert rust.favorite and rust.tags == ["rust", "programming"]
     assert found[3].unmapped == ["cover"] and found[3].folder == ["Work", "Projects"]

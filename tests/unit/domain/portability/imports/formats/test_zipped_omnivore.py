@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain.portability.imports.formats import zipped
+from cardvault.domain.portability.imports.formats import Highlight, zipped
 from tests.unit.domain.portability.imports.formats.conftest import (
     FIXTURES,
     broken,
@@ -43,12 +43,16 @@ def test_omnivore_items_take_labels_state_times_and_their_highlights_and_notes()
     first, second, third, fourth = found
     assert first.excerpt == "Introducing Source Code, your backstage pass to Every Studio"
     assert first.highlights == [
-        "In traditional software, you write the rules.\n\nIn AI products, you shape the behavior."
-        "\n\nGood framing for the team offsite.",  # a quote of two paragraphs, then its note
-        "Prototyping is cheap; evaluation is expensive.",
+        Highlight(  # a quote of two paragraphs, then its note
+            "In traditional software, you write the rules.\n\nIn AI products, you shape the behavior.",
+            "Good framing for the team offsite.",
+        ),
+        Highlight("Prototyping is cheap; evaluation is expensive."),
     ]
     assert second.highlights == [
-        "La marque suisse veut s’étendre ailleurs en Asie.\n\nVoir aussi l’article sur Swatch — à relire."
+        Highlight(
+            "La marque suisse veut s’étendre ailleurs en Asie.", "Voir aussi l’article sur Swatch — à relire."
+        )
     ]
     assert (third.highlights, third.notes) == ([], [])
     assert (fourth.highlights, fourth.notes) == (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardvault.domain.portability.imports.formats import zipped
+from cardvault.domain.portability.imports.formats import Highlight, zipped
 from tests.unit.domain.portability.imports.formats.conftest import (
     FIXTURES,
     broken,
@@ -47,12 +47,14 @@ def test_pocket_rows_take_their_highlights_by_url_and_the_lists_are_counted(fold
         (f"{folder}part_000000.csv, line 6", None, [], False),  # Pocket wrote the URL as its title
     ]
     assert found[0].highlights == [
-        "The way to figure out what to work on is by working.",
-        "Curiosity is the best guide. Your curiosity never lies, and it knows more than you do "
-        "about what's worth paying attention to.",
+        Highlight("The way to figure out what to work on is by working."),
+        Highlight(
+            "Curiosity is the best guide. Your curiosity never lies, and it knows more than you do "
+            "about what's worth paying attention to."
+        ),
     ]
     assert found[3].highlights == [
-        "Wer langsam liest, liest zweimal – „das Buch öffnet sich erst beim zweiten Blick“."
+        Highlight("Wer langsam liest, liest zweimal – „das Buch öffnet sich erst beim zweiten Blick“.")
     ]
     assert [e.highlights for e in found[1:3] + found[4:]] == [[], [], []]
     assert found[0].created_at == 1689002113000
