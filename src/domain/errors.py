@@ -11,6 +11,7 @@ CardVaultError
 │   ├── FileRequired         an image, video, audio or document card needs a file
 │   └── UnsupportedType      a file's bytes are no accepted type
 ├── CursorExpired            a changes cursor is older than the changes kept
+├── ShareExpired             a share link's expiry has passed
 ├── ContentTooLarge          a text is over its byte limit
 ├── FileTooLarge             a file is over its kind's size limit
 ├── Conflict                 the request clashes with the current state
@@ -102,6 +103,10 @@ class InvalidCursor(InvalidInput):
 
 class CursorExpired(CardVaultError):
     """A changes cursor points before the oldest change kept: changes after it were purged."""
+
+
+class ShareExpired(CardVaultError):
+    """A share link past its ``expiresAt``: it answers 410 until it is deleted."""
 
 
 class TypeMismatch(InvalidInput):

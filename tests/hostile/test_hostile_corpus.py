@@ -55,6 +55,7 @@ ID_KINDS = {
     "importId": "Import",
     "keyId": "ApiKey",
     "webhookId": "Webhook",
+    "shareId": "Share",
 }
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
@@ -80,6 +81,8 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "startImport": {"fileKey": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa", "fileEtag": '"corpus"'},
     "updateWebhook": {"description": "renamed"},
     "bulkCards": {"operation": "favorite", "items": [{"cardId": "{cardId}", "isFavorited": True}]},
+    "createShare": {"cardId": "{cardId}"},
+    "updateShare": {"title": "renamed"},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -889,6 +892,16 @@ def domain_cases(b: Builder) -> None:
             ),
         ],
         "updateFolder": [("to-other-name", (409, "FOLDER_EXISTS"), {"body": dump({"name": "second"})})],
+        "createShare": [
+            ("foreign-card", NOT_FOUND, {"body": dump({"cardId": "{foreignCard}"})}),
+            ("foreign-folder", NOT_FOUND, {"body": dump({"folderId": "{foreignFolder}"})}),
+            ("trashed-card", (409, "CARD_IN_TRASH"), {"body": dump({"cardId": "{trashed}"})}),
+            ("card-and-folder", BAD, {"body": dump({"cardId": "{cardId}", "folderId": "{folderId}"})}),
+            ("neither", BAD, {"body": dump({"title": "x"})}),
+            ("expired", BAD, {"body": dump({"cardId": "{cardId}", "expiresAt": 1})}),
+        ],
+        "updateShare": [("expired", BAD, {"body": dump({"expiresAt": 1})})],
+        "listShares": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listCards": [
             ("made-up-cursor", (400, "INVALID_CURSOR"), {"query": "cursor=abc"}),
             ("foreign-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={foreignCursor}"}),
@@ -1163,6 +1176,8 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         delivery.status, delivery.next_attempt_at = "failed", None
         session.flush()
         delivery_id = delivery.id
+    shared = api.post("/v1/shares", json={"folderId": folder}).json()["id"]
+    foreign_share = other.post("/v1/shares", json={"folderId": foreign_folder}).json()["id"]
     full = make_api()  # at every cap (the settings' MAX_CARDS and MAX_FOLDERS, twenty webhooks)
     for number in range(MAX_FOLDERS):
         assert full.post("/v1/folders", json={"name": f"Full {number}"}).status_code == 201
@@ -1207,6 +1222,10 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         "webhookUnderscores": "_" * len(webhook),
         "webhookUpper": webhook.upper(),
         "deliveryId": delivery_id,
+        "shareId": shared,
+        "foreignShare": foreign_share,
+        "shareUnderscores": "_" * len(shared),
+        "shareUpper": shared.upper(),
         "keyId": key_id,
         "revokedKeyId": revoked_key_id,
         "foreignApiKey": foreign_key_id,

@@ -36,6 +36,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.InvalidCursor: (400, "INVALID_CURSOR"),
     domain.InvalidQuery: (400, "INVALID_QUERY"),
     domain.CursorExpired: (410, "CURSOR_EXPIRED"),
+    domain.ShareExpired: (410, "SHARE_EXPIRED"),
     domain.TypeMismatch: (400, "TYPE_MISMATCH"),
     domain.FileRequired: (400, "FILE_REQUIRED"),
     domain.UnsupportedType: (400, "UNSUPPORTED_TYPE"),
