@@ -18,6 +18,7 @@ CardVaultError
 │   ├── TagOperationRunning  another tag change is running for the account
 │   ├── TagExists            a rename would land on an existing tag
 │   ├── FolderExists         another folder has this name
+│   ├── SmartFolder          cards are not put in or taken out of a smart folder by hand
 │   ├── CardInTrash          refused for a card in Trash
 │   ├── CardNotInTrash       deleting forever needs the card in Trash
 │   ├── UploadIncomplete     the upload's file has not been stored (yet)
@@ -146,6 +147,10 @@ class ContentTooLarge(CardVaultError):
 
 class Conflict(CardVaultError):
     """The request clashes with the current state."""
+
+
+class SmartFolder(Conflict):
+    """A smart folder holds what its query matches: cards are not added or removed by hand."""
 
 
 class TagOperationRunning(Conflict):

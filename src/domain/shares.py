@@ -184,9 +184,8 @@ def _folder_filter(session: Session, share: Share) -> listing.CardFilter:
     folder = session.get(Folder, share.folder_id)
     if folder is None:  # deleted in the meantime (the share goes with it)
         raise NotFound("No such share.")
-    query = getattr(folder, "query", None)
-    if folder.kind == "smart" and query is not None:
-        return listing.CardFilter(q=str(query), sort="newest")
+    if folder.kind == "smart":
+        return listing.CardFilter(q=folder.query or "", sort="newest")
     return listing.CardFilter(folders=(folder.id,), sort="newest")
 
 

@@ -49,6 +49,7 @@ DOMAIN_ERRORS: dict[type[domain.CardVaultError], tuple[int, str]] = {
     domain.TagOperationRunning: (409, "TAG_OPERATION_RUNNING"),
     domain.TagExists: (409, "TAG_EXISTS"),
     domain.FolderExists: (409, "FOLDER_EXISTS"),
+    domain.SmartFolder: (409, "SMART_FOLDER"),
     domain.CardInTrash: (409, "CARD_IN_TRASH"),
     domain.CardNotInTrash: (409, "CARD_NOT_IN_TRASH"),
     domain.ExportRunning: (409, "EXPORT_RUNNING"),
