@@ -21,7 +21,6 @@ from cardvault.domain.auth import credentials
 from cardvault.domain.cards import listing
 from cardvault.domain.cards.reading import CardView, get_card_view
 from cardvault.domain.clock import now_ms
-from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import CardInTrash, InvalidInput, NotFound, ShareExpired
 from cardvault.domain.ids import new_id
 from cardvault.domain.models import Card, Folder, FolderCard, Share, get_owned
@@ -124,34 +123,6 @@ def delete_share(session: Session, *, account_id: str, share_id: str) -> None:
     """Revoke the share: its link answers 404 from the moment this commits."""
     session.delete(get_share(session, account_id=account_id, share_id=share_id, for_update=True))
     session.flush()
-
-
-@dataclasses.dataclass(frozen=True)
-class SharePage:
-    shares: list[Share]
-    next_cursor: str | None
-    total: int
-
-
-def list_shares(
-    session: Session, *, account_id: str, secret: str, limit: int = 100, cursor: str | None = None
-) -> SharePage:
-    """The account's shares, newest first, a page at a time."""
-    mine = Share.account_id == account_id
-    total = session.scalar(select(func.count()).select_from(Share).where(mine)) or 0
-    query = select(Share).where(mine).order_by(Share.created_at.desc(), Share.id.desc())
-    scope = f"shares:{account_id}"
-    if cursor is not None:
-        moment, share_id = decode_cursor(secret, cursor, scope=scope, size=2)
-        query = query.where(
-            (Share.created_at < moment) | ((Share.created_at == moment) & (Share.id < share_id))
-        )
-    found = list(session.scalars(query.limit(limit + 1)))
-    next_cursor = None
-    if len(found) > limit:
-        found = found[:limit]
-        next_cursor = encode_cursor(secret, scope=scope, position=[found[-1].created_at, found[-1].id])
-    return SharePage(found, next_cursor, total)
 
 
 def open_share(session: Session, *, token: str) -> Share:

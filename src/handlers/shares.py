@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from cardvault.domain import shares
+from cardvault.domain import cursors, shares
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.models import Share
 from cardvault.handlers.http import runtime
@@ -55,11 +55,11 @@ def create_share(body: dict[str, Any], user: str) -> tuple[dict[str, Any], int, 
 def list_shares(user: str, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
     rt = runtime.current()
     with rt.db.transaction(write=False) as session:
-        page = shares.list_shares(
-            session, account_id=user, secret=rt.settings.secret_key, limit=limit, cursor=cursor
+        found, next_cursor, total = cursors.newest_first(
+            session, Share, account_id=user, secret=rt.settings.secret_key, limit=limit, cursor=cursor
         )
-        items = [share_json(session, share) for share in page.shares]
-    return page_json(items, page.next_cursor, page.total)
+        items = [share_json(session, share) for share in found]
+    return page_json(items, next_cursor, total)
 
 
 def get_share(share_id: str, user: str) -> dict[str, Any]:

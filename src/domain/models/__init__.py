@@ -24,6 +24,7 @@ from cardvault.domain.models.pipeline import CardStage, ImportTurn
 from cardvault.domain.models.portability import ExportItem, ExportJob, ImportJob
 from cardvault.domain.models.search import SearchWord
 from cardvault.domain.models.shares import Share
+from cardvault.domain.models.subscriptions import Subscription
 from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
@@ -51,6 +52,7 @@ __all__ = [
     "SearchWord",
     "Share",
     "SignInLink",
+    "Subscription",
     "TagCounter",
     "TagOperation",
     "TagSpelling",

@@ -16,10 +16,13 @@ from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.folders import Folder
 from cardvault.domain.models.portability import ExportJob, ImportJob
 from cardvault.domain.models.shares import Share
+from cardvault.domain.models.subscriptions import Subscription
 from cardvault.domain.models.tags import TagOperation
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
-Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob, ImportJob, Webhook, WebhookDelivery, Share)
+Owned = TypeVar(
+    "Owned", Card, Folder, TagOperation, ExportJob, ImportJob, Webhook, WebhookDelivery, Share, Subscription
+)
 
 
 def get_owned(
@@ -43,6 +46,7 @@ _NAMES: dict[type[Base], str] = {
     Webhook: "Webhook",
     WebhookDelivery: "Delivery",
     Share: "Share",
+    Subscription: "Subscription",
 }
 
 
