@@ -219,30 +219,25 @@ def _smart_match(session: Session, account_id: str, filters: listing.CardFilter,
     return view.pk in pks
 
 
-def version_of(session: Session, share: Share) -> tuple[int, int, int]:
-    """What the share's ETag and Last-Modified are made of: its cards' latest change, their
-    count, and the share's own change (cheap: one aggregate, never the cards themselves)."""
+def version_of(session: Session, share: Share, shown: int) -> tuple[int, str, int]:
+    """What the share's feed ETag and Last-Modified are made of: the latest change of the
+    ``shown`` newest cards a feed holds, which cards they are (a digest of them), and the
+    share's and its folder's own changes. Cheap: the first ``shown`` matches in list order
+    (an index's), never every card."""
     if share.card_pk is not None:
         updated = session.scalar(select(Card.updated_at).where(Card.pk == share.card_pk)) or 0
-        return max(updated, share.updated_at), 1, share.updated_at
+        return max(updated, share.updated_at), str(share.card_pk), share.updated_at
     folder = session.get(Folder, share.folder_id)
     if folder is None:
         raise NotFound("No such share.")
-    filters = _folder_filter(session, share)
-    if filters.folders:
-        latest: int | None
-        latest, count = session.execute(
-            select(func.max(Card.updated_at), func.count())
-            .join(FolderCard, FolderCard.card_pk == Card.pk)
-            .where(FolderCard.folder_id == folder.id, Card.deleted_at.is_(None), Card.archived_at.is_(None))
-        ).one()
-    else:
-        statement, values = listing.first_matches(session, share.account_id, filters)
-        pks = [row[0] for row in session.connection().execute(statement, values)]
-        latest = session.scalar(select(func.max(Card.updated_at)).where(Card.pk.in_(pks))) if pks else None
-        count = len(pks)
+    statement, values = listing.first_matches(
+        session, share.account_id, _folder_filter(session, share), shown
+    )
+    pks = [row[0] for row in session.connection().execute(statement, values)]
+    latest = session.scalar(select(func.max(Card.updated_at)).where(Card.pk.in_(pks))) if pks else None
     changed = max(latest or 0, share.updated_at, folder.updated_at)
-    return changed, count or 0, folder.version
+    held = hashlib.sha256(",".join(map(str, pks)).encode()).hexdigest()[:16]
+    return changed, held, folder.version
 
 
 def shown_title(view: CardView | Any) -> str:

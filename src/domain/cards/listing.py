@@ -120,14 +120,14 @@ def _listing(
 
 
 def first_matches(
-    session: Session, account_id: str, filters: CardFilter
+    session: Session, account_id: str, filters: CardFilter, limit: int = TOTAL_CAP
 ) -> tuple[Select[Any], dict[str, Any]]:
-    """The first TOTAL_CAP cards holding every term in list order (``pk`` and their position),
-    and the values of the statement's parameters: what a total and facets count."""
+    """The first ``limit`` cards (TOTAL_CAP: what a total and facets count) holding every term
+    in list order (``pk`` and their position), and the values of the statement's parameters."""
     filters = smart.expand(session, account_id, filters)
     listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
-    return first_statement(shape, TOTAL_CAP), values
+    return first_statement(shape, limit), values
 
 
 def _scope(account_id: str, filters: CardFilter) -> str:

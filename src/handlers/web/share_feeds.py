@@ -1,7 +1,7 @@
 """A share's feeds: ``/s/{token}/feed.atom`` (Atom 1.0, RFC 4287) and ``/s/{token}/feed.json``
 (JSON Feed 1.1), the share's newest cards. Feed readers poll, so each answers a weak ``ETag``
-and ``Last-Modified`` made from one aggregate of the share's cards (their latest change and
-their count, cardvault.domain.shares.version_of) and answers 304 to ``If-None-Match`` or
+and ``Last-Modified`` made from the cards it shows (their latest change and their count,
+cardvault.domain.shares.version_of) and answers 304 to ``If-None-Match`` or
 ``If-Modified-Since`` before it reads a card. Entry ids are tag URIs (RFC 4151) of the share and
 the card: the same across polls, and never the token."""
 
@@ -61,8 +61,8 @@ def _entry_id(share: Share, card_id: str | None = None) -> str:
     return f"tag:{host},{day}:shares/{share.id}" + (f"/cards/{card_id}" if card_id else "")
 
 
-def _validators(changed: int, count: int, version: int, share: Share, kind: str) -> tuple[str, str]:
-    described = f"{kind}:{share.id}:{share.updated_at}:{share.include_notes}:{changed}:{count}:{version}"
+def _validators(changed: int, held: str, version: int, share: Share, kind: str) -> tuple[str, str]:
+    described = f"{kind}:{share.id}:{share.updated_at}:{share.include_notes}:{changed}:{held}:{version}"
     etag = 'W/"' + hashlib.sha256(described.encode()).hexdigest()[:32] + '"'
     return etag, email.utils.formatdate(changed / 1000, usegmt=True)
 
@@ -154,8 +154,8 @@ async def _feed(request: Request, kind: str) -> Response:
     base = origin + share_base(request)
 
     def read(session: Any, share: Share) -> tuple[str, str, dict[str, Any] | None]:
-        changed, count, version = shares.version_of(session, share)
-        etag, last_modified = _validators(changed, count, version, share, kind)
+        changed, held, version = shares.version_of(session, share, FEED_SIZE)
+        etag, last_modified = _validators(changed, held, version, share, kind)
         if _unchanged(request, etag, last_modified):
             return etag, last_modified, None
         secret = runtime.current().settings.secret_key

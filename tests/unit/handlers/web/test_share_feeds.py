@@ -63,3 +63,13 @@ class TestShareFeeds:
         etag = open_link(api, made["feedUrl"]).headers["etag"]
         assert api.patch(f"/v1/cards/{card['id']}", json={"content": "after"}).status_code == 200
         assert open_link(api, made["feedUrl"], **{"If-None-Match": etag}).status_code == 200
+
+
+def test_a_feed_changes_its_etag_when_a_shown_card_goes_to_trash(api: Api) -> None:
+    folder_id = make_folder(api)
+    older, newer = api.create(content="older")["id"], api.create(content="newer")["id"]
+    put_in(api, folder_id, older, newer)
+    made = share(api, folderId=folder_id)
+    etag = open_link(api, made["feedUrl"]).headers["etag"]
+    assert api.post(f"/v1/cards/{older}/trash").status_code == 200  # not the latest change
+    assert open_link(api, made["feedUrl"], **{"If-None-Match": etag}).status_code == 200
