@@ -230,11 +230,20 @@ def version_of(session: Session, share: Share, shown: int) -> tuple[int, str, in
     folder = session.get(Folder, share.folder_id)
     if folder is None:
         raise NotFound("No such share.")
-    statement, values = listing.first_matches(
-        session, share.account_id, _folder_filter(session, share), shown
-    )
-    pks = [row[0] for row in session.connection().execute(statement, values)]
-    latest = session.scalar(select(func.max(Card.updated_at)).where(Card.pk.in_(pks))) if pks else None
+    filters = _folder_filter(session, share)
+    if filters.folders:  # a manual folder: its newest cards, read along its index
+        rows = session.execute(
+            select(Card.pk, Card.updated_at)
+            .join(FolderCard, FolderCard.card_pk == Card.pk)
+            .where(FolderCard.folder_id == folder.id, Card.deleted_at.is_(None), Card.archived_at.is_(None))
+            .order_by(FolderCard.card_created_at.desc(), FolderCard.card_pk.desc())
+            .limit(shown)
+        ).all()
+        pks, latest = [pk for pk, _ in rows], max((at for _, at in rows), default=None)
+    else:
+        statement, values = listing.first_matches(session, share.account_id, filters, shown)
+        pks = [row[0] for row in session.connection().execute(statement, values)]
+        latest = session.scalar(select(func.max(Card.updated_at)).where(Card.pk.in_(pks))) if pks else None
     changed = max(latest or 0, share.updated_at, folder.updated_at)
     held = hashlib.sha256(",".join(map(str, pks)).encode()).hexdigest()[:16]
     return changed, held, folder.version
