@@ -66,6 +66,7 @@ COLUMNS = [
     "updated_at",
     "deleted_at",
     "archived_at",
+    "annotation_count",
     "version",
 ]
 AT = {name: i for i, name in enumerate([*COLUMNS, "tag_list", "folder_list"])}

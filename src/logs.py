@@ -5,7 +5,8 @@ about (``requestId``, ``operation``, ``accountId``, ``durationMs``, ``status``; 
 a secret.
 
 Redaction is the handler's last step, over the whole line: API keys, access and refresh tokens,
-session cookies and sign-in links (``cv?_`` and their checksum), webhook secrets (``whsec_``),
+session cookies, sign-in links and share links (``cv?_`` and their checksum; and whatever
+follows ``/s/``), webhook secrets (``whsec_``),
 ``Authorization`` values, cookies, passwords in URLs and the signatures of signed URLs are each
 replaced by ``[redacted]``, whichever logger wrote them (ours, uvicorn's, Dramatiq's, a
 library's traceback).
@@ -37,6 +38,7 @@ _SECRETS = re.compile(
     r"|(?i:(?<=[?&]token=)|(?<=[?&]signature=)|(?<=[?&]x-amz-signature=)|(?<=[?&]x-amz-credential=)"
     r"|(?<=[?&]x-amz-security-token=)|(?<=[?&]code=)|(?<=[?&]password=))[^&\s\"']+"
     r"|(?<=/files/upload/)[^/\s\"'?]+|(?<=/files/)[A-Za-z0-9_.-]{40,}"  # the local store's signed paths
+    r"|(?<=/s/)[^/\s\"'?]+"  # a share link's token (cardvault.handlers.web.share_page), whatever its shape
 )
 
 # What the line is about, set for the duration of a request or a message (see ``bound``).

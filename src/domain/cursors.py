@@ -6,6 +6,10 @@ import base64
 import hashlib
 import hmac
 import json
+from typing import Any, TypeVar
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from cardvault.domain.errors import InvalidCursor
 
@@ -47,3 +51,27 @@ def decode_cursor(secret: str, token: str, *, scope: str, size: int | tuple[int,
     ):
         raise InvalidCursor("The cursor is not valid.")
     return position
+
+
+Row = TypeVar("Row", bound=Any)
+
+
+def newest_first(
+    session: Session, model: type[Row], *, account_id: str, secret: str, limit: int, cursor: str | None
+) -> tuple[list[Row], str | None, int]:
+    """One page of the account's rows of ``model`` (with ``account_id``, ``created_at`` and
+    ``id`` columns), newest first; its next cursor and the total. The cursor holds the last
+    row's time and id, so rows made or deleted meanwhile never shift the next page."""
+    mine = model.account_id == account_id
+    total = session.scalar(select(func.count()).select_from(model).where(mine)) or 0
+    query = select(model).where(mine).order_by(model.created_at.desc(), model.id.desc())
+    scope = f"{model.__tablename__}:{account_id}"
+    if cursor is not None:
+        moment, last = decode_cursor(secret, cursor, scope=scope, size=2)
+        query = query.where((model.created_at < moment) | ((model.created_at == moment) & (model.id < last)))
+    found = list(session.scalars(query.limit(limit + 1)))
+    next_cursor = None
+    if len(found) > limit:
+        found = found[:limit]
+        next_cursor = encode_cursor(secret, scope=scope, position=[found[-1].created_at, found[-1].id])
+    return found, next_cursor, total

@@ -12,12 +12,14 @@ CardVaultError
 │   ├── UnsupportedType      a file's bytes are no accepted type
 │   └── QuoteNotFound        a card's text does not hold an annotation's quote
 ├── CursorExpired            a changes cursor is older than the changes kept
+├── ShareExpired             a share link's expiry has passed
 ├── ContentTooLarge          a text is over its byte limit
 ├── FileTooLarge             a file is over its kind's size limit
 ├── Conflict                 the request clashes with the current state
 │   ├── TagOperationRunning  another tag change is running for the account
 │   ├── TagExists            a rename would land on an existing tag
 │   ├── FolderExists         another folder has this name
+│   ├── SmartFolder          cards are not put in or taken out of a smart folder by hand
 │   ├── CardInTrash          refused for a card in Trash
 │   ├── CardNotInTrash       deleting forever needs the card in Trash
 │   ├── UploadIncomplete     the upload's file has not been stored (yet)
@@ -106,6 +108,10 @@ class CursorExpired(CardVaultError):
     """A changes cursor points before the oldest change kept: changes after it were purged."""
 
 
+class ShareExpired(CardVaultError):
+    """A share link past its ``expiresAt``: it answers 410 until it is deleted."""
+
+
 class TypeMismatch(InvalidInput):
     """The operation does not apply to this card's type."""
 
@@ -152,6 +158,10 @@ class ContentTooLarge(CardVaultError):
 
 class Conflict(CardVaultError):
     """The request clashes with the current state."""
+
+
+class SmartFolder(Conflict):
+    """A smart folder holds what its query matches: cards are not added or removed by hand."""
 
 
 class TagOperationRunning(Conflict):

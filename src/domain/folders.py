@@ -3,12 +3,14 @@
 Limits: the account's folders (CARDVAULT_MAX_FOLDERS, given by the caller), 10,000 cards per
 folder (cards in Trash count, as they come back on restore), 50 folders per card, 100 card ids
 per request (in the spec).
-Adding or removing cards is per card: one bad id never fails the others."""
+Adding or removing cards is per card: one bad id never fails the others. A folder made with a
+``query`` is of kind ``smart``: it holds whatever the query matches now (its listing is
+cardvault.domain.cards.smart's), and cards are never put in or taken out of it by hand."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -17,10 +19,11 @@ from sqlalchemy.orm import Session
 from cardvault.domain import changes, versions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
-from cardvault.domain.errors import FolderExists, FolderLimitReached
+from cardvault.domain.errors import FolderExists, FolderLimitReached, InvalidInput, InvalidQuery, SmartFolder
 from cardvault.domain.ids import is_well_formed, new_id
 from cardvault.domain.models import Card, Folder, FolderCard, get_owned
 from cardvault.domain.names import tag_key
+from cardvault.domain.search.query import parse
 
 PALETTE = ("red", "orange", "yellow", "green", "teal", "blue", "indigo", "purple", "pink", "brown", "gray")
 MAX_CARDS_PER_FOLDER = 10_000
@@ -50,6 +53,31 @@ def _save(session: Session, folder: Folder, **values: object) -> None:
         raise FolderExists(f"A folder named {taken!r} exists.", details={"name": taken}) from None
 
 
+def _checked_query(session: Session, account_id: str, query: str) -> str:
+    """A smart folder's query as it is kept: parsed as ``q`` is (InvalidQuery for what names
+    nothing), naming no other smart folder, and holding something to match."""
+    parsed = parse(query)
+    if not (parsed.has_words or parsed.qualifiers or parsed.excluded):
+        problem = {"location": "body", "field": "query", "message": "holds nothing to match"}
+        raise InvalidInput("The query holds nothing to match.", details={"fields": [problem]})
+    for qualifier in parsed.qualifiers:
+        if qualifier.name != "folder":
+            continue
+        value = str(qualifier.value)
+        smart = session.scalar(
+            select(Folder.id).where(
+                Folder.account_id == account_id,
+                Folder.kind == "smart",
+                (Folder.id == value) | (Folder.name_key == tag_key(value)),
+            )
+        )
+        if smart is not None:
+            raise InvalidQuery(
+                f"folder:{value} is a smart folder; a smart folder's query cannot name one.", position=0
+            )
+    return query.strip()
+
+
 def create_folder(
     session: Session,
     *,
@@ -57,6 +85,7 @@ def create_folder(
     name: str,
     color: str | None = None,
     max_folders: int | None = None,
+    query: str | None = None,
 ) -> Folder:
     """Create a folder; its name is unique in the account ignoring case. ``max_folders``: the
     folders the account may hold (FolderLimitReached past it; counted, as an account's folders
@@ -73,7 +102,8 @@ def create_folder(
         name=name,
         name_key=tag_key(name),
         color=color,
-        kind="manual",
+        kind="manual" if query is None else "smart",
+        query=None if query is None else _checked_query(session, account_id, query),
         created_at=now,
         updated_at=now,
     )
@@ -94,10 +124,18 @@ def update_folder(
     folder_id: str,
     name: str | None = None,
     color: str | object | None = _UNSET,
+    query: str | None = None,
 ) -> Folder:
-    """Rename or recolor a folder (``color=None`` clears the colour)."""
+    """Rename or recolor a folder (``color=None`` clears the colour), or change a smart
+    folder's query (a manual folder has none: InvalidInput)."""
     folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
     values: dict[str, object] = {}
+    if query is not None:
+        if folder.kind != "smart":
+            problem = {"location": "body", "field": "query", "message": "only a smart folder has a query"}
+            raise InvalidInput("Only a smart folder has a query.", details={"fields": [problem]})
+        if (checked := _checked_query(session, account_id, query)) != folder.query:
+            values["query"] = checked
     if name is not None and name.strip() != folder.name:
         values.update(name=name.strip(), name_key=tag_key(name.strip()))
     if color is not _UNSET and color != folder.color:
@@ -149,21 +187,35 @@ def card_counts(session: Session, folder_ids: Sequence[str]) -> dict[str, int]:
     return counts
 
 
-def etag(session: Session, folder: Folder) -> str:
+Counted = Callable[[Folder], int]  # a folder's cardCount (a smart folder's: cardvault.domain.cards)
+
+
+def _manual_count(session: Session) -> Counted:
+    return lambda folder: card_counts(session, [folder.id])[folder.id]
+
+
+def etag(session: Session, folder: Folder, counted: Counted | None = None) -> str:
     """The folder's strong ETag as this transaction leaves it (its version and cardCount,
-    cardvault.domain.versions)."""
+    cardvault.domain.versions; ``counted``: how its cardCount is counted)."""
     session.flush()  # raises the version of what the transaction changed
-    return versions.folder_etag(folder.version, card_counts(session, [folder.id])[folder.id])
+    return versions.folder_etag(folder.version, (counted or _manual_count(session))(folder))
 
 
 def require(
-    session: Session, *, account_id: str, folder_id: str, condition: versions.Condition | None
+    session: Session,
+    *,
+    account_id: str,
+    folder_id: str,
+    condition: versions.Condition | None,
+    counted: Counted | None = None,
 ) -> None:
     """Check an If-Match condition against the folder's ETag, its row locked until the
     transaction ends (PreconditionFailed with the current ETag; NotFound for no such folder)."""
     if condition is not None:
         version = versions.locked_version(session, Folder, account_id=account_id, row_id=folder_id)
-        count = card_counts(session, [folder_id])[folder_id]
+        count = (counted or _manual_count(session))(
+            get_folder(session, account_id=account_id, folder_id=folder_id)
+        )
         versions.check(versions.folder_etag(version, count), condition)
 
 
@@ -195,6 +247,14 @@ def list_folders(
     return FolderPage(folders, next_cursor, total)
 
 
+def _manual(folder: Folder) -> Folder:
+    if folder.kind == "smart":
+        raise SmartFolder(
+            "A smart folder holds what its query matches: cards are not put in or taken out by hand."
+        )
+    return folder
+
+
 def _cards_by_id(session: Session, account_id: str, card_ids: Sequence[str]) -> dict[str, Card]:
     """The account's cards among these ids, locked in pk order; malformed ids name none."""
     cards = session.scalars(
@@ -210,7 +270,7 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
     """Put cards in the folder. An id lands in ``failed`` when no card of the account outside
     Trash has it, in ``limited`` when the folder or the card is full, else in ``updated``
     (also when the card already was in the folder)."""
-    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    folder = _manual(get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True))
     cards = _cards_by_id(session, account_id, card_ids)
     present = set(session.scalars(select(FolderCard.card_pk).where(FolderCard.folder_id == folder.id)))
     room = MAX_CARDS_PER_FOLDER - len(present)
@@ -242,7 +302,7 @@ def add_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Se
 def remove_cards(session: Session, *, account_id: str, folder_id: str, card_ids: Sequence[str]) -> Membership:
     """Take cards out of the folder. An id lands in ``failed`` when no card of the account has
     it or the card is not in the folder, else in ``updated``; the cards themselves are kept."""
-    folder = get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True)
+    folder = _manual(get_folder(session, account_id=account_id, folder_id=folder_id, for_update=True))
     cards = _cards_by_id(session, account_id, card_ids)
     now = now_ms()
     result = Membership([], [], [])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cardvault.domain import feed, folders, versions
+from cardvault.domain import feed, versions
+from cardvault.domain.cards import listing
 from cardvault.domain.feed import ChangeRow
 from cardvault.handlers import card_json
 from cardvault.handlers.annotations import annotation_json
@@ -37,7 +38,7 @@ def list_changes(
         )
         found = feed.resources(session, account_id=user, changes=page.changes)
         cards = card_json.extended_many(list(found.cards.values()))
-        counts = folders.card_counts(session, list(found.folders))
+        counts = listing.folder_card_counts(session, user, list(found.folders.values()))
         tags = {
             **{("card", view.card.id): versions.etag(view.card.version) for view in found.cards.values()},
             **{

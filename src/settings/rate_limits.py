@@ -58,6 +58,14 @@ RATE_LIMIT_SETTINGS: dict[str, Setting[str | None]] = dict(
             "sign-in attempts per client address, IPv6 by its /64 (the address the server sees: "
             "behind a proxy, the proxy's)",
         ),
+        # A share's page, feeds, pictures and files are read without credentials: counted per
+        # share (a link passed around widely) and per client address (one reader pulling hard).
+        _limit("share", "600/minute", "reads of one share's page, feeds, pictures and files, per share"),
+        _limit(
+            "share-address",
+            "300/minute",
+            "reads of shares' pages, feeds, pictures and files per client address, IPv6 by its /64",
+        ),
         _limit(
             "sign-in-all", "600/minute", "sign-in attempts of the whole service, from every address together"
         ),

@@ -12,13 +12,26 @@ from cardvault.workers import (
     imports,
     oauth,
     pipeline,
+    subscriptions,
     tags,
     trash,
     webhooks,
 )
 from cardvault.workers.broker import broker
 
-MODULES = (changes, exports, files, idempotency, imports, oauth, pipeline, tags, trash, webhooks)
+MODULES = (
+    changes,
+    exports,
+    files,
+    idempotency,
+    imports,
+    oauth,
+    pipeline,
+    subscriptions,
+    tags,
+    trash,
+    webhooks,
+)
 
 
 def queues() -> list[str]:

@@ -28,6 +28,7 @@ from cardvault.workers import (
     imports,
     oauth,
     pipeline,
+    subscriptions,
     tags,
     trash,
     webhooks,
@@ -102,6 +103,7 @@ class Sweeper(dramatiq.Middleware):
                     services
                 )  # imports' stages, each account's turns (one settle's send lost)
                 webhooks.resend_due(services)  # deliveries due, and endpoints behind their changes
+                subscriptions.send_due(services)  # feeds whose poll is due, one of each host
                 if time.monotonic() >= next_purge:
                     # Several workers sending these is harmless: each deletes what has expired.
                     trash.purge_trash.send()

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import select, text, update
 
 from cardvault.domain.db import Database
-from cardvault.domain.models import Account, Base
+from cardvault.domain.models import Account, Base, Subscription
 from cardvault.domain.webhooks import endpoints
 from cardvault.domain.webhooks import events as webhook_events
 from cardvault.handlers.web.routes import ROUTES as WEB_ROUTES
@@ -56,6 +56,8 @@ ID_KINDS = {
     "keyId": "ApiKey",
     "webhookId": "Webhook",
     "annotationId": "Annotation",
+    "shareId": "Share",
+    "subscriptionId": "Subscription",
 }
 
 # A body each operation accepts: cases whose fault is elsewhere (auth, headers, query, path)
@@ -83,6 +85,10 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "bulkCards": {"operation": "favorite", "items": [{"cardId": "{cardId}", "isFavorited": True}]},
     "createAnnotation": {"quote": "corpus", "note": "corpus"},
     "updateAnnotation": {"note": "changed"},
+    "createShare": {"cardId": "{cardId}"},
+    "updateShare": {"title": "renamed"},
+    "createSubscription": {"url": "https://feeds.example.com/corpus.xml"},
+    "updateSubscription": {"tags": ["corpus"]},
 }
 
 # Visible-character rules (tags, folder names): values made only of whitespace, control,
@@ -904,6 +910,26 @@ def domain_cases(b: Builder) -> None:
             ),
         ],
         "updateFolder": [("to-other-name", (409, "FOLDER_EXISTS"), {"body": dump({"name": "second"})})],
+        "createShare": [
+            ("foreign-card", NOT_FOUND, {"body": dump({"cardId": "{foreignCard}"})}),
+            ("foreign-folder", NOT_FOUND, {"body": dump({"folderId": "{foreignFolder}"})}),
+            ("trashed-card", (409, "CARD_IN_TRASH"), {"body": dump({"cardId": "{trashed}"})}),
+            ("card-and-folder", BAD, {"body": dump({"cardId": "{cardId}", "folderId": "{folderId}"})}),
+            ("neither", BAD, {"body": dump({"title": "x"})}),
+            ("expired", BAD, {"body": dump({"cardId": "{cardId}", "expiresAt": 1})}),
+        ],
+        "updateShare": [("expired", BAD, {"body": dump({"expiresAt": 1})})],
+        "createSubscription": [
+            (
+                "foreign-folder",
+                NOT_FOUND,
+                {"body": dump({"url": "https://a.example/f", "folderId": "{foreignFolder}"})},
+            ),
+            ("ftp-url", BAD, {"body": dump({"url": "ftp://a.example/f"})}),
+            ("no-host", BAD, {"body": dump({"url": "https:///f"})}),
+        ],
+        "listSubscriptions": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
+        "listShares": [("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"})],
         "listCards": [
             ("made-up-cursor", (400, "INVALID_CURSOR"), {"query": "cursor=abc"}),
             ("foreign-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={foreignCursor}"}),
@@ -1178,6 +1204,14 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         delivery.status, delivery.next_attempt_at = "failed", None
         session.flush()
         delivery_id = delivery.id
+    shared = api.post("/v1/shares", json={"folderId": folder}).json()["id"]
+    foreign_share = other.post("/v1/shares", json={"folderId": foreign_folder}).json()["id"]
+    subscribed = api.post("/v1/subscriptions", json={"url": "https://feeds.example.com/a.xml"}).json()["id"]
+    foreign_subscription = other.post(
+        "/v1/subscriptions", json={"url": "https://feeds.example.com/b.xml"}
+    ).json()["id"]
+    with database.transaction() as session:  # never polled while the corpus runs
+        session.execute(update(Subscription).values(next_poll_at=2**62))
     full = make_api()  # at every cap (the settings' MAX_CARDS and MAX_FOLDERS, twenty webhooks)
     for number in range(MAX_FOLDERS):
         assert full.post("/v1/folders", json={"name": f"Full {number}"}).status_code == 201
@@ -1228,6 +1262,14 @@ def build_world(make_api: Callable[[], Api], database: Database) -> tuple[Api, d
         "webhookUnderscores": "_" * len(webhook),
         "webhookUpper": webhook.upper(),
         "deliveryId": delivery_id,
+        "shareId": shared,
+        "subscriptionId": subscribed,
+        "foreignSubscription": foreign_subscription,
+        "subscriptionUnderscores": "_" * len(subscribed),
+        "subscriptionUpper": subscribed.upper(),
+        "foreignShare": foreign_share,
+        "shareUnderscores": "_" * len(shared),
+        "shareUpper": shared.upper(),
         "keyId": key_id,
         "revokedKeyId": revoked_key_id,
         "foreignApiKey": foreign_key_id,

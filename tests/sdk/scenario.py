@@ -16,6 +16,7 @@ import time
 import zipfile
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from cardvault_client import AuthenticatedClient, Client
@@ -62,6 +63,14 @@ from cardvault_client.api.folders import (
 )
 from cardvault_client.api.imports import cancel_import, get_import, list_imports, start_import
 from cardvault_client.api.keys import create_api_key, list_api_keys, revoke_api_key
+from cardvault_client.api.shares import create_share, delete_share, get_share, list_shares, update_share
+from cardvault_client.api.subscriptions import (
+    create_subscription,
+    delete_subscription,
+    get_subscription,
+    list_subscriptions,
+    update_subscription,
+)
 from cardvault_client.api.system import get_health, get_readiness
 from cardvault_client.api.tags import delete_tag, get_tag_operation, list_tags, merge_tag, rename_tag
 from cardvault_client.api.trash import empty_trash, list_trash
@@ -137,6 +146,15 @@ from cardvault_client.models import (
     RefreshQueued,
     RefreshQueuedStatus,
     Scope,
+    Share,
+    ShareCreate,
+    ShareCreated,
+    SharePage,
+    ShareUpdate,
+    Subscription,
+    SubscriptionCreate,
+    SubscriptionPage,
+    SubscriptionUpdate,
     TagDelete,
     TagMerge,
     TagOperation,
@@ -504,6 +522,45 @@ def annotated(client: AuthenticatedClient) -> None:
     assert delete_annotation.sync_detailed(note.id, client=client).status_code == 204
 
 
+def shares_and_feeds(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) -> None:
+    """A smart folder shared by link (its page and feeds opened without credentials), and a
+    feed followed."""
+    smart = ok(create_folder.sync(client=client, body=FolderCreate(name="Smart links", query="type:link")))
+    assert smart.kind.value == "smart" and smart.query == "type:link" and smart.card_count >= 1
+    refused(
+        add_folder_cards.sync_detailed(smart.id, client=client, body=CardIdList(card_ids=[made["quote"].id])),
+        409,
+        "SMART_FOLDER",
+    )
+    shared = ok(create_share.sync(client=client, body=ShareCreate(folder_id=smart.id, title="Links")))
+    assert isinstance(shared, ShareCreated) and shared.folder_id == smart.id and not shared.include_notes
+    origin = base_url.removesuffix("/v1")
+    with httpx.Client(base_url=origin) as anyone:  # no credentials
+        for link in (shared.url, shared.feed_url, shared.json_feed_url):
+            assert anyone.get(urlsplit(link).path).status_code == 200
+    card_share = ok(create_share.sync(client=client, body=ShareCreate(card_id=made["quote"].id)))
+    changed = ok(update_share.sync(card_share.id, client=client, body=ShareUpdate(include_notes=True)))
+    assert isinstance(changed, Share) and changed.include_notes and changed.card_id == made["quote"].id
+    assert ok(get_share.sync(shared.id, client=client)).title == "Links"
+    page = ok(list_shares.sync(client=client))
+    assert isinstance(page, SharePage) and [s.id for s in page.items][:2] == [card_share.id, shared.id]
+    for share_id in (shared.id, card_share.id):
+        assert delete_share.sync_detailed(share_id, client=client).status_code == 204
+    refused(get_share.sync_detailed(shared.id, client=client), 404, "NOT_FOUND")
+    followed = ok(
+        create_subscription.sync(
+            client=client, body=SubscriptionCreate(url="https://feeds.example.com/sdk.xml", tags=["feeds"])
+        )
+    )
+    assert isinstance(followed, Subscription) and followed.entries_saved == 0 and followed.tags == ["feeds"]
+    again = ok(update_subscription.sync(followed.id, client=client, body=SubscriptionUpdate(tags=[])))
+    assert again.tags == [] and ok(get_subscription.sync(followed.id, client=client)).id == followed.id
+    listed = ok(list_subscriptions.sync(client=client))
+    assert isinstance(listed, SubscriptionPage) and followed.id in [s.id for s in listed.items]
+    assert delete_subscription.sync_detailed(followed.id, client=client).status_code == 204
+    assert delete_folder.sync_detailed(smart.id, client=client).status_code == 204
+
+
 def trash_and_archive(client: AuthenticatedClient, made: dict[str, Card]) -> None:
     archived = ok(archive_card.sync(made["palette"].id, client=client))
     assert (
@@ -683,6 +740,7 @@ def main(base_url: str, key: str) -> None:
         tags(client, made)
         folders(client, made)
         annotated(client)
+        shares_and_feeds(client, base_url, made)
         trash_and_archive(client, made)
         exported(client)
         imported(client)

@@ -140,6 +140,38 @@ export async function firstDay(): Promise<string[]> {
     out.push(...(added.data?.failedIds ?? []));
   }
 
+  // A smart folder (its kind a value only a client that makes one meets), shared by link, and a
+  // feed followed.
+  const smart = await client.POST("/folders", { body: { name: "Smart links", query: "type:link" } });
+  if (smart.data) {
+    const kind: "manual" | "smart" = smart.data.kind;
+    const query: string | null | undefined = smart.data.query;
+    out.push(kind, query ?? "");
+    const shared = await client.POST("/shares", { body: { folderId: smart.data.id, title: "Links", includeNotes: false } });
+    if (shared.data) {
+      const links: string[] = [shared.data.url, shared.data.feedUrl, shared.data.jsonFeedUrl];
+      out.push(...links.map((link) => link.split("/s/")[0] ?? ""));
+      const shareId: string = shared.data.id;
+      await client.PATCH("/shares/{shareId}", { params: { path: { shareId } }, body: { expiresAt: null } });
+      const listedShares = await client.GET("/shares");
+      out.push(...(listedShares.data?.items.map((share) => `${share.id} ${share.folderId ?? ""}`) ?? []));
+      await client.DELETE("/shares/{shareId}", { params: { path: { shareId } } });
+    }
+  }
+  const feed = await client.POST("/subscriptions", { body: { url: "https://feeds.example.com/ts.xml" } });
+  if (feed.data) {
+    const subscriptionId: string = feed.data.id;
+    const lastError: string | null = feed.data.lastError;
+    out.push(String(feed.data.entriesSaved), lastError ?? "");
+    await client.PATCH("/subscriptions/{subscriptionId}", {
+      params: { path: { subscriptionId } },
+      body: { tags: ["feeds"], folderId: null },
+    });
+    const polled = await client.GET("/subscriptions/{subscriptionId}", { params: { path: { subscriptionId } } });
+    out.push(String(polled.data?.lastPolledAt ?? ""));
+    await client.DELETE("/subscriptions/{subscriptionId}", { params: { path: { subscriptionId } } });
+  }
+
   const renamed = await client.POST("/tags/rename", { body: { from: "later", to: "Someday" } });
   if (renamed.error) {
     const running: string | undefined = renamed.error.details?.operationId;

@@ -20,6 +20,7 @@ AUTHORIZATION_CODE = "cvo_"
 SESSION = "cvs_"
 SIGN_IN_LINK = "cvl_"
 CLIENT_SECRET = "cvx_"  # noqa: S105
+SHARE = "cvh_"  # a share link's token (cardvault.domain.shares)
 
 _ALPHABET = string.digits + string.ascii_letters
 _SECRET_LENGTH = 30

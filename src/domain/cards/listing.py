@@ -12,13 +12,15 @@ from typing import Any
 from sqlalchemy import Select, text
 from sqlalchemy.orm import Session
 
-from cardvault.domain.cards import ranking
+from cardvault.domain import folders
+from cardvault.domain.cards import ranking, smart
 from cardvault.domain.cards.filters import CardFilter as CardFilter  # (re-exported: callers list with it)
 from cardvault.domain.cards.filters import Resolved, resolve
 from cardvault.domain.cards.reading import CardView, views
 from cardvault.domain.cards.shapes import TOTAL_CAP, Shape, count_statement, first_statement, page_statement
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import InvalidCursor, InvalidInput
+from cardvault.domain.models import Folder
 from cardvault.domain.search import matching, planning
 from cardvault.domain.search.planning import Plan
 from cardvault.domain.search.query import Query, Text
@@ -118,13 +120,14 @@ def _listing(
 
 
 def first_matches(
-    session: Session, account_id: str, filters: CardFilter
+    session: Session, account_id: str, filters: CardFilter, limit: int = TOTAL_CAP
 ) -> tuple[Select[Any], dict[str, Any]]:
-    """The first TOTAL_CAP cards holding every term in list order (``pk`` and their position),
-    and the values of the statement's parameters: what a total and facets count."""
+    """The first ``limit`` cards (TOTAL_CAP: what a total and facets count) holding every term
+    in list order (``pk`` and their position), and the values of the statement's parameters."""
+    filters = smart.expand(session, account_id, filters)
     listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
-    return first_statement(shape, TOTAL_CAP), values
+    return first_statement(shape, limit), values
 
 
 def _scope(account_id: str, filters: CardFilter) -> str:
@@ -139,6 +142,7 @@ def count_cards(
     """Count the cards holding every term up to TOTAL_CAP, in list order (so the cost follows the
     page's plan, not a scan of the table); say whether there are more. ``listing``: the filters
     as ``searched`` made them, when the caller has it."""
+    filters = smart.expand(session, account_id, filters)
     if listing is None:
         listing, _ = searched(session, account_id, filters)
     shape, values = _listing(session.get_bind().dialect.name, account_id, filters, listing, view=False)
@@ -146,11 +150,23 @@ def count_cards(
     return min(found, TOTAL_CAP), found > TOTAL_CAP
 
 
+def folder_card_counts(session: Session, account_id: str, held: Sequence[Folder]) -> dict[str, int]:
+    """Each folder's ``cardCount``: a manual folder's cards outside Trash; a smart folder's
+    matches, counted as a listing's ``total`` is (up to TOTAL_CAP)."""
+    counts = folders.card_counts(session, [f.id for f in held if f.kind != "smart"])
+    for folder in held:
+        if folder.kind == "smart":
+            filters = CardFilter(q=folder.query or "", sort="newest")
+            counts[folder.id] = count_cards(session, account_id=account_id, filters=filters)[0]
+    return counts
+
+
 def list_query(
     session: Session, *, account_id: str, filters: CardFilter, tier: int | None = None
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The statement reading a listing's first page (of one relevance tier, when given) and its
     parameters, all but ``limit``."""
+    filters = smart.expand(session, account_id, filters)
     listing, _ = searched(session, account_id, filters)
     dialect = session.get_bind().dialect.name
     shape, values = _listing(dialect, account_id, filters, listing, view=True, tier=tier)
@@ -175,7 +191,9 @@ def list_cards(
     By relevance, when at most ranking.FEW cards hold every term, the ranking is made in one
     read (cardvault.domain.cards.ranking), cards holding some of the terms after them; when
     more do, the tiers (cardvault.domain.search.matching.TIERS) are read one after the other,
-    each newest first, until the page is full, and the cursor holds the tier it stopped in."""
+    each newest first, until the page is full, and the cursor holds the tier it stopped in.
+    A smart folder it names is its query (cardvault.domain.cards.smart)."""
+    filters = smart.expand(session, account_id, filters)
     scope = _scope(account_id, filters)
     listing, plan = searched(session, account_id, filters)
     relevance = listing.sort == "relevance"

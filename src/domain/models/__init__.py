@@ -24,6 +24,8 @@ from cardvault.domain.models.ownership import add_alone, get_owned, refuse_while
 from cardvault.domain.models.pipeline import CardStage, ImportTurn
 from cardvault.domain.models.portability import ExportItem, ExportJob, ImportJob
 from cardvault.domain.models.search import SearchWord
+from cardvault.domain.models.shares import Share
+from cardvault.domain.models.subscriptions import Subscription
 from cardvault.domain.models.tags import TagCounter, TagOperation, TagSpelling
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
@@ -50,7 +52,9 @@ __all__ = [
     "OAuthGrant",
     "OAuthToken",
     "SearchWord",
+    "Share",
     "SignInLink",
+    "Subscription",
     "TagCounter",
     "TagOperation",
     "TagSpelling",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint, text
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -19,7 +19,8 @@ class Folder(Base):
     name: Mapped[str] = mapped_column(String(300))
     name_key: Mapped[str] = mapped_column(String(1200))
     color: Mapped[str | None] = mapped_column(String(16))
-    kind: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(16))  # manual | smart
+    query: Mapped[str | None] = mapped_column(Text)  # a smart folder's (the q grammar)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     # Raised by every write (cardvault.domain.versions): the resource's ETag.

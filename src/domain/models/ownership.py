@@ -15,10 +15,14 @@ from cardvault.domain.models.cards import Card
 from cardvault.domain.models.declarative import Base
 from cardvault.domain.models.folders import Folder
 from cardvault.domain.models.portability import ExportJob, ImportJob
+from cardvault.domain.models.shares import Share
+from cardvault.domain.models.subscriptions import Subscription
 from cardvault.domain.models.tags import TagOperation
 from cardvault.domain.models.webhooks import Webhook, WebhookDelivery
 
-Owned = TypeVar("Owned", Card, Folder, TagOperation, ExportJob, ImportJob, Webhook, WebhookDelivery)
+Owned = TypeVar(
+    "Owned", Card, Folder, TagOperation, ExportJob, ImportJob, Webhook, WebhookDelivery, Share, Subscription
+)
 
 
 def get_owned(
@@ -41,6 +45,8 @@ _NAMES: dict[type[Base], str] = {
     ImportJob: "Import",
     Webhook: "Webhook",
     WebhookDelivery: "Delivery",
+    Share: "Share",
+    Subscription: "Subscription",
 }
 
 

@@ -51,6 +51,8 @@ def _operation(scope: Scope, names: dict[str, str]) -> str:
         return "metrics"
     if path.startswith("/files/"):
         return "files"
+    if path.startswith("/s/"):  # a share's page and feeds: a label never holds the token
+        return "share"
     if path.startswith((UI_PREFIX, "/v1/openapi")):
         return "docs"
     if path.startswith(("/sign-", "/oauth/", "/.well-known/", "/cards/", "/static/")):

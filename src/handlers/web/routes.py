@@ -8,7 +8,7 @@ from starlette.routing import Match, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cardvault.handlers.http.errors import error_response
-from cardvault.handlers.web import authorize, card_page, pages, sign_in
+from cardvault.handlers.web import authorize, card_page, pages, share_feeds, share_page, sign_in
 
 
 async def _stylesheet(request: Request) -> Response:
@@ -32,6 +32,12 @@ ROUTES = [
     Route("/.well-known/oauth-authorization-server", authorize.metadata, methods=["GET"]),
     Route("/cards/{card_id}", card_page.card_page, methods=["GET"]),
     Route("/static/cardvault.css", _stylesheet, methods=["GET"]),
+    # A share's link (cardvault.handlers.web.share_page): no credentials, the token in the path.
+    Route("/s/{token}", share_page.share_page, methods=["GET"]),
+    Route("/s/{token}/feed.atom", share_feeds.atom_feed, methods=["GET"]),
+    Route("/s/{token}/feed.json", share_feeds.json_feed, methods=["GET"]),
+    Route("/s/{token}/cards/{card_id}/picture", share_page.share_media, methods=["GET"]),
+    Route("/s/{token}/cards/{card_id}/file", share_page.share_media, methods=["GET"]),
 ]
 
 

@@ -29,7 +29,7 @@ from cardvault.handlers.web import pages
 _WRONG = "That email and password do not match an account. Check both and try again."
 
 
-def _address_key(host: str) -> str:
+def address_key(host: str) -> str:
     """A client address as the limit counts it: IPv4 whole, IPv6 by its /64."""
     try:
         address = ipaddress.ip_address(host)
@@ -46,7 +46,7 @@ def _policies(rt: runtime.Runtime, request: Request, email: str) -> list[tuple[P
     """The sign-in policies in force, each with the key it counts this attempt under."""
     keys = {
         "sign-in-account": "email:" + accounts.email_key(email),
-        "sign-in-address": "address:" + _address_key(request.client.host if request.client else "unknown"),
+        "sign-in-address": "address:" + address_key(request.client.host if request.client else "unknown"),
         "sign-in-all": "all",  # the service's whole budget, whatever the addresses
     }
     return [

@@ -158,7 +158,7 @@ def _success_headers(operation: dict[str, Any]) -> set[str]:
 
 
 # Counted by the sign-in page, which is no operation of the API.
-_PAGE_POLICIES = {"sign-in-account", "sign-in-address", "sign-in-all"}
+_PAGE_POLICIES = {"sign-in-account", "sign-in-address", "sign-in-all", "share", "share-address"}
 _KEY_OPERATIONS = {"listApiKeys", "createApiKey", "revokeApiKey"}
 
 

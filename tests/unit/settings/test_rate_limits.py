@@ -23,6 +23,8 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "api-keys": "30/hour",
         "webhook-sends": "10/minute",
         "sign-in-account": "10/15 minutes",
+        "share": "600/minute",
+        "share-address": "300/minute",
         "sign-in-address": "50/15 minutes",
         "sign-in-all": "600/minute",
     }
