@@ -69,7 +69,9 @@ def test_every_stage_module_and_stage_actor_is_in_the_table() -> None:
         for name, actor in broker.broker.actors.items()
         if actor.queue_name in table.queues() or name.endswith("_stage")
     }
-    assert on_stage_queues - LEGACY == {
+    # A feed subscription's poll runs on the imported queue on purpose: what it saves goes
+    # behind what people save by hand (docs/sharing.md).
+    assert on_stage_queues - LEGACY - {"poll_subscription"} == {
         name for row in table.STAGES for name in (row.actor_name, f"{row.actor_name}_imported")
     }
 
