@@ -367,9 +367,7 @@ def _in_folder(adding: bool) -> Apply:
 # items that answers their outcomes, or None to run them one by one.
 Together = Callable[[Session, str, Sequence[Mapping[str, Any]], int | None], list[Outcome] | None]
 _TOGETHER: Mapping[str, Together] = {
-    "create": lambda session, account_id, items, max_cards: _create_together(
-        session, account_id, items, max_cards
-    ),
+    "create": _create_together,
     "tag": _retag_together(adding=True),
     "untag": _retag_together(adding=False),
 }
