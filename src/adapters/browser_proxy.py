@@ -121,6 +121,11 @@ class BrowserProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
+        # Every connection's writer (the browser's and the servers'), and every ledger's
+        # listener, still open: ``stop`` ends them before the loop closes, so that none is left
+        # for the garbage collector to find half closed.
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._ledgers: set[asyncio.Server] = set()
 
     @property
     def url(self) -> str:
@@ -153,10 +158,18 @@ class BrowserProxy:
             return
 
         async def close() -> None:
-            server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
+            for listening in (server, *self._ledgers):
+                listening.close()
+            self._ledgers.clear()
+            running = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            for writer in self._writers:
+                writer.transport.abort()
+            self._writers.clear()
+            # abort() hands each transport's end to the loop's next turn: let it run.
+            await asyncio.sleep(0)
 
         asyncio.run_coroutine_threadsafe(close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -173,6 +186,7 @@ class BrowserProxy:
         async def listen() -> None:
             serve = functools.partial(self._serve, ledger=ledger)
             ledger._server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=HEAD_BYTES)
+            self._ledgers.add(ledger._server)
             ledger.port = int(ledger._server.sockets[0].getsockname()[1])
 
         asyncio.run_coroutine_threadsafe(listen(), self._loop).result(10)
@@ -182,7 +196,12 @@ class BrowserProxy:
         """Stop listening on the ledger's port (its connections still open end on their own)."""
         server, ledger._server = ledger._server, None
         if server is not None and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(server.close)
+
+            def close() -> None:
+                self._ledgers.discard(server)
+                server.close()
+
+            self._loop.call_soon_threadsafe(close)
 
     def _refuse(self, target: str, code: str) -> None:
         self.refused.append((target, code))
@@ -191,6 +210,7 @@ class BrowserProxy:
     async def _serve(
         self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter, ledger: Ledger | None = None
     ) -> None:
+        self._writers.add(to_client)
         try:
             try:
                 head = await asyncio.wait_for(client.readuntil(b"\r\n\r\n"), self._idle)
@@ -210,6 +230,7 @@ class BrowserProxy:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._writers.discard(to_client)
             to_client.close()
 
     async def _open(
@@ -229,10 +250,12 @@ class BrowserProxy:
             await _answer(to_client, 403, REFUSED)
             return None
         try:
-            return await asyncio.wait_for(asyncio.open_connection(address, port), CONNECT_SECONDS)
+            opened = await asyncio.wait_for(asyncio.open_connection(address, port), CONNECT_SECONDS)
         except (OSError, TimeoutError) as exc:
             await _answer(to_client, 502, f"{target} could not be reached: {exc}")
             return None
+        self._writers.add(opened[1])
+        return opened
 
     async def _tunnel(
         self,
@@ -320,6 +343,7 @@ class BrowserProxy:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            self._writers.discard(to_server)
             to_server.close()
 
 

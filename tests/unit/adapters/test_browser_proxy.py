@@ -7,7 +7,9 @@ the bytes from a server are capped; a malformed request is answered 400."""
 
 from __future__ import annotations
 
+import gc
 import socket
+import warnings
 from collections.abc import Iterator
 
 import httpx
@@ -210,3 +212,20 @@ def test_a_request_head_over_64_kib_is_refused() -> None:
         assert answer.startswith(b"HTTP/1.1 400 ")
     finally:
         proxy.stop()
+
+
+def test_stopping_ends_every_open_connection_so_none_is_left_half_closed(pages: PageServer) -> None:
+    """A proxy stopped while a browser's tunnel and a ledger are open closes them itself: nothing
+    is left for the garbage collector to find unclosed (a ResourceWarning there fails whichever
+    test happens to be running)."""
+    proxy = _proxy(Fetcher(ports=(pages.port,), allow_loopback=True))
+    ledger = proxy.open_ledger()
+    with socket.create_connection(("127.0.0.1", ledger.port), timeout=10) as sock:
+        sock.sendall(f"CONNECT 127.0.0.1:{pages.port} HTTP/1.1\r\n\r\n".encode())
+        assert sock.recv(1024).startswith(b"HTTP/1.1 200 ")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            proxy.stop()
+            gc.collect()
+        assert sock.recv(1024) == b""  # the tunnel was ended, not left waiting for its idle time
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
