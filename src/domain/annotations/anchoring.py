@@ -27,18 +27,57 @@ def context(text: str, anchor: Anchor) -> tuple[str, str]:
     return text[max(0, anchor.start - CONTEXT) : anchor.start], text[anchor.end : anchor.end + CONTEXT]
 
 
+class Quoted(NamedTuple):
+    """A quote to place again: its text, its context and where it was (None: nowhere yet)."""
+
+    quote: str
+    prefix: str | None
+    suffix: str | None
+    near: int | None
+
+
 def find(
-    text: str, quote: str, *, prefix: str | None = None, suffix: str | None = None, near: int | None = None
+    text: str,
+    quote: str,
+    *,
+    prefix: str | None = None,
+    suffix: str | None = None,
+    near: int | None = None,
+    shift: int = 0,
 ) -> Anchor | None:
     """Where the quote is in the text, or None. Of several places, the one whose surroundings
     match ``prefix`` and ``suffix`` best, then the one nearest ``near`` (where it was), then the
-    first."""
-    found = _exact(text, quote, prefix or "", suffix or "", near)
+    first. ``shift``: how far an edit moved the quotes before this one; where the quote is, with
+    all its context, at ``near`` or ``near + shift``, that place is taken without a search (a
+    place that keeps all its context is the best any search finds)."""
+    prefix, suffix = prefix or "", suffix or ""
+    if near is not None and (prefix or suffix):
+        for start in (near, near + shift) if shift else (near,):
+            end = start + len(quote)
+            held = start >= 0 and text.startswith(quote, start)
+            if held and _score(text, start, end, prefix, suffix) == len(prefix) + len(suffix):
+                return Anchor(start, end)
+    found = _exact(text, quote, prefix, suffix, near)
     if found is None:
-        found = _spaced(text, quote, prefix or "", suffix or "", near)
+        found = _spaced(text, quote, prefix, suffix, near)
     if found is None and len(quote) >= FUZZY_MIN:
         found = _fuzzy(text, quote, near)
     return found
+
+
+def place_all(text: str, quoted: list[Quoted]) -> list[Anchor | None]:
+    """Place quotes again in an edited text, each as ``find`` does, in the order given (the
+    order they were in): an edit moves the quotes after it by one amount, which each found
+    quote passes to the next, so that those the edit did not touch are placed in time
+    proportional to their own length, not the text's."""
+    placed: list[Anchor | None] = []
+    shift = 0
+    for quote, prefix, suffix, near in quoted:
+        anchor = find(text, quote, prefix=prefix, suffix=suffix, near=near, shift=shift)
+        if anchor is not None and near is not None:
+            shift = anchor.start - near
+        placed.append(anchor)
+    return placed
 
 
 def _score(text: str, start: int, end: int, prefix: str, suffix: str) -> int:

@@ -1,14 +1,16 @@
 """Placing a card's annotations again when its text changes (a text card edited, a page read
 or captured again, a document decoded, a transcript written): each quote is looked for near
-where it was, by its prefix and suffix; one the new text does not hold is kept, orphaned."""
+where it was, by its prefix and suffix (in text order, so that the quotes an edit moved by one
+amount are found where that amount puts them, without a search); one the new text does not hold
+is kept, orphaned."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cardvault.domain.annotations import texts
-from cardvault.domain.annotations.records import place
+from cardvault.domain.annotations import anchoring, texts
+from cardvault.domain.annotations.records import settle
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Annotation, Card
 
@@ -27,13 +29,20 @@ def place_again(session: Session, card: Card) -> int:
     if not quoted:
         return 0
     found = texts.text_of(session, card)
+    if found is not None and found.text is None:
+        return 0  # a text not known (any more) leaves each where it was
+    # Where each was, in text order (the unplaced after, oldest first).
+    quoted = sorted(quoted, key=lambda a: (a.start is None, a.start or 0, a.pk))
+    anchors: list[anchoring.Anchor | None] = [None] * len(quoted)
+    if found is not None and found.text is not None:
+        anchors = anchoring.place_all(
+            found.text, [anchoring.Quoted(a.quote or "", a.prefix, a.suffix, a.start) for a in quoted]
+        )
     moved = []
     now = now_ms()
-    for annotation in quoted:
+    for annotation, anchor in zip(quoted, anchors, strict=True):
         before = (annotation.source, annotation.start, annotation.end, annotation.orphaned)
-        if found is not None and found.text is None:
-            continue  # a text not known (any more) leaves each where it was
-        place(annotation, found)
+        settle(annotation, found, anchor)
         if (annotation.source, annotation.start, annotation.end, annotation.orphaned) != before:
             annotation.updated_at = max(now, annotation.updated_at)
             moved.append(annotation.id)

@@ -46,14 +46,25 @@ def place(annotation: Annotation, found: texts.CardText | None) -> bool:
     orphans it."""
     if annotation.quote is None:
         return True
-    near = annotation.start
+    anchor = None
+    if found is not None and found.text is not None:
+        anchor = anchoring.find(
+            found.text,
+            annotation.quote,
+            prefix=annotation.prefix,
+            suffix=annotation.suffix,
+            near=annotation.start,
+        )
+    return settle(annotation, found, anchor)
+
+
+def settle(annotation: Annotation, found: texts.CardText | None, anchor: anchoring.Anchor | None) -> bool:
+    """Keep where the quote was found in ``found`` (``anchor``; None: not in it), as ``place``
+    says."""
     annotation.source = annotation.start = annotation.end = None
     if found is None or found.text is None:
         annotation.orphaned = False
         return found is not None
-    anchor = anchoring.find(
-        found.text, annotation.quote, prefix=annotation.prefix, suffix=annotation.suffix, near=near
-    )
     annotation.orphaned = anchor is None
     if anchor is not None:
         annotation.source, annotation.start, annotation.end = found.source, anchor.start, anchor.end
@@ -180,8 +191,8 @@ def forget_cards(session: Session, card_pks: Sequence[int]) -> None:
 # 1,000 annotations load without building 1,000 ORM objects.
 _SHOWN = (
     Annotation.pk,
-    Annotation.id,
     Annotation.card_pk,
+    Annotation.id,
     Annotation.card_id,
     Annotation.quote,
     Annotation.prefix,
@@ -195,17 +206,32 @@ _SHOWN = (
     Annotation.created_at,
     Annotation.updated_at,
 )
+# A card's text order: placed ones by where they start, then the rest oldest first.
+_TEXT_ORDER = (
+    Annotation.start.is_(None),
+    Annotation.start,
+    Annotation.end,
+    Annotation.created_at,
+    Annotation.pk,
+)
 Listed = Any  # an annotation as listed: a Row of its shown columns, read by name as an Annotation is
 
 
 def of_card(session: Session, *, account_id: str, card_id: str) -> Sequence[Listed]:
     """The card's annotations in text order: placed ones by where they start, then the rest
     oldest first."""
-    # The card's key alone: its row holds texts of up to 512 KiB the list does not show.
-    pk = session.scalar(select(Card.pk).where(Card.id == card_id, Card.account_id == account_id))
-    if pk is None:
+    # One statement: the card (its key alone, for its row holds texts of up to 512 KiB the
+    # list does not show) joined to its annotations, so that a card without any still answers
+    # one row, and a missing one none; only the columns an annotation shows come back.
+    rows = session.execute(
+        select(Card.pk.label("of_card"), *_SHOWN[2:])
+        .outerjoin(Annotation, Annotation.card_pk == Card.pk)
+        .where(Card.id == card_id, Card.account_id == account_id)
+        .order_by(*_TEXT_ORDER)
+    ).all()
+    if not rows:
         raise NotFound("Card not found.")
-    return of_cards(session, card_pks=[pk]).get(pk, [])
+    return [] if rows[0].id is None else rows
 
 
 def of_cards(session: Session, *, card_pks: Sequence[int]) -> dict[int, list[Listed]]:
@@ -213,16 +239,7 @@ def of_cards(session: Session, *, card_pks: Sequence[int]) -> dict[int, list[Lis
     if not card_pks:
         return {}
     rows = session.execute(
-        select(*_SHOWN)
-        .where(Annotation.card_pk.in_(card_pks))
-        .order_by(
-            Annotation.card_pk,
-            Annotation.start.is_(None),
-            Annotation.start,
-            Annotation.end,
-            Annotation.created_at,
-            Annotation.pk,
-        )
+        select(*_SHOWN).where(Annotation.card_pk.in_(card_pks)).order_by(Annotation.card_pk, *_TEXT_ORDER)
     )
     found: dict[int, list[Listed]] = {}
     for row in rows:
