@@ -71,6 +71,23 @@ class TestReplay:
         assert again.json() == first.json() == {"updatedIds": [card], "failedIds": [], "folderLimitIds": []}
         assert again.headers["Idempotent-Replayed"] == "true"
 
+    def test_an_annotation_and_a_subscription_are_made_once(self, api: Api, database: Database) -> None:
+        card = api.create(content="High water twice a day.")["id"]
+        made = []
+        for path, body in (
+            (f"/v1/cards/{card}/annotations", {"quote": "twice a day"}),
+            ("/v1/subscriptions", {"url": "https://blog.example.com/feed.xml"}),
+        ):
+            key = _key()
+            first = api.post(path, json=body, headers=key)
+            again = api.post(path, json=body, headers=key)
+            assert (first.status_code, again.status_code) == (201, 201)
+            assert again.json() == first.json() and again.headers["Location"] == first.headers["Location"]
+            assert again.headers["Idempotent-Replayed"] == "true"
+            made.append(first.json()["id"])
+        assert [a["id"] for a in api.get(f"/v1/cards/{card}/annotations").json()["items"]] == made[:1]
+        assert [s["id"] for s in api.get("/v1/subscriptions").json()["items"]] == made[1:]
+
     def test_keys_belong_to_the_account(self, api: Api, other_api: Api, database: Database) -> None:
         key = _key()
         mine = api.post("/v1/cards", json={"content": "mine"}, headers=key)
