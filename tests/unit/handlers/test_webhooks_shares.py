@@ -1,13 +1,14 @@
 """Share and feed subscription events delivered (issue 47): over HTTP, with the embedded worker
 sending to a receiver on a loopback port and the `standardwebhooks` verifier checking each, an
 endpoint that names share.* and subscription.* is sent them as their changes happen, one that
-takes `*` is not, and no body holds a share's token."""
+takes `*` is not, and no body holds a share's token; an endpoint may name all 22 event types."""
 
 from __future__ import annotations
 
 import time
 from urllib.parse import urlsplit
 
+from cardvault.domain.webhooks.endpoints import EVENT_TYPES
 from harness.servers import PageServer
 from tests.conftest import Api
 from tests.unit.handlers import test_webhooks as hooks
@@ -58,3 +59,11 @@ def test_share_and_subscription_events_reach_an_endpoint_that_names_them(
     every = received(receiver, 1, path="/every")
     assert all(b'"type":"card.' in body for _, body in every)
     assert all(token.encode() not in body for _, _, body in list(receiver.received))
+
+
+def test_an_endpoint_may_name_every_event_type(api: Api, receiver: PageServer) -> None:
+    every = list(EVENT_TYPES)
+    assert len(every) == 22
+    answer = api.post("/v1/webhooks", json={"url": receiver.url("/hook"), "events": every})
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["webhook"]["events"] == every
