@@ -11,7 +11,8 @@ and one that keeps its connection alive to the one local server (the library at 
 which no real poll of many hosts gets), reported beside it.
 
 Aims: linear (the time per poll at 1,000 within 1.25x of that at 250), and our polls at most
-2x the bare GETs.
+2x the bare GETs, judged on the median of each round's ratio to the bare GETs beside it (the
+machine's load moves both sides of a round together, and a round apart).
 
     .venv/bin/python -m bench.bench_subscriptions [--database postgresql|sqlite] [--sizes 250,500,1000]
         [--rounds 3]
@@ -143,6 +144,8 @@ def main() -> None:
             with db.transaction(write=False) as session:
                 rows = session.execute(select(Subscription.id, Subscription.url, Subscription.etag)).all()
             validators = {row.id: (row.url, row.etag) for row in rows}
+            _ours(services, ids[: sizes[0]])  # warm: the first size is not the one that pays for it
+            _bare([validators[i] for i in ids[: sizes[0]]], keep_alive=False)
             for size in sizes:
                 chosen = ids[:size]
                 feeds = [validators[i] for i in chosen]
@@ -156,21 +159,23 @@ def main() -> None:
                         ours.append(_ours(services, chosen))
                     kept.append(_bare(feeds, keep_alive=True))
                 medians = (statistics.median(ours), statistics.median(fresh), statistics.median(kept))
-                results.append((size, *medians))
+                paired = statistics.median(o / f for o, f in zip(ours, fresh, strict=True))
+                results.append((size, *medians, paired))
             db.dispose()
     finally:
         server.terminate()
         server.join(timeout=5)
-    print(f"{'polls':>6} {'ours ms':>9} {'bare ms':>9} {'kept ms':>9} {'ratio':>7} {'kept ratio':>11}")
-    for size, ours_s, fresh_s, kept_s in results:
+    heads = ("polls", "ours ms", "bare ms", "kept ms", "ratio", "paired", "kept ratio")
+    print(" ".join(f"{head:>{width}}" for head, width in zip(heads, (6, 9, 9, 9, 7, 7, 11), strict=True)))
+    for size, ours_s, fresh_s, kept_s, paired in results:
         ratio, kept_ratio = ours_s / fresh_s, ours_s / kept_s
         print(
             f"{size:>6} {ours_s * 1000:>9.3f} {fresh_s * 1000:>9.3f} {kept_s * 1000:>9.3f}"
-            f" {ratio:>7.2f} {kept_ratio:>11.2f}"
+            f" {ratio:>7.2f} {paired:>7.2f} {kept_ratio:>11.2f}"
         )
     smallest, largest = results[0], results[-1]
     growth = largest[1] / smallest[1]
-    for size, ours_s, fresh_s, kept_s in results:
+    for size, ours_s, fresh_s, kept_s, paired in results:
         line = {
             "workload": "subscriptions_unchanged_poll",
             "database": args.database,
@@ -180,8 +185,10 @@ def main() -> None:
             "baseline_value": round(fresh_s, 6),
             "kept_alive_baseline_value": round(kept_s, 6),
             "ratio": round(ours_s / fresh_s, 3),
+            # Each round's ours over the bare GETs next to it: the machine's load moves both.
+            "paired_ratio": round(paired, 3),
             "aim_ratio": AIM,
-            "meets": ours_s / fresh_s <= AIM,
+            "meets": paired <= AIM,
         }
         print(json.dumps(line))
     print(
