@@ -7,8 +7,8 @@ Aims: the first page's p99 at most 20 ms; the 304's median at most 0.3 of the fu
     .venv/bin/python -m bench.bench_shares [--database postgresql|sqlite] [--cards N] [--requests R]
 
 Prints a table and one JSON line per workload. (Not measured here yet: a smart folder over 1M
-cards, which bench_scale's q budget covers once it lists smart folders; polling 1,000
-unchanged subscriptions against bare httpx conditional GETs.)
+cards, which bench_scale's q budget covers once it lists smart folders. Polling 1,000
+unchanged subscriptions against bare httpx conditional GETs: bench/bench_subscriptions.py.)
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ account waits there for it and takes the sequences after it. On SQLite one write
 holds the database, which gives the same order. A transaction that rolls back gives its
 sequences back with everything else.
 
-What is recorded: the cards, folders, tag operations, exports and annotations the session inserted, changed
-or deleted through the ORM (collected after each flush), and what a statement changed in bulk,
+What is recorded: the cards, folders, tag operations, exports, annotations, shares and feed
+subscriptions the session inserted, changed or deleted through the ORM (collected after each
+flush; a change of only a kind's ``_QUIET`` columns is none: a subscription's poll that moved
+only its poll times and validators), and what a statement changed in bulk,
 noted by its caller with ``note`` (a tag operation's batch, the Trash's purge, a folder's cards
 when it goes, a stage that settled, and every tag whose count or spelling moved, by its folded
 name, from cardvault.domain.tags.counts). ``install`` puts the listeners on a sessionmaker of
@@ -26,18 +28,20 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, event, select
+from sqlalchemy import Connection, delete, event, inspect, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cardvault.domain import versions
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import Annotation, Card, Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.models.shares import Share
+from cardvault.domain.models.subscriptions import Subscription
 from cardvault.domain.pending import Pending
 from cardvault.domain.statements import driver_rows
 
 log = logging.getLogger("cardvault.changes")
-KINDS = ("card", "folder", "tag", "tagOperation", "export", "annotation")
+KINDS = ("card", "folder", "tag", "tagOperation", "export", "annotation", "share", "subscription")
 # Marks: the resource was created; it settled (a card's processing, a tag operation or export
 # ended). Each keeps the last sequence it was made at, so a webhook endpoint is told it once.
 CREATED, SETTLED = 1, 2
@@ -49,6 +53,18 @@ _TRACKED: dict[type, str] = {
     TagOperation: "tagOperation",
     ExportJob: "export",
     Annotation: "annotation",
+    Share: "share",
+    Subscription: "subscription",
+}
+# Columns whose change alone is no change for the feed. A subscription's poll moves its poll
+# times, validators and failure count every time (every 30 minutes or more, for each feed): a
+# poll is a change only when what it did does (``lastError``, ``entriesSaved``), so unchanged
+# feeds never flood the feed or the webhooks; ``lastPolledAt`` and ``nextPollAt`` are given as
+# they are whenever the subscription is.
+_QUIET: dict[type, frozenset[str]] = {
+    Subscription: frozenset(
+        {"last_polled_at", "next_poll_at", "etag", "last_modified", "failures", "last_error_message"}
+    ),
 }
 
 
@@ -93,7 +109,7 @@ def note(
 def _collect(session: Session, _transaction: Any) -> None:
     changed = [
         *((instance, "upsert", CREATED) for instance in session.new),
-        *((instance, "upsert", 0) for instance in session.dirty if session.is_modified(instance)),
+        *((instance, "upsert", 0) for instance in session.dirty if _shown_change(session, instance)),
         *((instance, "delete", 0) for instance in session.deleted),
     ]
     for instance, action, marks in changed:
@@ -107,6 +123,19 @@ def _collect(session: Session, _transaction: Any) -> None:
                 action=action,
                 marks=marks,
             )
+
+
+def _shown_change(session: Session, instance: object) -> bool:
+    """Whether the flush changes a column of the instance other than its kind's quiet ones."""
+    quiet = _QUIET.get(type(instance))
+    if quiet is None:
+        return session.is_modified(instance)
+    state = inspect(instance)
+    return any(
+        state.attrs[column.key].history.has_changes()
+        for column in state.mapper.column_attrs
+        if column.key not in quiet
+    )
 
 
 def _record(session: Session) -> None:

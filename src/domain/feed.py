@@ -15,11 +15,20 @@ from sqlalchemy.orm import Session
 from cardvault.domain.cards.extended import ExtendedView, extended_views
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import CursorExpired, InvalidCursor
-from cardvault.domain.models import Annotation, Change, ChangeCounter, ExportJob, Folder, TagOperation
+from cardvault.domain.models import (
+    Annotation,
+    Change,
+    ChangeCounter,
+    ExportJob,
+    Folder,
+    Share,
+    Subscription,
+    TagOperation,
+)
 from cardvault.domain.statements import prepared_rows
 from cardvault.domain.tags.operations import TagCount, tags_by_key
 
-_Owned = TypeVar("_Owned", Folder, TagOperation, ExportJob, Annotation)
+_Owned = TypeVar("_Owned", Folder, TagOperation, ExportJob, Annotation, Share, Subscription)
 LATEST = "latest"  # the cursor that means "from now on"
 # The types a reader that names none is given: those there were before 1.3.0 (a type added
 # since reaches only a reader that names it: the spec's Compatibility).
@@ -53,6 +62,8 @@ class Resources:
     tag_operations: dict[str, TagOperation]
     exports: dict[str, ExportJob]
     annotations: dict[str, Annotation]
+    shares: dict[str, Share]
+    subscriptions: dict[str, Subscription]
 
 
 # The feed's two reads, built once (so compiled once: cardvault.domain.statements).
@@ -139,4 +150,6 @@ def resources(session: Session, *, account_id: str, changes: Sequence[ChangeRow 
         tag_operations=rows(TagOperation, "tagOperation"),
         exports=rows(ExportJob, "export"),
         annotations=rows(Annotation, "annotation"),
+        shares=rows(Share, "share"),
+        subscriptions=rows(Subscription, "subscription"),
     )

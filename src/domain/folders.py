@@ -21,7 +21,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.cursors import decode_cursor, encode_cursor
 from cardvault.domain.errors import FolderExists, FolderLimitReached, InvalidInput, InvalidQuery, SmartFolder
 from cardvault.domain.ids import is_well_formed, new_id
-from cardvault.domain.models import Card, Folder, FolderCard, get_owned
+from cardvault.domain.models import Card, Folder, FolderCard, Share, Subscription, get_owned
 from cardvault.domain.names import tag_key
 from cardvault.domain.search.query import parse
 
@@ -157,8 +157,13 @@ def delete_folder(session: Session, *, account_id: str, folder_id: str) -> None:
         .order_by(Card.pk)
         .with_for_update(of=Card)
     ).all()
+    # The database deletes the folder's shares and takes it from its subscriptions.
+    shared = session.scalars(select(Share.id).where(Share.folder_id == folder.id)).all()
+    followed = session.scalars(select(Subscription.id).where(Subscription.folder_id == folder.id)).all()
     session.delete(folder)
     changes.note(session, account_id=account_id, kind="card", ids=held)  # their folderIds
+    changes.note(session, account_id=account_id, kind="share", ids=shared, action="delete")
+    changes.note(session, account_id=account_id, kind="subscription", ids=followed)  # folderId null
 
 
 def lock_folders(session: Session, *, account_id: str, folder_ids: Sequence[str]) -> None:

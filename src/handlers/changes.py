@@ -12,6 +12,8 @@ from cardvault.handlers.annotations import annotation_json
 from cardvault.handlers.exports import job_json
 from cardvault.handlers.folders import folder_json
 from cardvault.handlers.http import runtime
+from cardvault.handlers.shares import share_json
+from cardvault.handlers.subscriptions import subscription_json
 from cardvault.handlers.tags import operation_json
 
 # Each change type's resource field; every item carries those of the types read (the types
@@ -23,6 +25,8 @@ _FIELDS = {
     "tagOperation": "tagOperation",
     "export": "export",
     "annotation": "annotation",
+    "share": "share",
+    "subscription": "subscription",
 }
 
 
@@ -53,6 +57,9 @@ def list_changes(
             **{("tagOperation", o.id): operation_json(o) for o in found.tag_operations.values()},
             **{("export", job.id): job_json(job) for job in found.exports.values()},
             **{("annotation", a.id): annotation_json(a) for a in found.annotations.values()},
+            # As getShare shows it: never its token or its links, which hold the token.
+            **{("share", s.id): share_json(session, s) for s in found.shares.values()},
+            **{("subscription", s.id): subscription_json(s) for s in found.subscriptions.values()},
         }
         items = [
             _item_json(change, shown.get(key := (change.kind, change.resource_id)), tags.get(key), fields)

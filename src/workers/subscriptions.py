@@ -24,11 +24,11 @@ def poll(services: Services, subscription_id: str) -> str:
     """Poll one feed now; answer what came of it (``saved:<n>``, ``unchanged`` or the code it
     failed with)."""
     db = services.database
-    with db.transaction(write=False) as session:
-        found = session.get(subscriptions.Subscription, subscription_id)
-        if found is None:
-            return "gone"
-        url, etag, last_modified = found.url, found.etag, found.last_modified
+    with db.transaction(write=False, snapshot=False) as session:  # one statement
+        found = subscriptions.validators(session, subscription_id)
+    if found is None:
+        return "gone"
+    url, etag, last_modified = found
     headers = {"Accept": ACCEPT, "User-Agent": "CardVault-Feeds/1"}
     if etag:
         headers["If-None-Match"] = etag

@@ -979,6 +979,12 @@ def domain_cases(b: Builder) -> None:
                 {"body": dump({"url": "https://a.example/", "events": ["*", "card.created"]})},
             ),
             ("unknown-event", BAD, {"body": dump({"url": "https://a.example/", "events": ["card.eaten"]})}),
+            (
+                "star-and-a-named-only-event",
+                BAD,
+                {"body": dump({"url": "https://a.example/", "events": ["*", "share.created"]})},
+            ),
+            ("cased-event", BAD, {"body": dump({"url": "https://a.example/", "events": ["Share.Deleted"]})}),
             *(
                 (f"url-{label}", BAD, {"body": dump({"url": url, "events": ["*"]})})
                 for label, url in HOSTILE_WEBHOOK_URLS
@@ -1009,6 +1015,9 @@ def domain_cases(b: Builder) -> None:
             ("cards-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={cardsCursor}"}),
             ("foreign-changes-cursor", (400, "INVALID_CURSOR"), {"query": "cursor={foreignChangesCursor}"}),
             ("latest-cased", (400, "INVALID_CURSOR"), {"query": "cursor=LATEST"}),
+            ("type-cased", BAD, {"query": "types=Share"}),
+            ("type-plural", BAD, {"query": "types=subscriptions"}),
+            ("types-nine", BAD, {"query": "&".join(["types=share"] * 9)}),
         ],
         "createApiKey": [
             (

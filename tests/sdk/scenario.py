@@ -116,6 +116,7 @@ from cardvault_client.models import (
     ChangeAction,
     ChangePage,
     ChangeType,
+    ChangeTypeFilter,
     DoneAs,
     DoneCard,
     EmptyTrashResult,
@@ -524,7 +525,9 @@ def annotated(client: AuthenticatedClient) -> None:
 
 def shares_and_feeds(client: AuthenticatedClient, base_url: str, made: dict[str, Card]) -> None:
     """A smart folder shared by link (its page and feeds opened without credentials), and a
-    feed followed."""
+    feed followed; the changes feed, asked for them by name, gives the shares' and the
+    subscription's tombstones (and never a share's token)."""
+    start = ok(list_changes.sync(client=client, cursor="latest")).page_info.next_cursor
     smart = ok(create_folder.sync(client=client, body=FolderCreate(name="Smart links", query="type:link")))
     assert smart.kind.value == "smart" and smart.query == "type:link" and smart.card_count >= 1
     refused(
@@ -558,6 +561,14 @@ def shares_and_feeds(client: AuthenticatedClient, base_url: str, made: dict[str,
     listed = ok(list_subscriptions.sync(client=client))
     assert isinstance(listed, SubscriptionPage) and followed.id in [s.id for s in listed.items]
     assert delete_subscription.sync_detailed(followed.id, client=client).status_code == 204
+    named = [ChangeTypeFilter.SHARE, ChangeTypeFilter.SUBSCRIPTION]
+    told = ok(list_changes.sync(client=client, cursor=start, types=named))
+    assert {(c.type_, c.id, c.action) for c in told.items} == {
+        (ChangeType.SHARE, shared.id, ChangeAction.DELETE),
+        (ChangeType.SHARE, card_share.id, ChangeAction.DELETE),
+        (ChangeType.SUBSCRIPTION, followed.id, ChangeAction.DELETE),
+    }
+    assert all(c.share is None and c.subscription is None for c in told.items)
     assert delete_folder.sync_detailed(smart.id, client=client).status_code == 204
 
 
@@ -634,6 +645,9 @@ def webhooks(client: AuthenticatedClient) -> None:
     assert again.id == ping.id and again.status == WebhookDeliveryStatus.PENDING
     rotated = ok(rotate_webhook_secret.sync(hook.id, client=client))
     assert rotated.secret != made.secret and isinstance(rotated.webhook.previous_secret_expires_at, int)
+    named = [WebhookEventFilter.SHARE_CREATED, WebhookEventFilter.SUBSCRIPTION_DELETED]
+    narrowed = ok(update_webhook.sync(hook.id, client=client, body=WebhookUpdate(events=named)))
+    assert narrowed.events == named
     every = WebhookUpdate(enabled=False, events=[WebhookEventFilter.ALL_EVENTS])
     off = ok(update_webhook.sync(hook.id, client=client, body=every))
     assert off.enabled is False and off.disabled_reason == WebhookDisabledReason.USER

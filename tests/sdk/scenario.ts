@@ -171,6 +171,13 @@ export async function firstDay(): Promise<string[]> {
     out.push(String(polled.data?.lastPolledAt ?? ""));
     await client.DELETE("/subscriptions/{subscriptionId}", { params: { path: { subscriptionId } } });
   }
+  // Shares and subscriptions in the changes feed, asked for by name (a token never among them).
+  const sharing = await client.GET("/changes", { params: { query: { cursor: kept, types: ["share", "subscription"] } } });
+  for (const change of sharing.data?.items ?? []) {
+    const title: string | null | undefined = change.share?.title;
+    const saved: number | undefined = change.subscription?.entriesSaved;
+    out.push(`${change.type} ${change.action} ${title ?? ""} ${saved ?? ""}`);
+  }
 
   const renamed = await client.POST("/tags/rename", { body: { from: "later", to: "Someday" } });
   if (renamed.error) {
@@ -196,7 +203,7 @@ export async function firstDay(): Promise<string[]> {
   }
 
   const hook = await client.POST("/webhooks", {
-    body: { url: "https://hooks.example.com/ts", events: ["card.deleted", "export.ready"] },
+    body: { url: "https://hooks.example.com/ts", events: ["card.deleted", "export.ready", "share.deleted", "subscription.updated"] },
   });
   if (hook.data) {
     const secret: string = hook.data.secret;

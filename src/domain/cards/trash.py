@@ -17,7 +17,7 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import lock_tags
 from cardvault.domain.errors import CardNotInTrash
 from cardvault.domain.files import quotas
-from cardvault.domain.models import Card
+from cardvault.domain.models import Card, Share
 from cardvault.domain.search.index import unindex_cards
 from cardvault.domain.tags import counts
 
@@ -74,9 +74,18 @@ def delete_forever(session: Session, *, account_id: str, card_id: str) -> None:
         raise CardNotInTrash("Only a card in Trash can be deleted forever; move it to Trash first.")
     unindex_cards(session, [(card.pk, card.account_id)])
     records.forget_cards(session, [card.pk])
+    _forget_shares(session, [card.pk])
     session.delete(card)
     quotas.count(session, account_id=account_id, stored=-((card.file_size or 0) + card.held_bytes))
     holdings.release(session, {account_id: 1})
+
+
+def _forget_shares(session: Session, card_pks: Sequence[int]) -> None:
+    """Before cards are deleted for good (the database deletes their shares with them): note
+    each share's tombstone for the changes feed."""
+    rows = session.execute(select(Share.account_id, Share.id).where(Share.card_pk.in_(card_pks))).all()
+    for account_id, share_id in rows:
+        changes.note(session, account_id=account_id, kind="share", ids=[share_id], action="delete")
 
 
 def _delete_locked(
@@ -96,6 +105,7 @@ def _delete_locked(
         pks = [card.pk for card in cards]
         unindex_cards(session, [(card.pk, card.account_id) for card in cards])
         records.forget_cards(session, pks)
+        _forget_shares(session, pks)
         session.execute(delete(Card).where(Card.pk.in_(pks)).execution_options(synchronize_session=False))
         for card in cards:
             changes.note(session, account_id=card.account_id, kind="card", ids=[card.id], action="delete")

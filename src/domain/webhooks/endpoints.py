@@ -46,6 +46,12 @@ EVENT_TYPES = (
     "annotation.created",
     "annotation.updated",
     "annotation.deleted",
+    "share.created",
+    "share.updated",
+    "share.deleted",
+    "subscription.created",
+    "subscription.updated",
+    "subscription.deleted",
 )
 ALL = "*"
 
@@ -106,10 +112,16 @@ def check_events(events: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
-# Events added since 1.3.0 reach only an endpoint that names them: "*" keeps meaning the events
+# Events added in 1.3.0 and since reach only an endpoint that names them: "*" keeps meaning the events
 # there were before (the spec's Compatibility: values added to a response enum reach only
 # clients that name them).
-NAMED_ONLY = frozenset({"annotation.created", "annotation.updated", "annotation.deleted"})
+NAMED_ONLY = frozenset(
+    {
+        *("annotation.created", "annotation.updated", "annotation.deleted"),  # 1.3.0
+        *("share.created", "share.updated", "share.deleted"),  # 1.4.0
+        *("subscription.created", "subscription.updated", "subscription.deleted"),
+    }
+)
 
 
 def subscribed(webhook: Webhook, event: str) -> bool:

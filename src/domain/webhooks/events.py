@@ -7,8 +7,10 @@ What a change tells an endpoint, given where the endpoint was (the feed keeps a 
 latest change, so changes made before a dispatch are told together):
 - a card or folder created since: ``card.created`` / ``folder.created``; otherwise changed:
   ``card.updated`` / ``folder.updated``; deleted: ``card.deleted`` / ``folder.deleted``;
-- an annotation likewise: ``annotation.created``, ``.updated`` or ``.deleted`` (only to an
-  endpoint that names them: cardvault.domain.webhooks.endpoints.NAMED_ONLY);
+- an annotation, a share or a feed subscription likewise: ``annotation.created``,
+  ``share.updated``, ``subscription.deleted`` and so on (only to an endpoint that names them:
+  cardvault.domain.webhooks.endpoints.NAMED_ONLY); a subscription's poll is told only when it
+  changed its ``lastError`` or ``entriesSaved`` (cardvault.domain.changes' quiet columns);
 - a card whose processing settled since: also ``card.processed``;
 - a tag: ``tag.updated`` while a card carries it, else ``tag.deleted``;
 - a tag operation or export: ``tag_operation.completed``/``failed`` and ``export.ready``/
@@ -43,6 +45,8 @@ DISPATCH_BATCH = 500
 COALESCED = "changes.coalesced"
 COALESCE_AT = 10  # events one dispatch tells an endpoint one by one, at most
 BACKLOG = 100  # an endpoint's deliveries waiting, past which what it is told is coalesced
+# The kinds told as created, updated or deleted (their data the id and sequence alone).
+_TOLD_AS_MADE = frozenset({"card", "folder", "annotation", "share", "subscription"})
 _ENDED = {
     "tagOperation": {"completed": "tag_operation.completed", "failed": "tag_operation.failed"},
     "export": {"ready": "export.ready", "failed": "export.failed"},
@@ -65,7 +69,7 @@ def events_of(change: Change, position: int, found: feed.Resources) -> list[tupl
     """The events one change tells an endpoint told up to ``position``, with their data."""
     data: dict[str, Any] = {"id": change.resource_id, "sequence": change.sequence}
     kind = change.kind
-    if kind in ("card", "folder", "annotation"):
+    if kind in _TOLD_AS_MADE:
         if change.action == "delete":
             return [(f"{kind}.deleted", data)]
         told = [(f"{kind}.created" if change.created_sequence > position else f"{kind}.updated", data)]
@@ -110,7 +114,7 @@ def dispatch(session: Session, *, account_id: str) -> tuple[list[WebhookDelivery
     if not found:
         return [], False
     resources = feed.resources(
-        session, account_id=account_id, changes=[c for c in found if c.kind not in ("card", "folder")]
+        session, account_id=account_id, changes=[c for c in found if c.kind not in _TOLD_AS_MADE]
     )
     waiting, open_ = _backlog(session, hooks)
     now, made = now_ms(), []

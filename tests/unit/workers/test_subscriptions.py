@@ -118,6 +118,10 @@ def test_the_etag_is_sent_back_and_304_saves_nothing(
     first = state(database, subscription_id)
     assert first.next_poll_at - (first.last_polled_at or 0) >= 90 * 60_000  # the feed's ttl
     assert poll(services, subscription_id) == "unchanged"
+    second = state(database, subscription_id)  # its poll times moved, nothing else
+    assert (second.last_polled_at or 0) >= (first.last_polled_at or 0)
+    assert second.next_poll_at == (second.last_polled_at or 0) + subscriptions.POLL_MINUTES * 60_000
+    assert (second.etag, second.entries_saved, second.last_error) == ('"v1"', 1, None)
     sent = {k.lower(): v for k, v in pages.seen[-1].items()}
     assert sent["if-none-match"] == '"v1"' and sent["if-modified-since"].startswith("Wed, 02 Dec 2026")
     assert len(cards_of(database, account_id)) == 1

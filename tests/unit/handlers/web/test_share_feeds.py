@@ -1,14 +1,21 @@
 """A share's feeds: Atom 1.0 and JSON Feed 1.1 that parse with feedparser, keep their entry ids
-across polls, and answer 304 to If-None-Match and If-Modified-Since."""
+across polls, and answer 304 to If-None-Match and If-Modified-Since; a conditional poll counts
+once against the share's rate limit, also when it is read in full."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import feedparser
+import pytest
+from starlette.testclient import TestClient
 
 from cardvault.domain.db import Database
-from tests.conftest import Api
+from cardvault.handlers.http.app import create_app
+from cardvault.settings import Settings
+from tests.conftest import Api, api_of_new_account, app_env
 from tests.unit.handlers.test_shares import make_folder, put_in, share
 from tests.unit.handlers.web.test_share_page import open_link, summarize
 
@@ -73,3 +80,22 @@ def test_a_feed_changes_its_etag_when_a_shown_card_goes_to_trash(api: Api) -> No
     etag = open_link(api, made["feedUrl"]).headers["etag"]
     assert api.post(f"/v1/cards/{older}/trash").status_code == 200  # not the latest change
     assert open_link(api, made["feedUrl"], **{"If-None-Match": etag}).status_code == 200
+
+
+@pytest.fixture
+def limited(tmp_path: Path, database: Database) -> Iterator[Api]:
+    """An account on an app whose shares answer 3 requests a minute each."""
+    settings = Settings.from_env({**app_env(tmp_path, database), "CARDVAULT_RATE_LIMIT_SHARE": "3/minute"})
+    with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
+        yield api_of_new_account(client, database, "limited")
+
+
+def test_a_conditional_poll_counts_once_against_the_shares_limit(limited: Api) -> None:
+    card = limited.create(content="polled")
+    made = share(limited, cardId=card["id"])
+    etag = open_link(limited, made["feedUrl"]).headers["etag"]  # 1
+    assert open_link(limited, made["feedUrl"], **{"If-None-Match": etag}).status_code == 304  # 2
+    # A stale ETag: checked, then read in full, and counted once (3).
+    assert open_link(limited, made["feedUrl"], **{"If-None-Match": '"stale"'}).status_code == 200
+    refused = open_link(limited, made["feedUrl"], **{"If-None-Match": etag})
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
