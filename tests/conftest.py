@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -19,7 +20,11 @@ from cardvault.domain.auth import accounts, keys
 from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
 from cardvault.handlers.http.app import create_app
+from cardvault.services import Services
 from cardvault.settings import Settings
+from cardvault.workers import broker as worker_broker
+from cardvault.workers import embedded
+from cardvault.workers.broker import provide, services_of
 from harness.servers import IN_CI
 
 POSTGRES_URL = os.environ.get(
@@ -160,11 +165,53 @@ def settings(tmp_path: Path, database: Database) -> Settings:
     return Settings.from_env(app_env(tmp_path, database))
 
 
+# The apps the tests share, one per database (held, so that its id is never another's).
+_shared_apps: dict[int, tuple[Database, Any, Services]] = {}
+
+
+def shared_app(database: Database, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Services]:
+    """The app the tests over ``database`` share, and the services it was built on: building an
+    app and its middleware (built once, at its first request) costs about half a second, more
+    than most tests. Its lifespan never runs; app_client starts and stops the embedded worker
+    around each test instead, as an app's own lifespan would."""
+    if id(database) not in _shared_apps:
+        settings = Settings.from_env(app_env(tmp_path_factory.mktemp("shared-app"), database))
+        app = create_app(settings, database)
+        _shared_apps[id(database)] = (database, app, services_of(worker_broker.broker))
+    _, app, services = _shared_apps[id(database)]
+    return app, services
+
+
+_addresses = iter(range(1, 1 << 24))
+
+
 @pytest.fixture
-def app_client(settings: Settings, database: Database) -> Iterator[TestClient]:
-    """An HTTP client over the real app, responses validated against the spec."""
-    with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
-        yield client
+def app_client(
+    request: pytest.FixtureRequest, settings: Settings, database: Database
+) -> Iterator[TestClient]:
+    """An HTTP client over the real app, responses validated against the spec. The session's
+    shared app, its actors given its services again (a test's own app may have taken them),
+    its embedded worker running while the test runs, and each test its own client address
+    (the limits kept per address start empty); a test
+    marked ``fresh_app``, or that fills the disk (``blobs_disk``), gets an app of its own over
+    ``settings`` (its data directory the test's ``tmp_path``), started and stopped with it."""
+    # A test that fills the app's disk (blobs_disk) needs the app's data directory to be its own.
+    if request.node.get_closest_marker("fresh_app") is not None or "blobs_disk" in request.fixturenames:
+        with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
+            yield client
+        return
+    app, services = shared_app(database, request.getfixturevalue("tmp_path_factory"))
+    provide(services)
+    n = next(_addresses)
+    address = f"10.{n >> 16}.{(n >> 8) & 255}.{n & 255}"
+    working = worker_broker.is_embedded()
+    if working:
+        embedded.start(services)
+    try:
+        yield TestClient(app, raise_server_exceptions=False, client=(address, 50000))
+    finally:
+        if working:
+            embedded.stop()
 
 
 class Api:

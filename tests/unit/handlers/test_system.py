@@ -70,6 +70,7 @@ def test_readiness_names_redis_and_answers_503_once_it_stops(
     assert len(caplog.records) == 1  # asked once: the check is the answer, not retried
 
 
+@pytest.mark.fresh_app  # its tmp_path is the app's data directory
 def test_probes_within_a_second_are_answered_once(tmp_path: Path, app_client: TestClient) -> None:
     first = app_client.get("/v1/health/ready")
     objects = tmp_path / "blobs" / "objects"
@@ -79,6 +80,7 @@ def test_probes_within_a_second_are_answered_once(tmp_path: Path, app_client: Te
     assert (first.status_code, second.status_code) == (200, 200) and first.json() == second.json()
 
 
+@pytest.mark.fresh_app  # its tmp_path is the app's data directory
 def test_a_broken_file_store_is_not_ready(tmp_path: Path, app_client: TestClient) -> None:
     objects = tmp_path / "blobs" / "objects"
     shutil.rmtree(objects)

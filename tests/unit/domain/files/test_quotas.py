@@ -174,6 +174,7 @@ class TestCounters:
     transaction: uploads issued, taken by cards, as images and caption files, forgotten after
     24 hours; cards made, deleted for good, purged from Trash and emptied from it."""
 
+    @pytest.mark.fresh_app  # it reads the app's store through settings (its tmp_path)
     def test_every_kind_of_change_keeps_the_counters_the_sums_of_their_rows(
         self, api: Api, make_api: Callable[[], Api], database: Database, settings: Settings, tmp_path: Path
     ) -> None:
