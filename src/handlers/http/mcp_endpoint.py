@@ -415,6 +415,17 @@ def _refusal(scope: Scope, public_url: str, code: str, message: str, error: str 
     return Response(failed.body, status_code=401, media_type="application/json", headers=failed.headers)
 
 
+def _not_allowed(scope: Scope) -> Response:
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": f"{scope['method']} is not allowed on /mcp: POST each message."},
+    }
+    return Response(
+        json.dumps(body), status_code=405, media_type="application/json", headers={"Allow": "POST"}
+    )
+
+
 class McpRoute:
     """Serve /mcp (after the request's id and runtime are set); pass every other request on."""
 
@@ -451,6 +462,10 @@ class McpRoute:
                 else "The API key is not valid.",
                 "invalid_token",
             )(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            # Stateless: no stream to open (GET) and no session to end (DELETE).
+            await _not_allowed(scope)(scope, receive, send)
             return
         caller = _Caller(authorization=headers[0], scopes=tuple(info["scope"]), scope=scope)
         await self.agents.serve(scope, receive, send, caller)

@@ -229,9 +229,11 @@ def http_call(tool: Tool, arguments: Mapping[str, Any], body: bytes | None) -> H
         if value is None:
             continue
         if argument.location == "path":
-            text = _query_value(value)
+            # Quoted in the path the router reads too, so a value stays one segment ("a/b" is
+            # no path of two, ".." climbs nowhere) and meets the parameter's pattern as sent.
+            text = quote(_query_value(value), safe="")
             path = path.replace(f"{{{argument.wire_name}}}", text)
-            raw_path = raw_path.replace(f"{{{argument.wire_name}}}", quote(text, safe=""))
+            raw_path = raw_path.replace(f"{{{argument.wire_name}}}", text)
         elif argument.location == "query":
             values = value if isinstance(value, list) else [value]
             pairs.extend((argument.wire_name, _query_value(v)) for v in values)

@@ -126,7 +126,7 @@ def test_a_call_is_the_operations_request() -> None:
     created = http_call(TOOLS["createCard"], {"idempotencyKey": "k-1", "body": {}}, b"{}")
     assert created.headers == [(b"idempotency-key", b"k-1")] and created.body == b"{}"
     card = http_call(TOOLS["getCard"], {"cardId": "a/b"}, None)
-    assert (card.path, card.raw_path) == ("/v1/cards/a/b", "/v1/cards/a%2Fb")
+    assert (card.path, card.raw_path) == ("/v1/cards/a%2Fb", "/v1/cards/a%2Fb")
 
 
 def test_openapi_nullable_becomes_json_schema() -> None:
