@@ -27,7 +27,11 @@ PUBLIC_URL = "https://app.cardvault.test"
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(app: Any, credential: str | None) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    app: Any, credential: str | None, *, modern: bool = False
+) -> AsyncIterator[ClientSession]:
+    """A session of the SDK's client: the initialize handshake (2025-11-25), or with
+    ``modern`` the stateless 2026-07-28 revision (server/discover)."""
     headers = {"Authorization": f"Bearer {credential}"} if credential else {}
     client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=PUBLIC_URL, headers=headers)
     async with (
@@ -35,7 +39,10 @@ async def mcp_session(app: Any, credential: str | None) -> AsyncIterator[ClientS
         streamable_http_client(f"{PUBLIC_URL}/mcp", http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
+        if modern:
+            await session.discover()
+        else:
+            await session.initialize()
         yield session
 
 
@@ -79,13 +86,15 @@ class TestTools:
 
         run(work)
 
+    @pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
     def test_creates_finds_fetches_and_follows_changes(
-        self, app: Any, database: Database, account_id: str
+        self, app: Any, database: Database, account_id: str, modern: bool
     ) -> None:
         key = new_key(database, account_id)
 
         async def work() -> None:
-            async with mcp_session(app, key) as session:
+            async with mcp_session(app, key, modern=modern) as session:
+                assert session.protocol_version == ("2026-07-28" if modern else "2025-11-25")
                 created = await session.call_tool(
                     "createCard", {"body": {"content": "The quokka smiles at dawn"}}
                 )
@@ -199,6 +208,25 @@ class TestPermissions:
                 assert gone.is_error and gone.structured_content["code"] == "NOT_FOUND"
 
         run(work)
+
+
+def test_an_idempotency_key_makes_a_repeated_call_answer_the_first(
+    app: Any, database: Database, account_id: str
+) -> None:
+    key = new_key(database, account_id)
+
+    async def work() -> None:
+        async with mcp_session(app, key) as session:
+            arguments = {"idempotencyKey": "mcp-key-1", "body": {"content": "once"}}
+            first = await session.call_tool("createCard", arguments)
+            again = await session.call_tool("createCard", arguments)
+            assert first.structured_content == again.structured_content
+            other = await session.call_tool("createCard", {**arguments, "body": {"content": "twice"}})
+            assert other.is_error and other.structured_content["code"] == "IDEMPOTENCY_KEY_REUSED"
+            listed = await session.call_tool("listCards", {})
+            assert len(listed.structured_content["items"]) == 1
+
+    run(work)
 
 
 def test_rate_limits_apply_to_tool_calls(tmp_path: Any, database: Database, account_id: str) -> None:
