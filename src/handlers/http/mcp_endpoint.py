@@ -180,6 +180,8 @@ class Agents:
             on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
         )
+        # The SDK's own span per message goes: RequestEdge traces /mcp and each tool's request.
+        self.server.middleware = []
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         held = set(_caller.get().scopes)
