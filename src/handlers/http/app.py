@@ -45,7 +45,9 @@ from cardvault.handlers.http.connexion_overrides import (
 from cardvault.handlers.http.deprecation import Deprecations, notices_from_spec
 from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
-from cardvault.handlers.http.mcp_endpoint import Agents, ApiTarget, McpRoute
+from cardvault.handlers.http.mcp_calls import ApiTarget
+from cardvault.handlers.http.mcp_endpoint import McpRoute
+from cardvault.handlers.http.mcp_server import Agents
 from cardvault.handlers.http.middleware import Docs, RequestGuard, ResponseRequestId
 from cardvault.handlers.http.observed import MetricsRoute, RequestEdge
 from cardvault.handlers.web.routes import WebRoutes
