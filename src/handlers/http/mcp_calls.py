@@ -17,11 +17,15 @@ from cardvault.handlers.http.mcp_tools import HttpCall
 
 @dataclasses.dataclass(frozen=True)
 class Caller:
+    """Who sent the /mcp request being served: each tool call's request goes as them."""
+
     authorization: bytes
     scopes: tuple[str, ...]
     scope: Scope  # the /mcp request's
 
 
+# Set by the route for the request it serves; the SDK runs the request's handlers in tasks
+# started inside it, which copy it.
 current: ContextVar[Caller] = ContextVar("cardvault_mcp_caller")
 
 
@@ -34,6 +38,8 @@ class ApiTarget:
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
+    """What the app answered an operation's request."""
+
     status: int
     headers: dict[str, str]
     body: bytes
