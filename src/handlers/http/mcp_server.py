@@ -25,6 +25,8 @@ CARD_URI = "cardvault://cards/{id}"
 MAX_BODY_BYTES = 1024 * 1024  # a tool call's arguments; the API's own bodies are bounded again
 SEARCH_RESULTS = 10
 RESOURCE_NOT_FOUND = -32002
+# Every request carries a bearer credential a page cannot attach: no DNS rebinding to fear.
+_NO_REBINDING_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 _METADATA = ("type", "url", "tags", "aiTags", "createdAt", "updatedAt", "isFavorited", "isArchived")
 
 
@@ -217,8 +219,7 @@ class Agents:
             self.server,
             json_response=True,
             stateless=True,
-            # Every request carries a bearer credential a page cannot attach: no DNS rebinding to fear.
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            security_settings=_NO_REBINDING_CHECK,
             max_request_body_size=MAX_BODY_BYTES,
         )
         token = mcp_calls.current.set(caller)
