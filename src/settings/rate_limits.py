@@ -66,6 +66,12 @@ RATE_LIMIT_SETTINGS: dict[str, Setting[str | None]] = dict(
             "300/minute",
             "reads of shares' pages, feeds, pictures and files per client address, IPv6 by its /64",
         ),
+        # Agent clients register themselves (RFC 7591, /oauth/register) without credentials.
+        _limit(
+            "client-registrations",
+            "20/hour",
+            "OAuth client registrations (/oauth/register) per client address, IPv6 by its /64",
+        ),
         _limit(
             "sign-in-all", "600/minute", "sign-in attempts of the whole service, from every address together"
         ),

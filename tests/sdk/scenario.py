@@ -1,7 +1,8 @@
 """A client team's first day, written against the Python SDK that openapi-python-client
 generates from openapi/cardvault.yaml (package `cardvault_client`, made by the SDK tier into a
 temporary directory): every operation, through the generated client only, and the typed error
-bodies. Type-checked with mypy by the tier, so a weaker generated type fails the build.
+bodies; and its assistant's, through the official MCP SDK's client at /mcp. Type-checked with
+mypy by the tier, so a weaker generated type fails the build.
 
     python scenario.py BASE_URL API_KEY
 """
@@ -18,7 +19,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import anyio
 import httpx
+import httpx2
 from cardvault_client import AuthenticatedClient, Client
 from cardvault_client.api.annotations import (
     create_annotation,
@@ -177,6 +180,8 @@ from cardvault_client.models import (
     WebhookUpdate,
 )
 from cardvault_client.types import UNSET, Response, Unset
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 # One small file of each kind a card can hold (the card's type comes from these bytes).
 FILES = {
@@ -740,6 +745,29 @@ def bulk(client: AuthenticatedClient) -> None:
     assert walk(lambda cursor: list_cards.sync(client=client, tag=["bulk"], cursor=cursor)) == []
 
 
+async def _assistant(mcp_url: str, key: str, card_id: str) -> None:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http,
+        streamable_http_client(mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"listCards", "getExtendedCard", "createCard", "search", "fetch"} <= names, names
+        fetched = await session.call_tool("fetch", {"id": card_id})
+        assert not fetched.is_error and fetched.structured_content["id"] == card_id, fetched.content
+        extended = await session.call_tool("getExtendedCard", {"cardId": card_id})
+        assert extended.structured_content["id"] == card_id
+        refused_call = await session.call_tool("listCards", {"limit": 0})
+        assert refused_call.is_error and refused_call.structured_content["code"] == "INVALID_INPUT"
+
+
+def assistant(base_url: str, key: str, made: dict[str, Card]) -> None:
+    """The MCP part: the same account's cards as tools, through the official SDK's client."""
+    card = next(iter(made.values()))
+    anyio.run(_assistant, base_url.removesuffix("/v1") + "/mcp", key, card.id)
+
+
 def main(base_url: str, key: str) -> None:
     health = ok(get_health.sync(client=Client(base_url=base_url)))
     assert isinstance(health, Health) and health.status == HealthStatus.OK
@@ -749,6 +777,7 @@ def main(base_url: str, key: str) -> None:
     assert all(check.status == ReadinessCheckStatus.OK and check.latency_ms >= 0 for check in ready.checks)
     with AuthenticatedClient(base_url=base_url, token=key, raise_on_unexpected_status=True) as client:
         made = cards_and_lists(client)
+        assistant(base_url, key, made)
         replaced_image(client, made["link"])
         captioned(client, made["audio"])
         tags(client, made)

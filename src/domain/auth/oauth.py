@@ -27,6 +27,7 @@ CODE_SECONDS = 120  # a browser carries the code straight back; RFC 6749 allows 
 REFRESH_IDLE_MS = 30 * 86_400_000  # a family unused this long ends
 REFRESH_ABSOLUTE_MS = 90 * 86_400_000  # and every family ends this long after sign-in
 CLIENT_SCOPES = "read write"  # what a client may ask for unless registered with more
+REGISTRATION_MS = 86_400_000  # a client that registered itself and is never allowed ends then
 
 
 def check_redirect_uri(uri: str) -> None:
@@ -90,6 +91,27 @@ def create_client(
     return client, secret
 
 
+def register_client(
+    session: Session, *, name: str, redirect_uris: list[str], scopes: str, now: int
+) -> OAuthClient:
+    """Register a client that asked for itself (RFC 7591): public (PKCE, no secret), its
+    redirect URIs https or http on a loopback address only, at most the default scopes, and
+    ending after REGISTRATION_MS unless an account allows it first."""
+    for uri in redirect_uris:
+        check_redirect_uri(uri)
+        if urlsplit(uri).scheme not in ("http", "https"):
+            raise InvalidInput(
+                f"{uri!r}: a client registering itself returns to https or a loopback address."
+            )
+    asked = credentials.scope_list(scopes) if scopes else CLIENT_SCOPES.split()
+    allowed = [s for s in asked if s in CLIENT_SCOPES.split()]
+    client, _ = create_client(
+        session, name=name, redirect_uris=redirect_uris, scopes=" ".join(allowed) or CLIENT_SCOPES, now=now
+    )
+    client.expires_at = now + REGISTRATION_MS
+    return client
+
+
 def find_client(session: Session, *, client_id: str) -> OAuthClient | None:
     """The client with this id, or None."""
     if len(client_id) > 64 or "\x00" in client_id:  # PostgreSQL refuses NUL in text
@@ -107,8 +129,9 @@ def save_code(
     scopes: str,
     code_challenge: str,
     now: int,
+    resource: str | None = None,
 ) -> None:
-    """Keep an authorization code the account just approved."""
+    """Keep an authorization code the account just approved (for ``resource``, RFC 8707)."""
     session.add(
         OAuthCode(
             code_hash=credentials.digest(code),
@@ -117,6 +140,7 @@ def save_code(
             redirect_uri=redirect_uri,
             scopes=scopes,
             code_challenge=code_challenge,
+            resource=resource,
             created_at=now,
             expires_at=now + CODE_SECONDS * 1000,
         )
@@ -170,16 +194,19 @@ class IssuedTokens:
 def start_grant(
     session: Session, *, account_id: str, client_id: str, scopes: str, now: int, code: OAuthCode | None = None
 ) -> OAuthGrant:
-    """Record what the account allowed the client (a new refresh token family)."""
+    """Record what the account allowed the client (a new refresh token family), for the
+    resource its code was asked for; a client that registered itself is kept from then on."""
     grant = OAuthGrant(
         id=new_id("grt"),
         account_id=account_id,
         client_id=client_id,
         scopes=scopes,
+        resource=code.resource if code is not None else None,
         created_at=now,
         refreshed_at=now,
     )
     session.add(grant)
+    session.execute(update(OAuthClient).where(OAuthClient.id == client_id).values(expires_at=None))
     if code is not None:
         code.grant_id = grant.id
     session.flush()
@@ -324,12 +351,15 @@ class TokenHolder:
     scopes: tuple[str, ...]
     expires_at: int
     grant_id: str
+    resource: str | None = None  # RFC 8707: the audience it was issued for
 
 
 # Built once: the statement's construction cost twice its execution (bench_auth). Executed on
 # the session's connection, without the ORM's result handling.
 _TOKEN_HOLDER = (
-    select(OAuthGrant.account_id, OAuthToken.scopes, OAuthToken.expires_at, OAuthGrant.id)
+    select(
+        OAuthGrant.account_id, OAuthToken.scopes, OAuthToken.expires_at, OAuthGrant.id, OAuthGrant.resource
+    )
     .join(OAuthGrant, OAuthGrant.id == OAuthToken.grant_id)
     .where(
         OAuthToken.token_hash == bindparam("digest"),
@@ -355,6 +385,7 @@ def token_holder(session: Session, *, token: str, now: int) -> TokenHolder | Non
         scopes=tuple(credentials.scope_list(row.scopes)),
         expires_at=row.expires_at,
         grant_id=row.id,
+        resource=row.resource,
     )
 
 
@@ -365,8 +396,9 @@ def account_name(session: Session, *, account_id: str) -> str | None:
 
 def forget_expired(session: Session, *, now: int) -> None:
     """Delete what can no longer be used: codes a day past their end (kept that long to catch a
-    replay), ended tokens, and grants revoked or past their end a day ago (the API keys their
-    apps made are revoked then, if they were not already)."""
+    replay), ended tokens, grants revoked or past their end a day ago (the API keys their apps
+    made are revoked then, if they were not already), and clients that registered themselves
+    and were never allowed."""
     day = 86_400_000
     session.execute(delete(OAuthCode).where(OAuthCode.expires_at < now - day))
     session.execute(delete(OAuthToken).where(OAuthToken.expires_at < now))
@@ -379,3 +411,5 @@ def forget_expired(session: Session, *, now: int) -> None:
     )
     _revoke_keys(session, ApiKey.grant_id.in_(ended), now)  # a grant that ran out ends its keys
     session.execute(delete(OAuthGrant).where(OAuthGrant.id.in_(ended)))
+    # Clients that registered themselves and were never allowed (codes of theirs go with them).
+    session.execute(delete(OAuthClient).where(OAuthClient.expires_at < now))

@@ -57,6 +57,9 @@ class OAuthClient(Base):
     scopes: Mapped[str] = mapped_column(String(100))  # what it may ask for, space-separated
     secret_hash: Mapped[str | None] = mapped_column(String(64))  # None: a public client
     created_at: Mapped[int] = mapped_column(BigInteger)
+    # A client that registered itself (RFC 7591) ends then unless an account allows it first;
+    # None for the clients an operator made, and once one is used.
+    expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)
 
 
 class OAuthGrant(Base):
@@ -69,6 +72,7 @@ class OAuthGrant(Base):
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
     client_id: Mapped[str] = mapped_column(ForeignKey("oauth_clients.id", ondelete="CASCADE"))
     scopes: Mapped[str] = mapped_column(String(100))
+    resource: Mapped[str | None] = mapped_column(String(300))  # RFC 8707: its tokens' audience
     created_at: Mapped[int] = mapped_column(BigInteger)
     refreshed_at: Mapped[int] = mapped_column(BigInteger)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger)
@@ -85,6 +89,7 @@ class OAuthCode(Base):
     redirect_uri: Mapped[str] = mapped_column(Text)
     scopes: Mapped[str] = mapped_column(String(100))
     code_challenge: Mapped[str] = mapped_column(String(128))  # S256, always
+    resource: Mapped[str | None] = mapped_column(String(300))  # RFC 8707, as the request named it
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger, index=True)
     used_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -45,6 +45,9 @@ from cardvault.handlers.http.connexion_overrides import (
 from cardvault.handlers.http.deprecation import Deprecations, notices_from_spec
 from cardvault.handlers.http.errors import error_response, render_exception
 from cardvault.handlers.http.files import FileRoutes
+from cardvault.handlers.http.mcp_calls import ApiTarget
+from cardvault.handlers.http.mcp_endpoint import McpRoute
+from cardvault.handlers.http.mcp_server import Agents
 from cardvault.handlers.http.middleware import Docs, RequestGuard, ResponseRequestId
 from cardvault.handlers.http.observed import MetricsRoute, RequestEdge
 from cardvault.handlers.web.routes import WebRoutes
@@ -143,6 +146,9 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             headers={"Allow": methods},
         )
 
+    target = ApiTarget()
+    agents = Agents(spec, target)
+
     # The layers a request passes through, outermost first: Connexion's stack (its
     # ConnexionMiddleware.default_middlewares, in its order, with its Swagger UI middleware
     # replaced by DocsUI) with ours placed in it.
@@ -165,6 +171,8 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
         # Signed file URLs (/files/...), then the browser's pages (sign-in, OAuth, card pages).
         functools.partial(FileRoutes, runtime=rt),
         WebRoutes,
+        # /mcp: the API's operations as MCP tools, each call sent back through this app.
+        functools.partial(McpRoute, agents=agents),
         # What every API request must be before Connexion reads it (sizes, framing, JSON).
         RequestGuard,
         # The spec as written, and the docs UI's headers; then Swagger UI itself.
@@ -192,6 +200,7 @@ def create_app(settings: Settings, db: Database | None = None) -> AsyncApp:
             swagger_ui_template_arguments={"initOAuth": {"usePkceWithAuthorizationCodeGrant": True}},
         ),
     )
+    target.app = app
     use_once_decorated_operations(app)
     app.add_api(
         spec,  # Connexion copies what it changes

@@ -39,7 +39,9 @@ def _lookup_token(rt: runtime.Runtime, token: str) -> tuple[runtime.Holder, floa
         holder = oauth.token_holder(session, token=token, now=now_ms())
     if holder is None:
         return None
-    found = runtime.Holder(account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id)
+    found = runtime.Holder(
+        account_id=holder.account_id, scopes=holder.scopes, grant_id=holder.grant_id, resource=holder.resource
+    )
     return found, holder.expires_at / 1000
 
 
@@ -69,4 +71,5 @@ async def authenticate(token: str) -> dict[str, Any] | None:
         "scope": list(holder.scopes),
         "grant": holder.grant_id,
         "key": holder.key_id,
+        "resource": holder.resource,
     }

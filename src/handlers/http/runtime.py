@@ -37,6 +37,7 @@ class Holder:
     scopes: tuple[str, ...]
     grant_id: str | None = None  # an access token's grant, or that of a key an app made
     key_id: str | None = None  # an API key's id; None for an access token
+    resource: str | None = None  # an access token's audience (RFC 8707), if it was asked for one
 
 
 class CredentialCache:

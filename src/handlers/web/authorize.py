@@ -24,7 +24,7 @@ from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.models import Account
 from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
-from cardvault.handlers.web.oauth_server import Answer, Server
+from cardvault.handlers.web.oauth_server import Answer, Server, asked_resource
 from cardvault.handlers.web.oauth_server import Request as OAuthRequest
 
 # The authorization request's own parameters, carried through the consent form.
@@ -36,6 +36,7 @@ _AUTHORIZE_FIELDS = (
     "state",
     "code_challenge",
     "code_challenge_method",
+    "resource",
 )
 # Browser apps call these from their own origin; no cookie is involved, so any origin may.
 _CORS = {
@@ -115,7 +116,9 @@ def _checked(server: Server, oauth_request: OAuthRequest, account_id: str) -> An
     client or its redirect URI is wrong, the message of an error page (a str)."""
     try:
         # The stub leaves get_consent_grant unannotated.
-        return server.get_consent_grant(oauth_request, end_user=account_id)  # type: ignore[no-untyped-call]
+        grant = server.get_consent_grant(oauth_request, end_user=account_id)  # type: ignore[no-untyped-call]
+        asked_resource(oauth_request, server.issuer)  # RFC 8707: one of ours, or none
+        return grant
     except OAuth2Error as error:
         if error.redirect_uri:
             answer = _answer(server.handle_error_response(oauth_request, error))
@@ -154,6 +157,8 @@ def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, 
                 (s, credentials.SCOPES[s])
                 for s in grant.client.get_allowed_scope(oauth_request.payload.scope).split()
             ],
+            "for_agents": oauth_request.payload.data.get("resource") == f"{server.issuer}/mcp",
+            "self_registered": client.expires_at is not None,
             "redirect_host": urlsplit(oauth_request.payload.redirect_uri).netloc
             or oauth_request.payload.redirect_uri,
             "redirect_uri": oauth_request.payload.redirect_uri,
@@ -327,6 +332,7 @@ def metadata_document(public_url: str) -> dict[str, Any]:
         "authorization_endpoint": f"{public_url}/oauth/authorize",
         "token_endpoint": f"{public_url}/oauth/token",
         "revocation_endpoint": f"{public_url}/oauth/revoke",
+        "registration_endpoint": f"{public_url}/oauth/register",
         "scopes_supported": list(credentials.SCOPES),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],

@@ -13,7 +13,10 @@ Tightened against Authlib's defaults:
 - Refresh tokens rotate (Authlib's default is not to issue a new one), and the spend of a code
   or a refresh token happens in one conditional UPDATE while it is being checked, not after the
   new tokens are saved, so concurrent uses get exactly one success (see domain/auth/oauth.py).
-- Authorization responses carry ``iss`` (RFC 9207)."""
+- Authorization responses carry ``iss`` (RFC 9207).
+- A request may name the resource its tokens are for (RFC 8707 ``resource``, once): this
+  server's API or its MCP endpoint; the grant keeps it, and /mcp takes only tokens issued for
+  it (cardvault.handlers.http.mcp_endpoint)."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from authlib.oauth2 import AuthorizationServer
+from authlib.oauth2 import AuthorizationServer, OAuth2Error
 from authlib.oauth2.rfc6749 import (
     AuthorizationCodeMixin,
     ClientMixin,
@@ -44,6 +47,31 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.models import OAuthClient, OAuthCode, OAuthGrant
 
 CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+
+def resources(issuer: str) -> tuple[str, ...]:
+    """What a token may be asked for (RFC 8707): the whole server, its API, its MCP endpoint."""
+    return (issuer, f"{issuer}/v1", f"{issuer}/mcp")
+
+
+class InvalidTarget(OAuth2Error):
+    """RFC 8707 §2: a resource this server does not serve, or another than the grant's."""
+
+    error = "invalid_target"
+
+
+def asked_resource(request: OAuth2Request, issuer: str) -> str | None:
+    """The resource a request names (None: none); InvalidTarget for one not ours, or two."""
+    named = request.payload.datalist.get("resource") or [] if request.payload else []
+    if not named:
+        return None
+    if len(named) > 1 or named[0] not in resources(issuer):
+        raise InvalidTarget(
+            f"resource must be one of: {', '.join(resources(issuer))}.",
+            state=request.payload.state if request.payload else None,
+            redirect_uri=request.payload.redirect_uri if request.payload else None,
+        )
+    return str(named[0])
 
 
 class _Payload(OAuth2Payload):
@@ -305,12 +333,23 @@ class _CodeGrant(AuthorizationCodeGrant):
             scopes=client.get_allowed_scope(request.payload.scope),
             code_challenge=request.payload.data["code_challenge"],
             now=now_ms(),
+            resource=asked_resource(request, self.server.issuer),
         )
 
     def query_authorization_code(self, code: str, client: ClientMixin) -> _Code | None:
         client_id = _our_client(client).row.id
         row = oauth.spend_code(self._session, code=code, client_id=client_id, now=now_ms())
         return _Code(row) if row else None
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        # RFC 8707 at the token endpoint: the resource asked for then, if any, is the code's.
+        assert isinstance(self.request.authorization_code, _Code)  # super() found it, or raised
+        code = self.request.authorization_code.row
+        asked = asked_resource(self.request, self.server.issuer)
+        if asked is not None and code.resource is not None and asked != code.resource:
+            raise InvalidTarget("resource must be the one the authorization request named.")
+        code.resource = code.resource or asked
 
     def delete_authorization_code(self, authorization_code: _Code) -> None:
         pass  # spent by query_authorization_code, in the same statement that found it
@@ -333,6 +372,9 @@ class _RefreshGrant(RefreshTokenGrant):
         grant = oauth.refresh_token_grant(session, token=refresh_token, client_id=client_id)
         if grant is None:
             return None
+        asked = asked_resource(self.request, self.server.issuer)
+        if asked is not None and asked != grant.resource:
+            raise InvalidTarget("resource must be the one the grant was made for.")
         # Authlib's own check, private so left out of its stub.
         self._validate_token_scope(_RefreshCredential(grant))  # type: ignore[attr-defined]
         spent = oauth.spend_refresh_token(

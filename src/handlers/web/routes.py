@@ -8,7 +8,7 @@ from starlette.routing import Match, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cardvault.handlers.http.errors import error_response
-from cardvault.handlers.web import authorize, card_page, pages, share_feeds, share_page, sign_in
+from cardvault.handlers.web import agents, authorize, card_page, pages, share_feeds, share_page, sign_in
 
 
 async def _stylesheet(request: Request) -> Response:
@@ -30,6 +30,10 @@ ROUTES = [
     Route("/oauth/token", authorize.token, methods=["POST", "OPTIONS"]),
     Route("/oauth/revoke", authorize.revoke, methods=["POST", "OPTIONS"]),
     Route("/.well-known/oauth-authorization-server", authorize.metadata, methods=["GET"]),
+    # Agent clients (MCP): the protected resource's metadata and dynamic client registration.
+    Route("/.well-known/oauth-protected-resource", agents.protected_resource, methods=["GET", "OPTIONS"]),
+    Route("/.well-known/oauth-protected-resource/mcp", agents.protected_resource, methods=["GET", "OPTIONS"]),
+    Route("/oauth/register", agents.register, methods=["POST", "OPTIONS"]),
     Route("/cards/{card_id}", card_page.card_page, methods=["GET"]),
     Route("/static/cardvault.css", _stylesheet, methods=["GET"]),
     # A share's link (cardvault.handlers.web.share_page): no credentials, the token in the path.

@@ -158,7 +158,15 @@ def _success_headers(operation: dict[str, Any]) -> set[str]:
 
 
 # Counted by the sign-in page, which is no operation of the API.
-_PAGE_POLICIES = {"sign-in-account", "sign-in-address", "sign-in-all", "share", "share-address"}
+# Policies of what is served outside /v1 (the pages, and agent clients' registration).
+_PAGE_POLICIES = {
+    "sign-in-account",
+    "sign-in-address",
+    "sign-in-all",
+    "share",
+    "share-address",
+    "client-registrations",
+}
 _KEY_OPERATIONS = {"listApiKeys", "createApiKey", "revokeApiKey"}
 
 

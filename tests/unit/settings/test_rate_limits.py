@@ -26,6 +26,7 @@ def test_rate_limits_default_on_and_can_be_turned_off_one_by_one(tmp_path: Path)
         "share": "600/minute",
         "share-address": "300/minute",
         "sign-in-address": "50/15 minutes",
+        "client-registrations": "20/hour",
         "sign-in-all": "600/minute",
     }
     chosen = Settings.from_env(
