@@ -7,15 +7,13 @@ Also what the OCR engine needs from Debian: ``ensure_language_files`` installs
 from __future__ import annotations
 
 import io
-import os
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from cardvault.adapters import ocr
+from harness import debian
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 FONTS = (
@@ -129,16 +127,7 @@ def ensure_language_files() -> str:
         return ""
     if not ocr.installed():
         return "the ocr extra is not installed (pip install -e '.[ocr]')"
-    if shutil.which("apt-get") is None:
-        return "no apt-get on this machine"
-    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    wait = ["-o", "DPkg::Lock::Timeout=300"]  # another apt-get (the browser tier's) may hold the lock
-    for command in (
-        ["apt-get", *wait, "update", "-q"],
-        ["apt-get", *wait, "install", "-y", "-q", "tesseract-ocr-eng"],
-    ):
-        done = subprocess.run([*prefix, *command], env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0 and "install" in command:
-            return f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}"
+    problem = debian.install("tesseract-ocr-eng")
+    if problem:
+        return problem
     return "" if ocr.usable_languages(("eng",)) else "no eng.traineddata after installing"

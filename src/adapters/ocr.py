@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cardvault.adapters.images import ImageRefused
+
 ENGINE = "tesseract"
 MAX_TEXT_BYTES = 256 * 1024
 TESSDATA_DIRS = (
@@ -34,15 +36,6 @@ RECOGNITION_SHARE = 0.6
 PDF_DPI = 300
 PAGE_TEXT_CHARS = 16  # a PDF page whose own text layer has fewer visible characters is read as a picture
 _APIS: dict[tuple[str, str], Any] = {}  # the child's loaded engines, by data folder and languages
-
-
-class OcrRefused(Exception):
-    """The picture cannot be read; ``code`` is stable (IMAGE_TOO_LARGE, IMAGE_UNREADABLE,
-    IMAGE_UNSUPPORTED, DOCUMENT_UNREADABLE, OCR_UNAVAILABLE)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def tessdata(configured: str | None = None) -> Path | None:
@@ -159,32 +152,17 @@ def kept(text: str) -> str:
 
 def read_image(path: str, **options: Any) -> dict[str, Any]:
     """The text of an image file (JPEG, PNG, GIF, WebP, AVIF: its first frame)."""
-    import warnings
+    from PIL import Image, ImageOps
 
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from cardvault.adapters.images import FORMATS, refusals
 
-    from cardvault.adapters.images import FORMATS, MAX_PIXELS
-
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
-    warnings.simplefilter("error", Image.DecompressionBombWarning)
-    try:
-        with Image.open(path, formats=FORMATS) as image:
-            image.seek(0)
-            if image.format == "JPEG":  # decode at a fraction of the size when it is larger than read
-                ratio = (options["max_pixels"] / (image.size[0] * image.size[1])) ** 0.5
-                if ratio < 0.5:
-                    image.draft("L", (int(image.size[0] * ratio * 2), int(image.size[1] * ratio * 2)))
-            picture = bounded(ImageOps.exif_transpose(_flattened(image)), options["max_pixels"])
-    except OcrRefused:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise OcrRefused("IMAGE_TOO_LARGE", f"The image has too many pixels: {exc}") from None
-    except UnidentifiedImageError:
-        raise OcrRefused(
-            "IMAGE_UNSUPPORTED", "The file is not a JPEG, PNG, GIF, WebP or AVIF image."
-        ) from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise OcrRefused("IMAGE_UNREADABLE", f"The image cannot be read: {exc}") from None
+    with refusals(), Image.open(path, formats=FORMATS) as image:
+        image.seek(0)
+        if image.format == "JPEG":  # decode at a fraction of the size when it is larger than read
+            ratio = (options["max_pixels"] / (image.size[0] * image.size[1])) ** 0.5
+            if ratio < 0.5:
+                image.draft("L", (int(image.size[0] * ratio * 2), int(image.size[1] * ratio * 2)))
+        picture = bounded(ImageOps.exif_transpose(_flattened(image)), options["max_pixels"])
     text = recognise(picture, **_engine_options(options, options["seconds"]))
     return {"text": kept(text), "pages": 1}
 
@@ -219,7 +197,7 @@ def read_pdf(path: str, **options: Any) -> dict[str, Any]:
     try:
         document = pdfium.PdfDocument(path)
     except pdfium.PdfiumError as exc:
-        raise OcrRefused("DOCUMENT_UNREADABLE", f"The PDF cannot be read: {exc}") from None
+        raise ImageRefused("DOCUMENT_UNREADABLE", f"The PDF cannot be read: {exc}") from None
     texts: list[str] = []
     read = 0
     try:
@@ -241,7 +219,7 @@ def read_pdf(path: str, **options: Any) -> dict[str, Any]:
             read += 1
             texts.append(recognise(bounded(picture, options["max_pixels"]), **_engine_options(options, left)))
     except pdfium.PdfiumError as exc:
-        raise OcrRefused("DOCUMENT_UNREADABLE", f"The PDF cannot be read: {exc}") from None
+        raise ImageRefused("DOCUMENT_UNREADABLE", f"The PDF cannot be read: {exc}") from None
     finally:
         document.close()
     return {"text": kept("\n\n".join(t for t in texts if t)), "pages": read}

@@ -92,8 +92,8 @@ def _ocr_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
     try:
         read = ocr.read_pdf if request["source"] == "pdf" else ocr.read_image
         return {**read(request["path"], **options), "engine": ocr.version()}, []
-    except ocr.OcrRefused as refused:
-        raise ImageRefused(refused.code, str(refused)) from None
+    except ImageRefused:
+        raise
     except (ImportError, RuntimeError) as exc:  # the binding, or a language file it cannot load
         raise ImageRefused("OCR_UNAVAILABLE", f"OCR cannot run: {exc}") from None
     except MemoryError:
