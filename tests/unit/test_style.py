@@ -149,7 +149,6 @@ COVERED_ELSEWHERE = {
     "domain/pipeline/rules.py": "tests/unit/workers/test_pipeline.py",
     "domain/pipeline/status.py": "tests/unit/handlers/test_card_json.py",
     "domain/pipeline/transcript.py": "tests/unit/workers/stages/test_transcript.py",
-    "domain/pipeline/ocr.py": "tests/unit/workers/stages/test_ocr.py",
     "domain/tags/rows.py": "tests/unit/domain/cards/test_editing.py",
     "handlers/http/auth.py": "tests/unit/handlers/http/test_errors.py",
     "handlers/web/oauth_server.py": "tests/unit/handlers/web/test_authorize.py",
