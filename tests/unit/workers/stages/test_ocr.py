@@ -180,5 +180,28 @@ class TestLifecycle:
             restored["id"]
         ]
 
+    def test_an_import_whose_reader_facts_do_not_hold_reads_the_picture_again(
+        self, ocr_api: OcrApi, tmp_path: Path
+    ) -> None:
+        record = {
+            "type": "image",
+            "content": "",
+            "fileName": "scan.png",
+            "mimeType": "image/png",
+            "fileText": "words no picture says",
+            "fileTextRead": {"engine": 7, "languages": "eng"},  # not an OcrReader
+        }
+        data = make_archive(
+            tmp_path / "export.zip",
+            [_card(8, **record, file={"path": "files/crd_8/scan.png"})],
+            {"files/crd_8/scan.png": picture_of(SECOND, "png")},
+        ).read_bytes()
+        api = ocr_api()
+        assert imported(api, data)["created"] == 1
+        (restored,) = api.get("/v1/cards").json()["items"]
+        card = processed(api, restored["id"])
+        assert ocr_stage(card) == ("ocr", "completed", None)
+        assert "museum" in card["fileText"].lower() and "picture says" not in card["fileText"]
+
 
 _RESTORED = ("type", "content", "fileName", "mimeType", "fileText", "fileTextRead")
