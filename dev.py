@@ -39,7 +39,7 @@ def ensure_environment() -> None:
     print("Installing Card Vault and its test tools into .venv ...", flush=True)
     subprocess.run(
         [str(BIN / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-e", f"{ROOT}[test,asr]"],
+         "-e", f"{ROOT}[test,asr,ocr]"],
         check=True,
     )
     STAMP.write_text(wanted)

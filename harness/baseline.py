@@ -60,6 +60,7 @@ COLUMNS = [
     "link_meta",
     "ai_summary",
     "ai_transcript",
+    "file_text",
     "is_favorited",
     "completed_at",
     "created_at",

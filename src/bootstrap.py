@@ -28,8 +28,8 @@ from cardvault.adapters.pacer import Pacer
 from cardvault.domain import changes
 from cardvault.domain.database import open_database
 from cardvault.domain.db import Database
-from cardvault.domain.pipeline.table import DECODER_WAIT, SPEECH_WAIT
-from cardvault.services import Browsers, Services
+from cardvault.domain.pipeline.table import DECODER_WAIT, OCR_WAIT, SPEECH_WAIT
+from cardvault.services import Browsers, OcrChildren, Services
 from cardvault.settings import Settings
 from cardvault.workers import actors, webhooks
 from cardvault.workers.broker import broker, provide
@@ -60,6 +60,7 @@ def bootstrap(
         ),
         decoder=decoder,
         speech=speech,
+        ocr=_ocr_children(settings.ocr.concurrency),
         pacer=_pacer(settings.redis_url),
         broker=broker,
         browsers=_browsers(),
@@ -75,6 +76,11 @@ def bootstrap(
 def _decoders() -> tuple[Decoder, Decoder]:
     # Speech recognition has a child of its own: it keeps the model loaded.
     return Decoder(wait=DECODER_WAIT), Decoder(wait=SPEECH_WAIT)
+
+
+@functools.cache
+def _ocr_children(count: int) -> OcrChildren:
+    return OcrChildren(count, OCR_WAIT)
 
 
 @functools.cache

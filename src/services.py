@@ -7,7 +7,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import queue
 import threading
+from pathlib import Path
+from typing import Any
 
 import dramatiq
 
@@ -15,6 +18,7 @@ from cardvault.adapters import capture
 from cardvault.adapters.blobs import BlobStore
 from cardvault.adapters.decoder import Decoder
 from cardvault.adapters.fetcher import Fetcher
+from cardvault.adapters.images import ImageRefused
 from cardvault.adapters.limiter import Limiter
 from cardvault.adapters.pacer import Pacer
 from cardvault.domain.db import Database
@@ -59,6 +63,34 @@ class Browsers:
             return self._made
 
 
+class OcrChildren:
+    """A process's OCR children (CARDVAULT_OCR_CONCURRENCY of them, each a Decoder that keeps the
+    engine loaded, started on first use): a file takes a free one, waiting at most ``wait``
+    seconds (then ImageRefused DECODE_BUSY)."""
+
+    def __init__(self, count: int, wait: float) -> None:
+        self.wait = wait
+        self.decoders = [Decoder() for _ in range(count)]
+        self._free: queue.Queue[Decoder] = queue.Queue()
+        for decoder in self.decoders:
+            self._free.put(decoder)
+
+    def read(self, path: Path, *, source: str, options: dict[str, Any]) -> dict[str, Any]:
+        """The words in the file, read by a free child (cardvault.adapters.decoder.Decoder.ocr)."""
+        try:
+            decoder = self._free.get(timeout=self.wait)
+        except queue.Empty:
+            raise ImageRefused("DECODE_BUSY", "Other files are being read; try again in a moment.") from None
+        try:
+            return decoder.ocr(path, source=source, options=options)
+        finally:
+            self._free.put(decoder)
+
+    def close(self) -> None:
+        for decoder in self.decoders:
+            decoder.close()
+
+
 @dataclasses.dataclass(frozen=True)
 class Services:
     """What a process's entry point, actors and stages work with."""
@@ -70,6 +102,7 @@ class Services:
     webhook_fetcher: Fetcher  # the fetcher's rules, a webhook's time to answer
     decoder: Decoder  # images, media and documents, in its child
     speech: Decoder  # speech recognition, in a child of its own (it keeps the model loaded)
+    ocr: OcrChildren  # OCR, in children of their own (each keeps the engine loaded)
     pacer: Pacer  # the turns per host that imported cards' fetching stages take
     broker: dramatiq.Broker
     browsers: Browsers

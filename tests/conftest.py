@@ -154,6 +154,7 @@ def app_env(tmp_path: Path, database: Database) -> dict[str, str]:
         "CARDVAULT_AI": "false",  # cards keep the AI fields they are given (the AI tests turn it on)
         "CARDVAULT_SPEECH": "false",  # no speech recognition (the speech tests turn it on)
         "CARDVAULT_CAPTURE": "false",  # no browser (the capture tests turn it on)
+        "CARDVAULT_OCR": "false",  # no OCR (the OCR tests turn it on)
         # Argon2id at its cheapest, so sign-in tests do not spend seconds hashing.
         "CARDVAULT_PASSWORD_TIME_COST": "1",
         "CARDVAULT_PASSWORD_MEMORY_KIB": "8192",

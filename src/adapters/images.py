@@ -12,8 +12,10 @@ limits are the decoder's)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from cardvault.adapters.renditions import COMPACT, LARGE, PLACEHOLDER, webp
@@ -45,33 +47,16 @@ class ImageRefused(Exception):
         self.code = code
 
 
-def make(path: str, large: bool = False) -> Renditions:
-    """Decode the image at ``path`` and make its renditions (runs in the child)."""
-    from PIL import Image, ImageOps, UnidentifiedImageError  # in the child only
+@contextlib.contextmanager
+def refusals() -> Iterator[None]:
+    """Pillow set to refuse decompression bombs, and its failures on an untrusted image made
+    into ImageRefused with their codes (in the child; the OCR job reads images through it too)."""
+    from PIL import Image, UnidentifiedImageError
 
     Image.MAX_IMAGE_PIXELS = MAX_PIXELS
     warnings.simplefilter("error", Image.DecompressionBombWarning)
     try:
-        with Image.open(path, formats=FORMATS) as image:
-            width, height = image.size
-            if max(width, height) > MAX_SIDE:
-                raise ImageRefused(
-                    "IMAGE_TOO_LARGE", f"The image is {width} x {height}; at most {MAX_SIDE} a side."
-                )
-            if image.getexif().get(0x0112) in (5, 6, 7, 8):  # turned a quarter: sides swap
-                width, height = height, width
-            animated = bool(getattr(image, "is_animated", False))
-            image.seek(0)
-            if image.format == "JPEG":  # decode at a fraction of the size
-                side = LARGE if large else COMPACT * 2
-                image.draft("RGB", (side, side))
-            frame = ImageOps.exif_transpose(image)
-            alpha = frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info
-            frame = frame.convert("RGBA" if alpha else "RGB")
-            big = webp(frame.copy(), LARGE, 85)[1] if large else None
-            compact_image, compact = webp(frame, COMPACT, 80)
-            main = main_colours(compact_image)
-            _, placeholder = webp(compact_image.copy(), PLACEHOLDER, 50)
+        yield
     except ImageRefused:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -82,6 +67,32 @@ def make(path: str, large: bool = False) -> Renditions:
         ) from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise ImageRefused("IMAGE_UNREADABLE", f"The image cannot be read: {exc}") from None
+
+
+def make(path: str, large: bool = False) -> Renditions:
+    """Decode the image at ``path`` and make its renditions (runs in the child)."""
+    from PIL import Image, ImageOps  # in the child only
+
+    with refusals(), Image.open(path, formats=FORMATS) as image:
+        width, height = image.size
+        if max(width, height) > MAX_SIDE:
+            raise ImageRefused(
+                "IMAGE_TOO_LARGE", f"The image is {width} x {height}; at most {MAX_SIDE} a side."
+            )
+        if image.getexif().get(0x0112) in (5, 6, 7, 8):  # turned a quarter: sides swap
+            width, height = height, width
+        animated = bool(getattr(image, "is_animated", False))
+        image.seek(0)
+        if image.format == "JPEG":  # decode at a fraction of the size
+            side = LARGE if large else COMPACT * 2
+            image.draft("RGB", (side, side))
+        frame = ImageOps.exif_transpose(image)
+        alpha = frame.mode in ("RGBA", "LA", "PA") or "transparency" in frame.info
+        frame = frame.convert("RGBA" if alpha else "RGB")
+        big = webp(frame.copy(), LARGE, 85)[1] if large else None
+        compact_image, compact = webp(frame, COMPACT, 80)
+        main = main_colours(compact_image)
+        _, placeholder = webp(compact_image.copy(), PLACEHOLDER, 50)
     return Renditions(width, height, animated, compact, placeholder, big, main)
 
 

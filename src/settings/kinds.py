@@ -4,6 +4,7 @@ cardvault.settings.declaring)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import limits
@@ -190,3 +191,13 @@ def choices(allowed: tuple[str, ...], always: str) -> Kind[tuple[str, ...]]:
         return chosen
 
     return Kind(f"{always}, and any of {others}, comma-separated", parse)
+
+
+def _languages(name: str, raw: str) -> tuple[str, ...]:
+    chosen = tuple(part.strip() for part in raw.replace("+", ",").split(","))
+    if not all(re.fullmatch(r"[a-z][a-z0-9_]{1,31}", word) for word in chosen):
+        raise SettingsError(f"{name} must list Tesseract language names like eng,deu, not {raw!r}")
+    return tuple(dict.fromkeys(chosen))
+
+
+LANGUAGES = Kind("language names, comma-separated (`eng,deu`)", _languages)

@@ -31,6 +31,7 @@ from cardvault.settings.kinds import (
     url,
 )
 from cardvault.settings.local import data_dir_secret, is_loopback
+from cardvault.settings.ocr import OcrSettings
 from cardvault.settings.rate_limits import RATE_LIMIT_SETTINGS
 from cardvault.settings.storage import S3Settings
 
@@ -223,6 +224,7 @@ class Settings:
     capture: CaptureSettings = group(
         CaptureSettings, CaptureSettings(), "Link capture", CaptureSettings.from_env
     )
+    ocr: OcrSettings = group(OcrSettings, OcrSettings(), "Text in pictures (OCR)", OcrSettings.from_env)
     # Argon2id's cost for passwords: OWASP's choice for a small machine (about 50 ms and 19 MiB
     # a hash on two cores); argon2-cffi's default (t=3, 64 MiB, p=4) took 265 ms there.
     password_time_cost: int = setting(

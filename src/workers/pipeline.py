@@ -51,7 +51,16 @@ from cardvault.domain.portability.imports import turns as import_turns
 from cardvault.services import Services
 from cardvault.workers.broker import actor
 from cardvault.workers.files import delete_doomed_objects
-from cardvault.workers.stages import ai, capture, link_metadata, link_preview, media, renditions, transcript
+from cardvault.workers.stages import (
+    ai,
+    capture,
+    link_metadata,
+    link_preview,
+    media,
+    ocr,
+    renditions,
+    transcript,
+)
 
 log = logging.getLogger("cardvault.processing")
 MIN_BACKOFF_MS = 2_000
@@ -64,6 +73,7 @@ RUNNERS: Mapping[str, Callable[[Services, Card, str], dict[str, object]]] = {
     "renditions": renditions.run,
     "media": media.run,
     "transcript": transcript.run,
+    "ocr": ocr.run,
     "ai": ai.run,
 }
 

@@ -96,6 +96,7 @@ def test_a_link_is_captured_and_its_reader_view_is_what_the_ai_reads(api: Api, p
         ("linkMetadata", "completed", None),
         ("linkPreview", "skipped", "NO_IMAGE"),
         ("capture", "completed", None),
+        ("ocr", "skipped", "OCR_OFF"),  # (the page gave text: HAS_TEXT, were OCR on)
         ("ai", "completed", None),
     ]
     with _picture(api, card["screenshotUrl"]) as shot:
@@ -157,6 +158,7 @@ def test_with_capture_off_the_stage_is_skipped_and_the_ai_reads_the_fetched_page
         card = processed(api, _link(api, pages.url("/tides")))
     assert [(s["name"], s["state"], s["errorCode"]) for s in card["processingStatus"]["stages"]][2:] == [
         ("capture", "skipped", "CAPTURE_OFF"),
+        ("ocr", "skipped", "NO_PICTURE"),  # no screenshot
         ("ai", "completed", None),
     ]
     assert (

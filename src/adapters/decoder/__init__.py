@@ -8,7 +8,9 @@ job) and a fresh child for the next file.
 ...)`` runs cardvault.adapters.media in the same child: audio, video and documents;
 ``captions(path, ...)`` reads a caption file's cues. ``speech(path, ...)`` runs speech
 recognition (cardvault.adapters.speech), in a Decoder of its own: a child that keeps the model,
-with 15 minutes of wall time and 30 of CPU (two threads) for each file.
+with 15 minutes of wall time and 30 of CPU (two threads) for each file. ``ocr(path, ...)`` reads
+the words in a picture or a scanned PDF (cardvault.adapters.ocr), in Decoders of their own too
+(the OCR children keep the engine loaded), with the memory and time its request gives.
 
 Limits: the child has 2 GiB of address space and 60 s of CPU for each image (90 s for another
 file), and the caller waits at most ``TIMEOUT_SECONDS`` (``MEDIA_TIMEOUT_SECONDS``). The child
@@ -133,6 +135,17 @@ class Decoder:
         ImageRefused with the file's code when it cannot be read."""
         request = {"job": "speech", "path": str(path), "mime_type": mime_type, "cpu": SPEECH_CPU_SECONDS}
         head, _ = self.call(request, timeout=SPEECH_TIMEOUT_SECONDS)
+        return head
+
+    def ocr(self, path: Path, *, source: str, options: dict[str, Any]) -> dict[str, Any]:
+        """The words read in an image (``source`` "image") or in a PDF's pages without a text
+        layer ("pdf") by cardvault.adapters.ocr, with ``options`` (folder, languages,
+        min_confidence, max_pixels, pages, seconds, memory); ImageRefused with the file's code
+        when it cannot be read. The child gets ``seconds`` of CPU and the caller waits a little
+        longer for what recognition read before its deadline."""
+        seconds = float(options["seconds"])
+        request = {"job": "ocr", "path": str(path), "source": source, **options, "cpu": int(seconds) + 10}
+        head, _ = self.call(request, timeout=seconds + 15)
         return head
 
     def call(

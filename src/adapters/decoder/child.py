@@ -7,7 +7,8 @@ The sandbox, set before anything reads a file (``sandbox``):
   of its own where the kernel allows one), and a seccomp filter (libseccomp, through pyseccomp)
   that refuses every new socket, a local one too, with EPERM;
 - no process: the same filter refuses exec, fork, vfork and a clone that is not a thread;
-- at most CHILD_MEMORY_BYTES of address space and, per file, a CPU budget;
+- at most CHILD_MEMORY_BYTES of address space (less for a file whose request says so) and,
+  per file, a CPU budget;
 - at most CHILD_OPEN_FILES open files, and no file written (size limit 0: a write fails with
   EFBIG).
 Where the kernel or libseccomp allows neither namespace nor filter, Python's own sockets, exec
@@ -120,6 +121,13 @@ def _cpu_budget(seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (spent + seconds, resource.RLIM_INFINITY))
 
 
+def _memory_budget(limit: int | None) -> None:
+    """Hold the next file to ``limit`` bytes of address space (the soft limit, which later
+    files may raise again up to CHILD_MEMORY_BYTES)."""
+    soft = min(limit, CHILD_MEMORY_BYTES) if limit else CHILD_MEMORY_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (soft, CHILD_MEMORY_BYTES))
+
+
 def serve(connection: Connection) -> None:
     """The child's loop: one JSON request in; out, a JSON head (the facts, and how many byte
     parts follow) and the parts. Only bytes and JSON cross the pipe (the parent never
@@ -133,6 +141,7 @@ def serve(connection: Connection) -> None:
         except EOFError:
             return
         _cpu_budget(int(request.get("cpu", CHILD_CPU_SECONDS)))
+        _memory_budget(request.get("memory"))
         try:
             head, parts = JOBS[request["job"]](request)
         except ImageRefused as refused:

@@ -1,11 +1,11 @@
 """The decoder's job table: what its child runs for each kind of request (``image``, ``media``,
-``captions``, ``speech``), every failure made into an ImageRefused with a stable code."""
+``captions``, ``speech``, ``ocr``), every failure made into an ImageRefused with a stable code."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cardvault.adapters import speech
+from cardvault.adapters import ocr, speech
 from cardvault.adapters.images import ImageRefused, make
 from cardvault.adapters.media import MediaRefused, audio, documents, subtitles, video
 
@@ -84,4 +84,30 @@ def _speech_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         ) from None
 
 
-JOBS = {"image": _image_job, "media": _media_job, "captions": _captions_job, "speech": _speech_job}
+def _ocr_job(request: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    options = {
+        key: request[key]
+        for key in ("folder", "languages", "min_confidence", "max_pixels", "seconds", "pages")
+    }
+    try:
+        read = ocr.read_pdf if request["source"] == "pdf" else ocr.read_image
+        return {**read(request["path"], **options), "engine": ocr.version()}, []
+    except ImageRefused:
+        raise
+    except (ImportError, RuntimeError) as exc:  # the binding, or a language file it cannot load
+        raise ImageRefused("OCR_UNAVAILABLE", f"OCR cannot run: {exc}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # as _media_job
+        raise ImageRefused(
+            "IMAGE_UNREADABLE", f"The picture cannot be read: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+JOBS = {
+    "image": _image_job,
+    "media": _media_job,
+    "captions": _captions_job,
+    "speech": _speech_job,
+    "ocr": _ocr_job,
+}

@@ -32,6 +32,7 @@ class ExtendedView(NamedTuple):
     card: CardView
     transcript_source: str | None
     ai_engine: dict[str, Any] | None
+    ocr_facts: dict[str, Any] | None
     colors: list[str] | None
     duration_ms: int | None
     waveform: dict[str, Any] | None
@@ -49,7 +50,8 @@ class ExtendedView(NamedTuple):
 # documents (SQLite reads them as text).
 _MORE = ExtendedView._fields[1:-1]
 _MORE_DOCUMENTS = tuple(
-    _MORE.index(name) for name in ("ai_engine", "colors", "waveform", "scrub", "captions", "capture")
+    _MORE.index(name)
+    for name in ("ai_engine", "ocr_facts", "colors", "waveform", "scrub", "captions", "capture")
 )
 
 

@@ -49,6 +49,7 @@ class CardView(NamedTuple):
     link_meta: dict[str, Any] | None
     ai_summary: str | None
     ai_transcript: str | None
+    file_text: str | None
     is_favorited: bool
     completed_at: int | None
     created_at: int

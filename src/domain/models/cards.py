@@ -79,6 +79,10 @@ class Card(Base):
     ai_summary: Mapped[str | None] = mapped_column(Text)
     ai_transcript: Mapped[str | None] = mapped_column(Text)
     transcript_source: Mapped[str | None] = mapped_column(String(16))  # subtitles, captions, speech
+    # The words the ocr stage read in its image, scanned PDF or link screenshot (at most 256 KiB),
+    # and what read them: {"engine", "languages", "pages"}.
+    file_text: Mapped[str | None] = mapped_column(Text)
+    ocr_facts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Which engine wrote the AI summary and tags: {"kind", "model", "language"}.
     ai_engine: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # How many distinct words its headline and body have in the full-text index (its length to

@@ -3,7 +3,8 @@ the card's AI tags, and how the result is kept (a summary, tags and the language
 text, by the offline engine or the configured provider: cardvault.adapters.ai).
 
 The text: a text or quote card's content; a link's title, description and page text; a
-document's name and text; an audio or video card's name and transcript (none without a text or
+document's name, text and the words read in its scanned pages; an image's name and the words
+read in it; an audio or video card's name and transcript (none without a text or
 transcript: a file's name alone says too little). Keywords are snapped
 onto the account's existing tags where they mean the same: the same words ignoring case, with
 spaces, hyphens, underscores or nothing between them, and the last word singular or plural
@@ -29,7 +30,7 @@ from cardvault.domain.tags import counts
 from cardvault.domain.tags.names import clean_tag
 from cardvault.domain.tags.rows import replace_tags
 
-BASIS = ("content", "url", "file_object", "ai_transcript", "metadata_title")
+BASIS = ("content", "url", "file_object", "ai_transcript", "file_text", "metadata_title")
 WRITES_TAGS = True
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
 
@@ -42,8 +43,11 @@ def text_of(card: Card, source_text: str | None) -> str:
         parts = (card.metadata_title, card.metadata_description, source_text)
     elif card.type in ("audio", "video"):  # a name alone (IMG_2024...) says nothing
         parts = (card.file_name, card.ai_transcript) if (card.ai_transcript or "").strip() else ()
-    else:
-        parts = (card.file_name, source_text) if (source_text or "").strip() else ()
+    elif card.type == "image":  # the words read in it (an image without any says nothing here)
+        parts = (card.file_name, card.file_text) if (card.file_text or "").strip() else ()
+    else:  # a document: its text, and the words read in its scanned pages
+        texts = "\n\n".join(t for t in (source_text, card.file_text) if t and t.strip())
+        parts = (card.file_name, texts) if texts else ()
     return "\n\n".join(part.strip() for part in parts if part and part.strip())
 
 

@@ -10,7 +10,16 @@ from typing import Protocol
 from sqlalchemy.orm import Session
 
 from cardvault.domain.models import Card
-from cardvault.domain.pipeline import ai, capture, link_metadata, link_preview, media, renditions, transcript
+from cardvault.domain.pipeline import (
+    ai,
+    capture,
+    link_metadata,
+    link_preview,
+    media,
+    ocr,
+    renditions,
+    transcript,
+)
 
 
 class StageRules(Protocol):
@@ -40,5 +49,6 @@ RULES: Mapping[str, StageRules] = {
     "renditions": renditions,
     "media": media,
     "transcript": transcript,
+    "ocr": ocr,
     "ai": ai,
 }

@@ -32,13 +32,16 @@ class StageView(NamedTuple):
 STAGE_COLUMNS = tuple(CardStage.__table__.c[name] for name in StageView._fields)
 
 
-def status_json(rows: Sequence[StageView]) -> dict[str, Any] | None:
-    """``processingStatus``: the stages in the order they run, and their sum. None when the
-    card has none."""
+def status_json(rows: Sequence[StageView], ocr_facts: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """``processingStatus``: the stages in the order they run, and their sum, with what read
+    the card's ``fileText`` (``ocr``, on the extended card once the ocr stage wrote it). None
+    when the card has none."""
     if not rows:
         return None
     stages = sorted(rows, key=lambda r: ORDER.index(r.stage) if r.stage in ORDER else len(ORDER))
+    shown = {} if ocr_facts is None else {"ocr": ocr_facts}
     return {
+        **shown,
         "state": summary_state({r.state for r in stages}),
         "stages": [
             {

@@ -11,10 +11,13 @@ Stages by card kind, as the table says:
 - ``link`` with a URL: ``linkMetadata`` (its page), then ``linkPreview`` (the page's image) and
   ``capture`` (the page drawn by a browser: screenshot, archive, reader view), then ``ai`` (of
   the page's text: the reader view's where the capture made one);
-- ``image`` with a file: ``renditions`` (and the main colours);
+- ``image`` with a file: ``renditions`` (and the main colours), then ``ocr`` (the words in it),
+  then ``ai`` (of the words read);
 - ``audio`` and ``video`` with a file: ``media`` (duration, waveform, poster, scrub strip), then
   ``transcript``, then ``ai`` (of the transcript);
-- ``document`` with a file: ``media`` (preview, facts and text), then ``ai``.
+- ``document`` with a file: ``media`` (preview, facts and text), then ``ocr`` (a PDF's pages
+  without a text layer), then ``ai``;
+- a ``link``'s ``ocr`` follows its ``capture`` (the screenshot, read when the page gave no text).
 
 Adding a stage = one row in STAGES + its rules beside it + how it is run:
 1. add a ``Stage`` row here, where it runs in the order (its name is the spec's
@@ -48,6 +51,9 @@ SPEECH_WAIT = 5.0
 # again CAPTURE_RETRY_MS later: cardvault.workers.stages.capture).
 CAPTURE_WAIT = 5.0
 CAPTURE_RETRY_MS = 10_000
+# OCR has children of its own (CARDVAULT_OCR_CONCURRENCY per worker process, on the ``ocr``
+# queue); a file waits at most OCR_WAIT for a free one (then DECODE_BUSY, retried).
+OCR_WAIT = 30.0
 
 # A stage's attempt is bounded (a fetch 15 s, a page read to its first MiBs, a wait for the
 # decoder 30 s and a decode 90 s, a file's download and its pictures' upload); Dramatiq stops
@@ -131,9 +137,16 @@ STAGES = (
         seconds=TRANSCRIPT_SECONDS,
     ),
     Stage(
+        "ocr",
+        kinds=("image", "link", "document"),
+        after={"image": "renditions", "link": "capture", "document": "media"},
+        skipped_after_failure="NO_PICTURE",
+        queue="ocr",
+    ),
+    Stage(
         "ai",
-        kinds=("text", "quote", "link", *_MEDIA, "document"),
-        after={"link": "capture", **dict.fromkeys(_MEDIA, "transcript"), "document": "media"},
+        kinds=("text", "quote", "link", "image", *_MEDIA, "document"),
+        after={"link": "capture", "image": "ocr", **dict.fromkeys(_MEDIA, "transcript"), "document": "ocr"},
     ),
 )
 BY_NAME = {stage.name: stage for stage in STAGES}

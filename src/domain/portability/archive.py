@@ -93,6 +93,8 @@ def card_record(card: Card | Any) -> dict[str, Any]:
         "aiSummary": card.ai_summary,
         "aiTranscript": card.ai_transcript,
         "aiTranscriptSource": card.transcript_source,
+        "fileText": card.file_text,
+        "fileTextRead": card.ocr_facts,
         "aiEngine": card.ai_engine,
         "colors": card.colors,
         "audioWaveform": card.waveform,

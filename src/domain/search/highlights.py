@@ -18,7 +18,7 @@ from cardvault.domain.search.occurrences import Allowance, Finder
 from cardvault.domain.search.query import Query, Text
 from cardvault.domain.search.words import fold, written_words
 
-FIELDS = ("title", "content", "notes", "transcript")
+FIELDS = ("title", "content", "notes", "transcript", "fileText")
 SCANNED = 65_536
 PAGE_BUDGET = 2 * 1024 * 1024
 WIDTH = 200
@@ -107,6 +107,7 @@ def fields_of(card: Any) -> dict[str, str | None]:
         "content": card.content,
         "notes": card.notes,
         "transcript": card.ai_transcript,
+        "fileText": card.file_text,
     }
 
 

@@ -1,7 +1,8 @@
 """Writing a card's words into the full-text index, with their positions (for phrases) and in
 two classes: the headline (title, notes and its annotations' quotes and notes, beside the
 tags, which their own rows carry; a text or quote card's first line is its title) and the
-body (content, url, description, AI summary, transcript), which relevance tells apart.
+body (content, url, description, AI summary, transcript, the words read in its picture), which
+relevance tells apart.
 
 PostgreSQL: ``card_search`` rows of a card: part 0 its body, part 3 its headline, each a
 tsvector of positions made here; parts 1 and 2 are its tags' and AI tags' rows, kept by
@@ -63,7 +64,14 @@ def annotation_texts(session: Session, card: Card) -> list[str | None]:
 
 
 def body_texts(card: Card) -> list[str | None]:
-    return [card.content, card.url, card.metadata_description, card.ai_summary, card.ai_transcript]
+    return [
+        card.content,
+        card.url,
+        card.metadata_description,
+        card.ai_summary,
+        card.ai_transcript,
+        card.file_text,
+    ]
 
 
 def word_runs(texts: Iterable[str | None]) -> list[list[str]]:

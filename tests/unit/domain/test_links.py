@@ -101,6 +101,7 @@ class TestThePipeline:
             ("linkMetadata", "completed", None),
             ("linkPreview", "completed", None),
             ("capture", "skipped", "CAPTURE_OFF"),  # (these tests capture nothing: tests/browser does)
+            ("ocr", "skipped", "NO_PICTURE"),  # (no screenshot to read)
             ("ai", "skipped", "AI_OFF"),  # (these tests turn the AI off)
         ]
         assert (card["metadataTitle"], card["linkPreviewTitle"], card["linkAuthor"]) == (
@@ -133,6 +134,7 @@ class TestThePipeline:
             ("linkMetadata", "failed", "SOURCE_NOT_FOUND"),
             ("linkPreview", "skipped", "NO_PAGE"),
             ("capture", "skipped", "NO_PAGE"),
+            ("ocr", "skipped", "NO_PICTURE"),
             ("ai", "skipped", "AI_OFF"),
         ]
         assert failed["processingStatus"]["state"] == "failed"
@@ -237,7 +239,8 @@ class TestRefresh:
         assert (card["aiSummary"], card["aiTags"], card["aiTranscript"]) == (None, [], None)
         assert links_api.get("/v1/cards", params={"tag": "sea"}).json()["items"] == []
         assert card["metadataTitle"] == "Tide tables, revised"
-        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1, 1, 1]
+        # (ocr: skipped before an attempt, the capture having made no screenshot)
+        assert [s["attempts"] for s in card["processingStatus"]["stages"]] == [1, 1, 1, 0, 1]
         assert pages.hits["/tides"] == 2
 
     def test_a_card_refreshes_once_a_minute_and_an_account_six_cards(

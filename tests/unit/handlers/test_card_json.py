@@ -133,6 +133,7 @@ def test_a_list_item_carries_the_groups_include_names(
         "linkMetadata",
         "linkPreview",
         "capture",
+        "ocr",
         "ai",
     ]
     assert render(card_json.list_item_json, view, {"content"})["content"] == "https://example.com/a"

@@ -129,9 +129,9 @@ def test_a_stage_that_finds_the_file_store_out_of_reach_waits_for_it_and_never_f
     assert _stage(database, pk) == ("completed", 1, None)
 
 
-def _stage(database: Database, pk: int) -> tuple[str, int, str | None]:
+def _stage(database: Database, pk: int, name: str = "renditions") -> tuple[str, int, str | None]:
     with database.transaction(write=False) as session:
-        (row,) = status.stages_of(session, [pk])[pk]
+        (row,) = [r for r in status.stages_of(session, [pk])[pk] if r.stage == name]
         return row.state, row.attempts, row.error_code
 
 

@@ -3,14 +3,14 @@ and a grant were asked for, so an access token's audience can be checked; and wh
 registered itself (RFC 7591) ends unless it is used first.
 
 Revision ID: 0037
-Revises: 0035
+Revises: 0036
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0037"
-down_revision = "0035"
+down_revision = "0036"
 branch_labels = None
 depends_on = None
 

@@ -37,6 +37,7 @@ _RESTORED_BY = {
     "linkMetadata": ("linkMetadata",),
     "capture": ("screenshot",),  # restored by captures.restore_capture, before finish_card
     "transcript": ("aiTranscript",),
+    "ocr": ("fileTextRead",),  # (an empty fileText is a result too: the picture had no words)
     "ai": ("aiSummary", "aiTags", "aiEngine"),
 }
 
@@ -128,6 +129,7 @@ def finish_card(session: Session, *, account_id: str, card_id: str, record: Mapp
     )
     card.ai_summary, card.ai_transcript = text_of(record, "aiSummary"), text_of(record, "aiTranscript")
     card.transcript_source = text_of(record, "aiTranscriptSource")
+    card.file_text, card.ocr_facts = record.get("fileText"), record.get("fileTextRead")  # (checked together)
     for field, column in (
         ("linkMetadata", "link_meta"),
         ("aiEngine", "ai_engine"),

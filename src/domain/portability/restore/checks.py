@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from cardvault.adapters.ocr import MAX_TEXT_BYTES as FILE_TEXT_BYTES
 from cardvault.domain import links
 from cardvault.domain.errors import InvalidInput
 from cardvault.domain.portability import archive
@@ -233,6 +234,11 @@ def _derived(record: dict[str, Any], servable: Servable) -> dict[str, Any]:
     for field in ("metadataTitle", "metadataDescription", "aiSummary", "aiTranscript"):
         value = record.get(field)
         kept[field] = value if isinstance(value, str) and len(value) <= _TEXT_LIMIT else None
+    text = record.get("fileText")
+    facts = record.get("fileTextRead")
+    read = isinstance(text, str) and len(text.encode()) <= FILE_TEXT_BYTES
+    read = read and isinstance(facts, dict) and servable("OcrReader", facts)
+    kept["fileText"], kept["fileTextRead"] = (text, facts) if read else (None, None)
     source = record.get("aiTranscriptSource")
     kept["aiTranscriptSource"] = source if source in _SOURCES and kept["aiTranscript"] else None
     colors = record.get("colors")

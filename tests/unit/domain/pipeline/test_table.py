@@ -20,11 +20,11 @@ CARD_TYPES = SCHEMAS["CardType"]["enum"]
     [
         ("text", ("ai",)),
         ("quote", ("ai",)),
-        ("link", ("linkMetadata", "linkPreview", "capture", "ai")),
-        ("image", ("renditions",)),
+        ("link", ("linkMetadata", "linkPreview", "capture", "ocr", "ai")),
+        ("image", ("renditions", "ocr", "ai")),
         ("audio", ("media", "transcript", "ai")),
         ("video", ("media", "transcript", "ai")),
-        ("document", ("media", "ai")),
+        ("document", ("media", "ocr", "ai")),
         ("palette", ()),
         ("no such kind", ()),
     ],
@@ -54,12 +54,15 @@ def test_waiting_differs_by_kind() -> None:
     assert pipeline.waits_for("link", "ai") == "capture"
     assert pipeline.waits_for("link", "capture") == "linkMetadata"
     assert pipeline.waits_for("video", "ai") == "transcript"
-    assert pipeline.waits_for("document", "ai") == "media"
+    assert pipeline.waits_for("document", "ai") == "ocr"
+    assert pipeline.waits_for("document", "ocr") == "media"
+    assert pipeline.waits_for("image", "ocr") == "renditions"
+    assert pipeline.waits_for("link", "ocr") == "capture"  # its screenshot
     assert pipeline.waits_for("text", "ai") is None
     assert pipeline.waits_for("link", "retiredStage") is None
     assert pipeline.followers("audio", "media") == ("transcript",)
     assert pipeline.followers("link", "linkMetadata") == ("linkPreview", "capture")
-    assert pipeline.followers("link", "capture") == ("ai",)
+    assert pipeline.followers("link", "capture") == ("ocr", "ai")  # the screenshot's words, beside
 
 
 def test_a_stage_skipped_after_a_failure_says_so_with_a_code_the_interface_describes() -> None:
@@ -95,7 +98,7 @@ def test_an_attempt_may_wait_for_the_decoder_within_its_time_limit() -> None:
 
 
 def test_the_queues_are_named_once_each_in_the_tables_order() -> None:
-    assert pipeline.queues() == ("files", "captures", "transcripts", pipeline.IMPORTED_QUEUE)
+    assert pipeline.queues() == ("files", "captures", "transcripts", "ocr", pipeline.IMPORTED_QUEUE)
 
 
 def test_the_table_names_every_stage_it_waits_for_and_runs_them_in_order() -> None:

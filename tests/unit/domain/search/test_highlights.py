@@ -56,7 +56,7 @@ def test_occurrences_past_the_scanned_length_are_not_read() -> None:
 
 def test_every_field_is_listed_and_excluded_words_are_not_marked() -> None:
     found = highlights({"title": "Tea and cake", "content": None}, parse("cake -tea"))
-    assert set(found) == {"title", "content", "notes", "transcript"}
+    assert set(found) == {"title", "content", "notes", "transcript", "fileText"}
     assert marked(found["title"][0]) == ["cake"] and found["content"] == []
     assert highlights({"title": "Tea"}, parse("tag:tea"))["title"] == []
 

@@ -118,6 +118,7 @@ def test_with_fetching_off_the_link_stages_are_skipped(
         "linkMetadata": ("skipped", 1, "FETCHING_OFF"),
         "linkPreview": ("skipped", 0, "NO_PAGE"),
         "capture": ("skipped", 0, "NO_PAGE"),
+        "ocr": ("pending", 0, None),  # sent after the capture (then skipped: no screenshot)
         "ai": ("pending", 0, None),  # sent after the capture, to describe what there is
     }
     assert pages.hits == {}

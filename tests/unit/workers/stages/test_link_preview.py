@@ -48,6 +48,7 @@ def test_a_broken_image_fails_the_preview_and_keeps_the_page(
         "linkMetadata": ("completed", 1, None),
         "linkPreview": ("failed", 1, "IMAGE_UNREADABLE"),
         "capture": ("pending", 0, None),
+        "ocr": ("pending", 0, None),
         "ai": ("pending", 0, None),
     }
     assert card(bound, pk).metadata_title == "Reading tide tables"

@@ -132,7 +132,11 @@ class TestDocuments:
     def test_a_pdf_gets_its_page_count_and_its_first_page_as_picture(self, files_api: Api) -> None:
         data = media_files.pdf(["Sourdough notes", "Second page"])
         card = processed(files_api, file_card(files_api, data, "notes.pdf", "application/pdf"))
-        assert stages(card) == [("media", "completed", None), ("ai", "skipped", "AI_OFF")]
+        assert stages(card) == [
+            ("media", "completed", None),
+            ("ocr", "skipped", "OCR_OFF"),  # (the OCR tests turn it on: test_ocr)
+            ("ai", "skipped", "AI_OFF"),
+        ]
         assert card["filePreview"]["kind"] == "pdf" and card["filePreview"]["pageCount"] == 2
         page = picture(files_api, card["thumbnailUrl"])
         assert max(page.size) == 1200 and page.size[0] < page.size[1]  # a letter page, upright

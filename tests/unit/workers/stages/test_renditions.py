@@ -30,7 +30,9 @@ class TestRenditions:
         status = card["processingStatus"]
         assert status["state"] == "completed"
         assert [(s["name"], s["state"], s["attempts"], s["errorCode"]) for s in status["stages"]] == [
-            ("renditions", "completed", 1, None)
+            ("renditions", "completed", 1, None),
+            ("ocr", "skipped", 1, "OCR_OFF"),  # (the OCR tests turn it on: test_ocr)
+            ("ai", "skipped", 1, "AI_OFF"),
         ]
         assert (card["fileWidth"], card["fileHeight"]) == (400, 600)  # as displayed
         preview = card["filePreview"]

@@ -1,0 +1,63 @@
+"""The OCR engine's adapter, in this process (the stage runs it in the OCR child: test_ocr in
+tests/unit/workers/stages): words in reading order, doubtful words and pictures dropped,
+large pictures scaled to the bound first, the text cut at 256 KiB, and which languages are
+found where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from cardvault.adapters import ocr
+from harness import text_pictures
+from tests.ocr_extra import require_ocr
+
+
+@pytest.fixture
+def options() -> dict[str, object]:
+    require_ocr()
+    folder = ocr.tessdata()
+    assert folder is not None
+    return {"folder": str(folder), "languages": ["eng"], "min_confidence": 60, "seconds": 30.0}
+
+
+def test_two_columns_of_paragraphs_are_read_in_order(options: dict[str, object]) -> None:
+    page = Image.new("RGB", (1400, 500), "white")
+    left = text_pictures.printed(["harbour", "receipt", "invoice", "kitchen"], width=600, size=30)
+    right = text_pictures.printed(["museum", "platform", "orange", "library"], width=600, size=30)
+    page.paste(left, (0, 0))
+    page.paste(right, (760, 0))
+    read = ocr.recognise(ocr.bounded(page, 10_000_000), **options)  # type: ignore[arg-type]
+    words = read.lower().split()
+    assert words.index("harbour") < words.index("kitchen") < words.index("museum") < words.index("library")
+
+
+def test_noise_gives_no_text(options: dict[str, object]) -> None:
+    noise = Image.effect_noise((900, 600), 90).convert("RGB")
+    assert ocr.recognise(ocr.bounded(noise, 10_000_000), **options) == ""  # type: ignore[arg-type]
+
+
+def test_a_large_picture_is_scaled_to_the_bound_before_it_is_read() -> None:
+    scaled = ocr.bounded(Image.new("RGB", (8000, 6000), "white"), 12_000_000)
+    assert scaled.mode == "L" and scaled.size[0] * scaled.size[1] <= 12_000_000
+    assert abs(scaled.size[0] / scaled.size[1] - 8000 / 6000) < 0.01
+    small = ocr.bounded(Image.new("RGB", (300, 200), "white"), 12_000_000)
+    assert small.size == (300, 200)  # never enlarged
+
+
+def test_the_text_kept_is_at_most_256_kib_cut_between_characters() -> None:
+    kept = ocr.kept("é" * 200_000)
+    assert len(kept.encode()) <= ocr.MAX_TEXT_BYTES and set(kept) == {"é"}
+    assert ocr.kept("short") == "short"
+
+
+def test_languages_are_those_whose_files_the_folder_holds(tmp_path: Path) -> None:
+    assert ocr.tessdata(str(tmp_path)) is None and ocr.available_languages(None) == ()
+    for name in ("eng", "deu", "osd"):
+        (tmp_path / f"{name}.traineddata").write_bytes(b"")
+    assert ocr.tessdata(str(tmp_path)) == tmp_path
+    assert ocr.available_languages(tmp_path) == ("deu", "eng")  # osd detects scripts, reads none
+    if ocr.installed():
+        assert ocr.usable_languages(["fra", "eng"], str(tmp_path)) == ("eng",)
