@@ -193,11 +193,18 @@ def app_client(
     """An HTTP client over the real app, responses validated against the spec. The session's
     shared app, its actors given its services again (a test's own app may have taken them),
     its embedded worker running while the test runs, and each test its own client address
-    (the limits kept per address start empty); a test
-    marked ``fresh_app``, or that fills the disk (``blobs_disk``), gets an app of its own over
-    ``settings`` (its data directory the test's ``tmp_path``), started and stopped with it."""
-    # A test that fills the app's disk (blobs_disk) needs the app's data directory to be its own.
-    if request.node.get_closest_marker("fresh_app") is not None or "blobs_disk" in request.fixturenames:
+    (the limits kept per address start empty). A test marked ``fresh_app``, one that fills the
+    disk (``blobs_disk``) and one whose ``settings`` are not the default ones (a module's own
+    settings fixture) get an app of their own over ``settings`` (its data directory the test's
+    ``tmp_path``), started and stopped with the test."""
+    # A test that fills the app's disk (blobs_disk) needs the app's data directory to be its own,
+    # and one whose module sets other settings (its own settings fixture) needs its own app.
+    own = (
+        request.node.get_closest_marker("fresh_app") is not None
+        or "blobs_disk" in request.fixturenames
+        or settings != Settings.from_env(app_env(request.getfixturevalue("tmp_path"), database))
+    )
+    if own:
         with TestClient(create_app(settings, database), raise_server_exceptions=False) as client:
             yield client
         return

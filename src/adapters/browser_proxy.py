@@ -273,8 +273,12 @@ class BrowserProxy:
         if opened is None:
             return
         server, to_server = opened
-        to_client.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-        await to_client.drain()
+        try:
+            to_client.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            await to_client.drain()  # the browser may be gone already
+        except BaseException:
+            self._end(to_server)
+            raise
         await self._pipe(client, to_client, server, to_server, ledger)
 
     async def _forward(
@@ -343,8 +347,12 @@ class BrowserProxy:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-            self._writers.discard(to_server)
-            to_server.close()
+            self._end(to_server)
+
+    def _end(self, writer: asyncio.StreamWriter) -> None:
+        """Close a connection to a server, no longer one ``stop`` must end."""
+        self._writers.discard(writer)
+        writer.close()
 
 
 async def _answer(to_client: asyncio.StreamWriter, status: int, message: str) -> None:
