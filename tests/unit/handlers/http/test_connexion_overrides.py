@@ -72,6 +72,7 @@ class TestOnceDecorator:
         assert _parameters(BaseDecorator.decorate) == ["self", "function"]
         assert isinstance(inspect.getattr_static(BaseDecorator, "uri_parser"), property)
 
+    @pytest.mark.fresh_app  # it counts the decorations of an app that has served nothing yet
     def test_decorates_each_operation_once_across_requests(
         self, api: Api, monkeypatch: pytest.MonkeyPatch
     ) -> None:
