@@ -14,6 +14,11 @@ from cardvault.domain.clock import now_ms
 from cardvault.domain.db import is_busy
 from cardvault.handlers.http import runtime
 
+MCP_PATH = "/mcp"
+# Set in the ``extensions`` of the internal requests a tool call at /mcp sends through the app
+# (mcp_calls.send_through). Extensions are not wire data: no outside client can set it.
+MCP_DISPATCH = "cardvault.mcp_dispatch"
+
 
 def _lookup_key(rt: runtime.Runtime, key: str) -> runtime.Holder | None:
     with rt.db.transaction(write=False) as session:
@@ -73,3 +78,19 @@ async def authenticate(token: str) -> dict[str, Any] | None:
         "key": holder.key_id,
         "resource": holder.resource,
     }
+
+
+def mcp_resource(public_url: str) -> str:
+    """The resource an access token must be issued for to be used at /mcp (RFC 8707)."""
+    return public_url + MCP_PATH
+
+
+async def authenticate_api(token: str, request: Any) -> dict[str, Any] | None:
+    """``authenticate`` for /v1 (Connexion's bearer handler): a token issued for /mcp is taken
+    only on the requests the MCP tool dispatch sends through the app; on any other request it
+    answers as an invalid token (401 ``INVALID_TOKEN``)."""
+    info = await authenticate(token)
+    if info is None or info["resource"] != mcp_resource(runtime.current().settings.public_url):
+        return info
+    extensions = getattr(request, "scope", {}).get("extensions") or {}
+    return info if extensions.get(MCP_DISPATCH) is True else None

@@ -191,10 +191,11 @@ def routed_user(scope: Scope) -> str | None:
 class Bearer(BearerSecurityHandler):
     """Connexion's bearer handler, verifying with ``auth.authenticate``. An API key and an OAuth
     2.0 access token travel alike, so this one handler checks both; the operation runner checks
-    the scopes of either, answering 403 INSUFFICIENT_SCOPE."""
+    the scopes of either, answering 403 INSUFFICIENT_SCOPE. A token issued for /mcp is taken
+    only on the MCP tool dispatch's own requests (``auth.authenticate_api``)."""
 
     def _resolve_func(self, security_scheme: t.Any) -> t.Any:
-        return auth.authenticate
+        return auth.authenticate_api
 
 
 class SameBearer(AbstractSecurityHandler):

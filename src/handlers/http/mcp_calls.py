@@ -12,6 +12,7 @@ import anyio
 import orjson
 from starlette.types import ASGIApp, Message, Scope
 
+from cardvault.handlers.http.auth import MCP_DISPATCH
 from cardvault.handlers.http.mcp_tools import HttpCall
 
 
@@ -73,6 +74,8 @@ async def send_through(app: ASGIApp, outer: Scope, call: HttpCall, authorization
         "raw_path": call.raw_path.encode(),
         "query_string": call.query,
         "headers": headers,
+        # Marks the request as the tool dispatch's: only here is a token issued for /mcp taken.
+        "extensions": {MCP_DISPATCH: True},
     }
     finished = anyio.Event()
     sent = False

@@ -17,13 +17,13 @@ from cardvault.handlers.http import auth, mcp_calls, runtime
 from cardvault.handlers.http.errors import error_response
 from cardvault.handlers.http.mcp_server import Agents
 
-MCP_PATH = "/mcp"
+MCP_PATH = auth.MCP_PATH
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
 
 
 def mcp_url(public_url: str) -> str:
     """The resource an access token must be issued for to be used at /mcp."""
-    return public_url + MCP_PATH
+    return auth.mcp_resource(public_url)
 
 
 def _challenge(public_url: str, error: str | None = None) -> str:

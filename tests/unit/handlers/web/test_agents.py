@@ -183,6 +183,23 @@ class TestAudience:
         # The API itself takes it.
         assert browser.get("/v1/cards", headers={"Authorization": f"Bearer {token}"}).status_code == 200
 
+    def test_a_token_issued_for_mcp_is_refused_on_the_api_itself(
+        self, browser: TestClient, person: Person
+    ) -> None:
+        client_id = _register(browser).json()["client_id"]
+        token = _sign_in_as_agent(browser, person, client_id, MCP)["access_token"]
+        # Through /mcp its tool calls reach /v1 ...
+        listed = _mcp(browser, token, "tools/call", {"name": "listCards", "arguments": {}})
+        assert listed.json()["result"]["isError"] is False, listed.text
+        # ... but sent to /v1 directly it is no credential there.
+        for method, path in [("GET", "/v1/cards"), ("POST", "/v1/cards")]:
+            refused = browser.request(
+                method, path, headers={"Authorization": f"Bearer {token}"}, json={"content": "x"}
+            )
+            assert refused.status_code == 401, refused.text
+            assert refused.json()["code"] == "INVALID_TOKEN"
+            assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+
     def test_a_resource_not_ours_is_refused_at_the_authorization_endpoint(
         self, browser: TestClient, person: Person
     ) -> None:
