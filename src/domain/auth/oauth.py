@@ -31,12 +31,15 @@ REGISTRATION_MS = 86_400_000  # a client that registered itself and is never all
 
 
 def check_redirect_uri(uri: str) -> None:
-    """Refuse a redirect URI a client may not register: it must be absolute, without a fragment,
-    and https, or http on a loopback address (RFC 8252 §7.3), or an app's own reverse-domain
-    scheme (RFC 8252 §7.1)."""
+    """Refuse a redirect URI a client may not register: it must be absolute, without a fragment
+    or user information, and https, or http on a loopback address (RFC 8252 §7.3), or an app's
+    own reverse-domain scheme (RFC 8252 §7.1)."""
     parts = urlsplit(uri)
     if len(uri) > 2000 or parts.fragment or "#" in uri or not parts.scheme:
         raise InvalidInput(f"{uri!r} is not an absolute redirect URI without a fragment.")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        # A user name before the host (https://bank.example@evil.example/) misleads the eye.
+        raise InvalidInput(f"{uri!r}: a redirect URI names no user or password.")
     if parts.scheme == "https" and parts.hostname:
         return
     if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
@@ -109,6 +112,7 @@ def register_client(
         session, name=name, redirect_uris=redirect_uris, scopes=" ".join(allowed) or CLIENT_SCOPES, now=now
     )
     client.expires_at = now + REGISTRATION_MS
+    client.registered_dynamically = True
     return client
 
 

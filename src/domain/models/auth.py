@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Index, String, Text, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from cardvault.domain.models.declarative import Base
@@ -60,6 +71,8 @@ class OAuthClient(Base):
     # A client that registered itself (RFC 7591) ends then unless an account allows it first;
     # None for the clients an operator made, and once one is used.
     expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # Registered itself (RFC 7591), for good: the consent page warns of it whoever allowed it.
+    registered_dynamically: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class OAuthGrant(Base):

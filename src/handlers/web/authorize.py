@@ -158,8 +158,8 @@ def _consent(request: Request, account_id: str) -> tuple[dict[str, Any] | None, 
                 for s in grant.client.get_allowed_scope(oauth_request.payload.scope).split()
             ],
             "for_agents": oauth_request.payload.data.get("resource") == f"{server.issuer}/mcp",
-            "self_registered": client.expires_at is not None,
-            "redirect_host": urlsplit(oauth_request.payload.redirect_uri).netloc
+            "self_registered": client.registered_dynamically,
+            "redirect_host": urlsplit(oauth_request.payload.redirect_uri).hostname
             or oauth_request.payload.redirect_uri,
             "redirect_uri": oauth_request.payload.redirect_uri,
             "fields": [

@@ -114,6 +114,8 @@ class TestRegistration:
             {"redirect_uris": ["http://agent.example/cb"]},  # plain http off loopback
             {"redirect_uris": ["com.example.agent:/cb"]},  # an app's scheme: not for self-registration
             {"redirect_uris": ["https://agent.example/cb#frag"]},
+            {"redirect_uris": ["https://bank.example@agent.example/cb"]},  # user information
+            {"redirect_uris": ["http://user:secret@127.0.0.1:33418/cb"]},
             {"redirect_uris": []},
             {"redirect_uris": "https://agent.example/cb"},
             {"token_endpoint_auth_method": "client_secret_basic"},
@@ -137,6 +139,56 @@ class TestRegistration:
         with TestClient(create_app(Settings.from_env(env), database), base_url=PUBLIC_URL) as browser:
             statuses = [_register(browser).status_code for _ in range(3)]
             assert statuses == [201, 201, 429]
+
+    def test_the_consent_page_warns_of_a_registered_client_however_often_it_was_allowed(
+        self, browser: TestClient, make_person: Any
+    ) -> None:
+        # The one who registered it allows it first (which keeps it from expiring) ...
+        client_id = _register(browser, redirect_uris=[LOOPBACK, "https://agent.example:8443/cb"]).json()[
+            "client_id"
+        ]
+        _sign_in_as_agent(browser, make_person(), client_id, MCP)
+        # ... and everyone else is still told it registered itself, and where they go back to.
+        sign_in(browser, make_person())
+        _, challenge = pkce()
+        page = browser.get(
+            "/oauth/authorize",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": "https://agent.example:8443/cb",
+                "state": "s1",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": MCP,
+            },
+        )
+        assert page.status_code == 200, page.text
+        assert "registered itself" in page.text
+        assert '<span class="uri">agent.example</span>' in page.text
+
+    def test_a_client_an_operator_made_is_not_said_to_have_registered_itself(
+        self, browser: TestClient, database: Database, person: Person
+    ) -> None:
+        with database.transaction() as session:
+            client, _ = oauth.create_client(
+                session, name="Operator's", redirect_uris=[LOOPBACK], now=now_ms()
+            )
+        sign_in(browser, person)
+        _, challenge = pkce()
+        page = browser.get(
+            "/oauth/authorize",
+            params={
+                "response_type": "code",
+                "client_id": client.id,
+                "redirect_uri": LOOPBACK,
+                "state": "s1",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            },
+        )
+        assert page.status_code == 200, page.text
+        assert "registered itself" not in page.text
 
     def test_an_unused_registration_expires_and_a_used_one_stays(
         self, browser: TestClient, database: Database, person: Person
