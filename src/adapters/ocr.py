@@ -121,7 +121,10 @@ def recognise(
     iterator = api.GetIterator()
     if iterator is not None:
         for word in tesserocr.iterate_level(iterator, level):
-            text = (word.GetUTF8Text(level) or "").strip()
+            try:
+                text = (word.GetUTF8Text(level) or "").strip()
+            except RuntimeError:  # "No text returned": a picture without a single word (a blank one)
+                continue
             if not text:
                 continue
             if line and word.IsAtBeginningOf(tesserocr.RIL.TEXTLINE):
