@@ -8,7 +8,9 @@ name, queue, time limit and retries, a runner in cardvault.workers.stages (RUNNE
 does the slow part outside any transaction and returns its result) and its rules in
 cardvault.domain.pipeline (RULES: its ``apply`` writes the result into the card, in the
 transaction that records the stage, if the lease still holds and the card still is what the
-result was made from, its ``BASIS``). A stage that fails for a passing reason is
+result was made from, its basis: cardvault.domain.pipeline.rules.basis). A skipped stage
+clears what an earlier run of it left on the card, where its rules say so (``forget_skipped``,
+in the transaction that settles it). A stage that fails for a passing reason is
 put back to pending and retried by Dramatiq with backoff; one that fails for good is marked
 failed with a stable error code. A stage that found the file store out of reach gives its
 attempt back (``STORAGE_UNAVAILABLE``) and is sent again STORE_RETRY_MS later, for as long as
@@ -46,7 +48,7 @@ from cardvault.domain.pipeline import table as pipeline
 from cardvault.domain.pipeline.errors import Deferred, StageFailed, StageSkipped, StoreUnreachable, TryAgain
 from cardvault.domain.pipeline.processing import Written
 from cardvault.domain.pipeline.results import SIZES
-from cardvault.domain.pipeline.rules import RULES, StageRules
+from cardvault.domain.pipeline.rules import RULES, StageRules, basis, forget_skipped
 from cardvault.domain.portability.imports import turns as import_turns
 from cardvault.services import Services
 from cardvault.workers.broker import actor
@@ -293,6 +295,8 @@ def _start(services: Services, card_pk: int, row: pipeline.Stage, lease: str) ->
             session, card_pk=card_pk, stage=row.name, stale_before=stale_before, lease=lease
         )
         if isinstance(taken, processing.Settled):
+            if taken.state == "skipped" and (card := session.get(Card, card_pk)) is not None:
+                forget_skipped(session, row.name, card)  # (start holds the card's row)
             _send_followers(session, card_pk, taken.card_type, row.name, taken.imported)
         if not isinstance(taken, processing.Taken):
             return None
@@ -349,7 +353,8 @@ def _record(
         if work.WRITES_TAGS:
             lock_tags(session, account_id=card.account_id)  # before the card (cardvault.domain.db)
         kept = session.get(Card, card.pk, with_for_update=True)
-        current = kept is not None and all(getattr(kept, f) == getattr(card, f) for f in work.BASIS)
+        fields_of = basis(stage, card.type)
+        current = kept is not None and all(getattr(kept, f) == getattr(card, f) for f in fields_of)
         skipped = work.skipped_by(kept) if kept is not None else None
         current = current and processing.finish(
             session,
@@ -360,7 +365,9 @@ def _record(
             error_code=skipped,
         )
         if current and kept is not None:
-            if not skipped:
+            if skipped:
+                forget_skipped(session, stage, kept)
+            else:
                 work.apply(session, kept, fields)
             _send_followers(session, card.pk, card.type, stage, imported)
             _next_turn(services, session, card, imported)
@@ -390,6 +397,8 @@ def _settle(
         if processing.finish(
             session, card_pk=card.pk, stage=stage, lease=lease, state=state, error_code=error_code
         ):
+            if state == "skipped" and (kept := session.get(Card, card.pk, with_for_update=True)):
+                forget_skipped(session, stage, kept)  # (finish locked the card's row)
             _send_followers(session, card.pk, card.type, stage, imported)
             _next_turn(services, session, card, imported)
 

@@ -31,8 +31,20 @@ from cardvault.domain.tags.names import clean_tag
 from cardvault.domain.tags.rows import replace_tags
 
 BASIS = ("content", "url", "file_object", "ai_transcript", "file_text", "metadata_title")
+# The words read in a picture (file_text) are described, and so are part of the result's basis,
+# only on the cards whose ai follows ocr: an image's and a document's. A link's ai runs beside its
+# ocr (both follow capture: the screenshot's words are not needed to describe the page), reads no
+# file_text, and must keep its result when its ocr records first (even an empty text).
+READS_FILE_TEXT = ("image", "document")
 WRITES_TAGS = True
 PROMPT_TAGS = 200  # of the account's tags, the most used ones shown to a provider
+
+
+def basis(card_type: str) -> tuple[str, ...]:
+    """The card fields the stage's result for a card of this type derives from."""
+    if card_type in READS_FILE_TEXT:
+        return BASIS
+    return tuple(field for field in BASIS if field != "file_text")
 
 
 def text_of(card: Card, source_text: str | None) -> str:

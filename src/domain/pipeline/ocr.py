@@ -1,7 +1,8 @@
 """The ``ocr`` stage's rules: which picture of a card is read (an image card's file, a PDF's
 pages without a text layer, a link's screenshot when its page gave no text), and how the words
 read are kept: ``fileText`` (at most 256 KiB, in reading order), with the engine and languages
-that read them. The words are searched like the body, and the AI stage of an image reads them."""
+that read them; a skipped run clears them (``forget``). The words are searched like the body,
+and the AI stage of an image or a document reads them."""
 
 from __future__ import annotations
 
@@ -49,5 +50,16 @@ def skipped_by(card: Card) -> str | None:
 def apply(session: Session, card: Card, fields: dict[str, object]) -> None:
     """Set the words read and index them for search."""
     set_fields(card, fields)
+    session.flush()
+    index_card(session, card)
+
+
+def forget(session: Session, card: Card) -> None:
+    """The stage was skipped on this run (OCR off, the page has text, nothing to read): the card
+    keeps no words an earlier run read (``fileText`` is null when the stage was skipped), and
+    search no longer finds them."""
+    if card.file_text is None and card.ocr_facts is None:
+        return
+    card.file_text = card.ocr_facts = None
     session.flush()
     index_card(session, card)

@@ -52,6 +52,7 @@ class Settled:
 
     card_type: str
     imported: bool = False  # queued by an import: its followers go to the imported queue
+    state: str = "failed"  # or skipped (the stage it waits for did not complete)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,11 +175,11 @@ def start(
         if first is not None and first.state in ("failed", "skipped") and skipped_code:
             _settle(row, "skipped", skipped_code, now)
             _note_settled(session, card.account_id, card.id, card_pk)
-            return Settled(card.type, row.imported)
+            return Settled(card.type, row.imported, state="skipped")
     if row.attempts >= MAX_ATTEMPTS:
         _settle(row, "failed", row.error_code or "TOO_MANY_ATTEMPTS", now)
         _note_settled(session, card.account_id, card.id, card_pk)
-        return Settled(card.type, row.imported)
+        return Settled(card.type, row.imported, state="failed")
     row.state, row.attempts, row.started_at, row.updated_at = "running", row.attempts + 1, now, now
     row.lease = lease or secrets.token_hex(16)
     return Taken(card=card, lease=row.lease, attempts=row.attempts, imported=row.imported)

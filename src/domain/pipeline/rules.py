@@ -1,10 +1,12 @@
 """Each stage's rules by its row's name: what its result derives from, whether it writes tags,
 when the card as it is then refuses the result, and how the result is written into the card
-(the stage's module in this package). How a stage is run is cardvault.workers.stages'."""
+(the stage's module in this package); for the few stages that need them, what their result
+derives from on one card type (``basis``) and what a skip clears (``forget_skipped``). How a
+stage is run is cardvault.workers.stages'."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from sqlalchemy.orm import Session
@@ -28,7 +30,7 @@ class StageRules(Protocol):
     @property
     def BASIS(self) -> tuple[str, ...]:
         """The card fields its result derives from (the file, the URL): a result made from an
-        old value is dropped."""
+        old value is dropped (on every card type, unless ``basis`` below says otherwise)."""
 
     @property
     def WRITES_TAGS(self) -> bool:
@@ -52,3 +54,22 @@ RULES: Mapping[str, StageRules] = {
     "ocr": ocr,
     "ai": ai,
 }
+# Stages whose result derives from other fields on some card types than their BASIS says.
+_BASIS_BY_TYPE: Mapping[str, Callable[[str], tuple[str, ...]]] = {"ai": ai.basis}
+# Stages that clear what an earlier run wrote when a later run is skipped (the spec says the
+# field is null when the stage was skipped); the others' skips change no card field.
+_FORGETS: Mapping[str, Callable[[Session, Card], None]] = {"ocr": ocr.forget}
+
+
+def basis(stage: str, card_type: str) -> tuple[str, ...]:
+    """The card fields the stage's result for a card of this type derives from."""
+    of_type = _BASIS_BY_TYPE.get(stage)
+    return of_type(card_type) if of_type is not None else RULES[stage].BASIS
+
+
+def forget_skipped(session: Session, stage: str, card: Card) -> None:
+    """The stage was skipped on this run: clear what an earlier run of it left on the card (the
+    caller holds the card's row, in the transaction that settles the stage)."""
+    forget = _FORGETS.get(stage)
+    if forget is not None:
+        forget(session, card)

@@ -1,7 +1,7 @@
 """The OCR engine's adapter, in this process (the stage runs it in the OCR child: test_ocr in
-tests/unit/workers/stages): words in reading order, doubtful words and pictures dropped,
-large pictures scaled to the bound first, the text cut at 256 KiB, and which languages are
-found where."""
+tests/unit/workers/stages): words in reading order, doubtful words and pictures dropped, none
+read in a plain picture, large pictures scaled to the bound first, the text cut at 256 KiB, and
+which languages are found where."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ def test_two_columns_of_paragraphs_are_read_in_order(options: dict[str, object])
 def test_noise_gives_no_text(options: dict[str, object]) -> None:
     noise = Image.effect_noise((900, 600), 90).convert("RGB")
     assert ocr.recognise(ocr.bounded(noise, 10_000_000), **options) == ""  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("colour", ["white", (20, 90, 160)])
+def test_a_plain_picture_gives_no_text(options: dict[str, object], colour: object) -> None:
+    plain = Image.new("RGB", (640, 480), colour)  # type: ignore[arg-type]
+    assert ocr.recognise(ocr.bounded(plain, 10_000_000), **options) == ""  # type: ignore[arg-type]
 
 
 def test_a_large_picture_is_scaled_to_the_bound_before_it_is_read() -> None:
