@@ -235,8 +235,9 @@ class TestBearer:
         assert "self._resolve_func(security_scheme)" in inspect.getsource(AbstractSecurityHandler.get_fn)
         assert _parameters(AbstractSecurityHandler._resolve_func) == ["self", "security_scheme"]
 
-    def test_verifies_with_authenticate(self) -> None:
-        assert Bearer()._resolve_func({}) is auth.authenticate
+    def test_verifies_with_authenticate_api(self) -> None:
+        # the API's check: auth.authenticate, and an /mcp token only on /mcp's own calls
+        assert Bearer()._resolve_func({}) is auth.authenticate_api
 
     def test_refuses_a_bad_key(self, app_client: TestClient) -> None:
         response = app_client.get("/v1/cards", headers={"Authorization": "Bearer cvk_short"})
