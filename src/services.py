@@ -70,7 +70,10 @@ class OcrChildren:
 
     def __init__(self, count: int, wait: float) -> None:
         self.wait = wait
-        self.decoders = [Decoder() for _ in range(count)]
+        # One OpenMP thread: its threads spin on two busy cores for little gain (Tesseract's own
+        # advice for throughput). Set in the children only: CTranslate2's OpenMP, in the speech
+        # child, hears nothing but "a, a, a" under a thread limit below its thread count.
+        self.decoders = [Decoder(environment={"OMP_THREAD_LIMIT": "1"}) for _ in range(count)]
         self._free: queue.Queue[Decoder] = queue.Queue()
         for decoder in self.decoders:
             self._free.put(decoder)

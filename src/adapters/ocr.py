@@ -17,7 +17,6 @@ pixel bound. The text kept is at most MAX_TEXT_BYTES of UTF-8."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,9 +77,9 @@ def version() -> str:
 def _api(folder: str, languages: Sequence[str]) -> Any:
     key = (folder, "+".join(languages))
     if key not in _APIS:
-        # One thread: OpenMP's threads spin on two busy cores for little gain (Tesseract's own
-        # advice for throughput); the OCR child's environment is its own.
-        os.environ["OMP_THREAD_LIMIT"] = "1"
+        # The OCR children run it with one OpenMP thread (OMP_THREAD_LIMIT, set in their
+        # environment by cardvault.services.OcrChildren: never here, in a process that may
+        # also run speech recognition).
         import tesserocr
 
         _APIS.clear()  # one engine at a time: each holds its models

@@ -85,10 +85,13 @@ class Decoder:
         timeout: float = TIMEOUT_SECONDS,
         wait: float | None = None,
         program: tuple[str, ...] = CHILD_PROGRAM,
+        environment: dict[str, str] | None = None,
     ) -> None:
         self.timeout = timeout
         self.wait = wait  # how long a caller waits for the decoder (None: as long as it takes)
         self.program = program  # the child's arguments to Python
+        # What the child's environment holds beside CHILD_ENVIRONMENT (never a secret).
+        self.environment = {**CHILD_ENVIRONMENT, **(environment or {})}
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
@@ -213,7 +216,7 @@ class Decoder:
             try:
                 self._child = subprocess.Popen(  # never fork a threaded process: a new interpreter
                     [sys.executable, *self.program, str(theirs.fileno())],
-                    env=CHILD_ENVIRONMENT,
+                    env=self.environment,
                     pass_fds=(theirs.fileno(),),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,

@@ -37,13 +37,21 @@ class ApiTarget:
     app: ASGIApp | None = None
 
 
+# The most of an operation's answer a tool call carries back: a list's page with its cards' whole
+# texts can be far larger than an agent can read, and the answer is held, parsed and written
+# again (as text and as structured content) in memory.
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
+
+
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """What the app answered an operation's request."""
+    """What the app answered an operation's request (``oversized``: its body was over
+    MAX_ANSWER_BYTES, and is dropped)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
+    oversized: bool = False
 
     def json(self) -> Any:
         return orjson.loads(self.body) if self.body else None
@@ -80,6 +88,7 @@ async def send_through(app: ASGIApp, outer: Scope, call: HttpCall, authorization
     finished = anyio.Event()
     sent = False
     status, answer_headers, chunks = 500, {}, []
+    size = 0
 
     async def receive() -> Message:
         nonlocal sent
@@ -90,12 +99,17 @@ async def send_through(app: ASGIApp, outer: Scope, call: HttpCall, authorization
         return {"type": "http.disconnect"}
 
     async def send(message: Message) -> None:
-        nonlocal status, answer_headers
+        nonlocal status, answer_headers, size
         if message["type"] == "http.response.start":
             status = message["status"]
             answer_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message["headers"]}
         elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= MAX_ANSWER_BYTES:
+                chunks.append(chunk)
+            else:
+                chunks.clear()  # the rest is read and dropped: the app finishes its answer
             if not message.get("more_body", False):
                 finished.set()
 
@@ -103,4 +117,6 @@ async def send_through(app: ASGIApp, outer: Scope, call: HttpCall, authorization
         await app(scope, receive, send)
     finally:
         finished.set()
+    if size > MAX_ANSWER_BYTES:
+        return Answer(status, answer_headers, b"", oversized=True)
     return Answer(status, answer_headers, b"".join(chunks))

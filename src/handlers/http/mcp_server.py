@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 import mcp_types as types
 import orjson
 from mcp.server.lowlevel import Server
@@ -24,7 +25,9 @@ from cardvault.handlers.http.mcp_tools import BODY, CONFIRM, Tool, http_call, to
 CARD_URI = "cardvault://cards/{id}"
 MAX_BODY_BYTES = 1024 * 1024  # a tool call's arguments; the API's own bodies are bounded again
 SEARCH_RESULTS = 10
+PARSED_ON_LOOP_BYTES = 64 * 1024
 RESOURCE_NOT_FOUND = -32002
+INTERNAL_ERROR = -32603
 # Every request carries a bearer credential a page cannot attach: no DNS rebinding to fear.
 _NO_REBINDING_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 _METADATA = ("type", "url", "tags", "aiTags", "createdAt", "updatedAt", "isFavorited", "isArchived")
@@ -43,8 +46,27 @@ def _tool_error(code: str, message: str, field: str) -> types.CallToolResult:
     )
 
 
-def _result(answer: mcp_calls.Answer) -> types.CallToolResult:
-    body = answer.json()
+def _oversized(name: str) -> types.CallToolResult:
+    limit = mcp_calls.MAX_ANSWER_BYTES // (1024 * 1024)
+    return _tool_error(
+        "CONTENT_TOO_LARGE",
+        f"{name}'s answer is over {limit} MiB, more than a tool call carries: ask for less"
+        " (a smaller limit, fewer includes).",
+        "arguments",
+    )
+
+
+async def _parsed(answer: mcp_calls.Answer) -> Any:
+    """The answer's JSON; a large one is parsed in a worker thread, off the event loop."""
+    if len(answer.body) <= PARSED_ON_LOOP_BYTES:
+        return answer.json()
+    return await anyio.to_thread.run_sync(answer.json)
+
+
+async def _result(name: str, answer: mcp_calls.Answer) -> types.CallToolResult:
+    if answer.oversized:
+        return _oversized(name)
+    body = await _parsed(answer)
     if answer.status >= 400:
         # The error body of the HTTP answer, with its status (a client may branch on 429 or 404).
         error = {**(body if isinstance(body, dict) else {}), "status": answer.status}
@@ -75,6 +97,9 @@ class Agents:
                 " them (its description gives the grammar); getExtendedCard reads one whole."
                 " Destructive tools take confirm: true."
             ),
+            # The 2026-07-28 transport checks a call's Mcp-Param headers against the tool's input
+            # schema; without this lookup it serves a whole tools/list to find it, on every call.
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -83,6 +108,13 @@ class Agents:
         )
         # The SDK's own span per message goes: RequestEdge traces /mcp and each tool's request.
         self.server.middleware = []
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.tools.get(name)
+        if tool is not None:
+            return tool.input_schema
+        extra = {"search": _SEARCH_TOOL, "fetch": _FETCH_TOOL}.get(name)
+        return extra.input_schema if extra is not None else None
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         held = set(mcp_calls.current.get().scopes)
@@ -122,18 +154,18 @@ class Agents:
         if unknown:  # the operation would never see them: say so, as strict validation would
             field = sorted(unknown)[0]
             return _tool_error("INVALID_INPUT", f"{tool.name} takes no argument {field!r}.", field)
-        return _result(await self.call(tool.name, arguments))
+        return await _result(tool.name, await self.call(tool.name, arguments))
 
     async def _search(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _tool_error("INVALID_INPUT", "search takes a query: a non-empty string.", "query")
         answer = await self.call("listCards", {"q": query, "limit": SEARCH_RESULTS, "include": ["metadata"]})
-        if answer.status >= 400:
-            return _result(answer)
+        if answer.status >= 400 or answer.oversized:
+            return await _result("search", answer)
         results = [
             {"id": card["id"], "title": _title(card), "url": card["appUrl"]}
-            for card in answer.json()["items"]
+            for card in (await _parsed(answer))["items"]
         ]
         return _structured({"results": results})
 
@@ -142,9 +174,9 @@ class Agents:
         if not isinstance(card_id, str) or not card_id:
             return _tool_error("INVALID_INPUT", "fetch takes an id: a card's id.", "id")
         answer = await self.call("getExtendedCard", {"cardId": card_id})
-        if answer.status >= 400:
-            return _result(answer)
-        return _structured(self._document(answer.json()))
+        if answer.status >= 400 or answer.oversized:
+            return await _result("fetch", answer)
+        return _structured(self._document(await _parsed(answer)))
 
     def _document(self, card: Mapping[str, Any]) -> dict[str, Any]:
         """A card as ``fetch`` answers it: its title, its text and what else describes it."""
@@ -173,7 +205,7 @@ class Agents:
         if "read" not in mcp_calls.current.get().scopes:
             return types.ListResourcesResult(resources=[])
         answer = await self.call("listCards", {"limit": 50, "include": ["metadata"]})
-        cards = answer.json()["items"] if answer.status == 200 else []
+        cards = (await _parsed(answer))["items"] if answer.status == 200 and not answer.oversized else []
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=CARD_URI.format(id=card["id"]), name=_title(card), mime_type="text/plain")
@@ -200,11 +232,13 @@ class Agents:
         uri = str(params.uri)
         card_id = uri[len(prefix) :] if uri.startswith(prefix) else ""
         answer = await self.call("getExtendedCard", {"cardId": card_id}) if card_id else None
+        if answer is not None and answer.oversized:
+            raise MCPError(INTERNAL_ERROR, f"The card at {uri} is over the size a message carries.")
         if answer is None or answer.status >= 400:
             body = answer.json() if answer is not None else None
             # -32002: the protocol's code for a resource not found; the API's error body as data.
             raise MCPError(RESOURCE_NOT_FOUND, f"No card at {uri}.", body)
-        document = self._document(answer.json())
+        document = self._document(await _parsed(answer))
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(

@@ -54,6 +54,11 @@ def resources(issuer: str) -> tuple[str, ...]:
     return (issuer, f"{issuer}/v1", f"{issuer}/mcp")
 
 
+def is_mcp(resource: str) -> bool:
+    """Whether a resource (one of ``resources``) is the MCP endpoint."""
+    return resource.endswith("/mcp")
+
+
 class InvalidTarget(OAuth2Error):
     """RFC 8707 §2: a resource this server does not serve, or another than the grant's."""
 
@@ -347,9 +352,10 @@ class _CodeGrant(AuthorizationCodeGrant):
         assert isinstance(self.request.authorization_code, _Code)  # super() found it, or raised
         code = self.request.authorization_code.row
         asked = asked_resource(self.request, self.server.issuer)
-        if asked is not None and code.resource is not None and asked != code.resource:
+        # A code asked for no resource is the API's: it may be spent for the API by name, never
+        # widened to /mcp, which the consent page did not name.
+        if asked is not None and asked != code.resource and (code.resource is not None or is_mcp(asked)):
             raise InvalidTarget("resource must be the one the authorization request named.")
-        code.resource = code.resource or asked
 
     def delete_authorization_code(self, authorization_code: _Code) -> None:
         pass  # spent by query_authorization_code, in the same statement that found it

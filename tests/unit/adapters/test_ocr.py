@@ -5,12 +5,15 @@ which languages are found where."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from cardvault.adapters import ocr
+from cardvault.adapters.decoder import Decoder
+from cardvault.services import OcrChildren
 from harness import text_pictures
 from tests.ocr_extra import require_ocr
 
@@ -76,3 +79,15 @@ def test_a_small_plain_picture_is_read_as_no_text(options: dict[str, object], se
     harness.faults.storage's pictures'.)"""
     picture = Image.new("RGB", (64, 48), ((seed * 37) % 256, (seed * 91) % 256, (seed * 13) % 256))
     assert ocr.recognise(ocr.bounded(picture, 10_000_000), **options) == ""  # type: ignore[arg-type]
+
+
+def test_reading_leaves_the_process_environment_as_it_was(options: dict[str, object]) -> None:
+    # OMP_THREAD_LIMIT belongs to the OCR children alone: under it the speech model, in any
+    # process that loads it after, hears nothing but "a, a, a".
+    before = dict(os.environ)
+    page = text_pictures.printed(["harbour", "receipt"], width=600, size=30)
+    assert "harbour" in ocr.recognise(ocr.bounded(page, 10_000_000), **options).lower()  # type: ignore[arg-type]
+    assert dict(os.environ) == before
+    children = OcrChildren(1, wait=1.0)
+    assert children.decoders[0].environment["OMP_THREAD_LIMIT"] == "1"
+    assert "OMP_THREAD_LIMIT" not in Decoder().environment

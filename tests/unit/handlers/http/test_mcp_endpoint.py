@@ -244,3 +244,29 @@ def test_rate_limits_apply_to_tool_calls(tmp_path: Any, database: Database, acco
             assert answers[2].structured_content["status"] == 429
 
     run(work)
+
+
+def test_an_answer_over_the_cap_is_a_tool_error_and_a_smaller_one_is_not(
+    app: Any, database: Database, account_id: str
+) -> None:
+    key = new_key(database, account_id)
+    big = "w" * 500_000  # under a card's content limit; five of them are over a tool answer's cap
+    cards = [
+        app_of(app).post("/v1/cards", json={"content": big}, headers={"Authorization": f"Bearer {key}"})
+        for _ in range(5)
+    ]
+    assert {card.status_code for card in cards} < {200, 201}, [card.status_code for card in cards]
+
+    async def work() -> None:
+        async with mcp_session(app, key) as session:
+            refused = await session.call_tool("listCards", {"limit": 5, "include": ["content"]})
+            assert refused.is_error
+            assert refused.structured_content["code"] == "CONTENT_TOO_LARGE"
+            assert refused.structured_content["details"]["fields"][0]["field"] == "arguments"
+            smaller = await session.call_tool("listCards", {"limit": 2, "include": ["content"]})
+            assert not smaller.is_error
+            assert [len(card["content"]) for card in smaller.structured_content["items"]] == [500_000] * 2
+            fetched = await session.call_tool("fetch", {"id": cards[0].json()["card"]["id"]})
+            assert not fetched.is_error and big in fetched.structured_content["text"]
+
+    run(work)

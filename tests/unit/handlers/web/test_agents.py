@@ -31,10 +31,8 @@ def _register(browser: TestClient, **metadata: Any) -> Any:
     )
 
 
-def _sign_in_as_agent(
-    browser: TestClient, person: Person, client_id: str, resource: str | None
-) -> dict[str, Any]:
-    """Register-to-token: the consent page, then the code for tokens; the token response."""
+def _code_for(browser: TestClient, person: Person, client_id: str, resource: str | None) -> tuple[str, str]:
+    """Register-to-code: the consent page allowed; the authorization code and its verifier."""
     verifier, challenge = pkce()
     params = {
         "response_type": "code",
@@ -54,8 +52,11 @@ def _sign_in_as_agent(
     assert fields["csrf"] == csrf_of(page.text)
     answer = browser.post("/oauth/authorize", data={**fields, "decision": "allow"})
     assert answer.status_code == 302, answer.text
-    code = query_of(answer.headers["location"])["code"]
-    tokens = browser.post(
+    return query_of(answer.headers["location"])["code"], verifier
+
+
+def _token_for(browser: TestClient, client_id: str, code: str, verifier: str, resource: str | None) -> Any:
+    return browser.post(
         "/oauth/token",
         data={
             "grant_type": "authorization_code",
@@ -66,6 +67,14 @@ def _sign_in_as_agent(
             **({"resource": resource} if resource else {}),
         },
     )
+
+
+def _sign_in_as_agent(
+    browser: TestClient, person: Person, client_id: str, resource: str | None
+) -> dict[str, Any]:
+    """Register-to-token: the consent page, then the code for tokens; the token response."""
+    code, verifier = _code_for(browser, person, client_id, resource)
+    tokens = _token_for(browser, client_id, code, verifier, resource)
     assert tokens.status_code == 200, tokens.text
     return tokens.json()  # type: ignore[no-any-return]
 
@@ -273,6 +282,29 @@ class TestAudience:
         assert answer.status_code == 302
         assert query_of(answer.headers["location"])["error"] == "invalid_target"
         assert query_of(answer.headers["location"])["state"] == "s1"
+
+    @pytest.mark.parametrize("named", [None, f"{PUBLIC_URL}/v1"])
+    def test_a_code_not_asked_for_mcp_cannot_be_spent_for_mcp(
+        self, browser: TestClient, person: Person, named: str | None
+    ) -> None:
+        # The consent page did not say the client was an agent: the token endpoint cannot widen
+        # the code to /mcp (RFC 8707: the token request names the authorization request's resource).
+        client_id = _register(browser).json()["client_id"]
+        code, verifier = _code_for(browser, person, client_id, named)
+        refused = _token_for(browser, client_id, code, verifier, MCP)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "invalid_target"
+
+    def test_a_code_asked_for_nothing_can_be_spent_for_the_api(
+        self, browser: TestClient, person: Person
+    ) -> None:
+        client_id = _register(browser).json()["client_id"]
+        code, verifier = _code_for(browser, person, client_id, None)
+        tokens = _token_for(browser, client_id, code, verifier, f"{PUBLIC_URL}/v1")
+        assert tokens.status_code == 200, tokens.text
+        token = tokens.json()["access_token"]
+        assert browser.get("/v1/cards", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert _mcp(browser, token, "tools/list").status_code == 401
 
     def test_the_token_request_cannot_change_the_resource(self, browser: TestClient, person: Person) -> None:
         client_id = _register(browser).json()["client_id"]
