@@ -1,11 +1,13 @@
 """The cost of a tool call at /mcp against the same HTTP operation: getCard and listCards (a page
-of 50) on one served process over PostgreSQL, sent one after another by one client, in
-alternating rounds (HTTP first in even rounds, MCP first in odd ones). A tool call is one
-JSON-RPC ``tools/call`` POST (stateless, JSON answer), which the server serves by sending the
-operation's request through its own app. The ratio is the median MCP latency over the median
-HTTP latency of the same workload in the same round, the median of the rounds; the aim is at
-most 1.3. Beside each latency, the server's CPU time per call (its processes' user and system
-time over the calls), which a loaded machine disturbs less than the wall clock.
+of 50), each at the current protocol revision (2026-07-28: one self-contained POST) and the one
+before it (2025-11-25, stateless), on one served process over PostgreSQL, sent one after
+another by one client, in alternating rounds (HTTP first in even rounds, MCP first in odd
+ones). A tool call is one JSON-RPC ``tools/call`` POST (stateless, JSON answer), which the
+server serves by sending the operation's request through its own app. The ratio is the median
+MCP latency over the median HTTP latency of the same workload in the same round, the median of
+the rounds; the aim is at most 1.3. Beside each latency, the server's CPU time per call (its
+processes' user and system time over the calls), which a loaded machine disturbs less than the
+wall clock.
 
     .venv/bin/python -m bench.bench_mcp [--database postgresql|sqlite] [--rounds R] [--calls N]
 
@@ -42,14 +44,23 @@ def _uptime() -> str:
     return subprocess.run([found], capture_output=True, text=True, check=False).stdout.strip()
 
 
-def _tool_call(client: httpx.Client, name: str, arguments: dict[str, object]) -> Callable[[], None]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+MODERN = "2026-07-28"  # the current revision: one self-contained POST, no handshake
+LEGACY = "2025-11-25"  # the revision before it: the initialize handshake's transport
+
+
+def _tool_call(
+    client: httpx.Client, name: str, arguments: dict[str, object], version: str
+) -> Callable[[], None]:
+    params: dict[str, object] = {"name": name, "arguments": arguments}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version}
+    if version == MODERN:  # the envelope each request carries, and its routing headers
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+        }
+        headers |= {"Mcp-Method": "tools/call", "Mcp-Name": name}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
 
     def call() -> None:
         answer = client.post("/mcp", json=body, headers=headers)
@@ -109,15 +120,14 @@ def main() -> None:
                     client.post("/v1/cards", json={"content": f"card {n} of the bench"}).json()["card"]["id"]
                     for n in range(CARDS)
                 ]
+                get, page = {"cardId": ids[0]}, {"limit": 50}
                 workloads = {
-                    "get": (
-                        _http(client, f"/v1/cards/{ids[0]}"),
-                        _tool_call(client, "getCard", {"cardId": ids[0]}),
-                    ),
-                    "list-50": (
-                        _http(client, "/v1/cards?limit=50"),
-                        _tool_call(client, "listCards", {"limit": 50}),
-                    ),
+                    f"{name}@{version}": (_http(client, path), _tool_call(client, tool, arguments, version))
+                    for name, path, tool, arguments in (
+                        ("get", f"/v1/cards/{ids[0]}", "getCard", get),
+                        ("list-50", "/v1/cards?limit=50", "listCards", page),
+                    )
+                    for version in (MODERN, LEGACY)
                 }
                 for http, mcp in workloads.values():  # warm both paths, uncounted
                     _measure(http, 20)
@@ -139,14 +149,14 @@ def main() -> None:
                         cpu_ratios[name].append(measured["mcp"][1] / measured["http"][1])
     print("after:", _uptime())
     print(
-        f"{'workload':<10}{'http ms':>9}{'mcp ms':>9}{'ratio':>7}{'http cpu':>10}{'mcp cpu':>9}{'ratio':>7}"
+        f"{'workload':<22}{'http ms':>9}{'mcp ms':>9}{'ratio':>7}{'http cpu':>10}{'mcp cpu':>9}{'ratio':>7}"
     )
     summary = {}
     for name in workloads:
         got = {key: statistics.median(values) for key, values in medians[name].items()}
         ratio, cpu_ratio = statistics.median(ratios[name]), statistics.median(cpu_ratios[name])
         print(
-            f"{name:<10}{got['http']:>9.2f}{got['mcp']:>9.2f}{ratio:>7.2f}"
+            f"{name:<22}{got['http']:>9.2f}{got['mcp']:>9.2f}{ratio:>7.2f}"
             f"{got['http_cpu']:>10.2f}{got['mcp_cpu']:>9.2f}{cpu_ratio:>7.2f}"
         )
         summary[name] = {
