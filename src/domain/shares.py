@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, String, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from cardvault.domain.auth import credentials
@@ -247,6 +247,89 @@ def version_of(session: Session, share: Share, shown: int) -> tuple[int, str, in
     changed = max(latest or 0, share.updated_at, folder.updated_at)
     held = hashlib.sha256(",".join(map(str, pks)).encode()).hexdigest()[:16]
     return changed, held, folder.version
+
+
+@dataclasses.dataclass(frozen=True)
+class FeedVersion:
+    """What a feed's validators are made of (version_of's three), with the share's own part."""
+
+    id: str  # the share's
+    created_at: int
+    updated_at: int
+    include_notes: bool
+    changed: int
+    held: str
+    version: int
+
+
+def _feed_version_statement() -> Any:
+    """The statement of feed_version, built once (its parameters: ``digest`` and ``shown``)."""
+    digest, shown = bindparam("digest", type_=String), bindparam("shown", type_=Integer)
+    folder_of = select(Share.folder_id).where(Share.token_hash == digest).scalar_subquery()
+    newest = (
+        select(Card.pk, Card.updated_at, FolderCard.card_created_at, FolderCard.card_pk.label("order_pk"))
+        .join(FolderCard, FolderCard.card_pk == Card.pk)
+        .where(FolderCard.folder_id == folder_of, Card.deleted_at.is_(None), Card.archived_at.is_(None))
+        .order_by(FolderCard.card_created_at.desc(), FolderCard.card_pk.desc())
+        .limit(shown)
+        .subquery()
+    )
+    shared_card = select(Card.deleted_at, Card.updated_at).where(Card.pk == Share.card_pk)
+    return (
+        select(
+            Share.id,
+            Share.card_pk,
+            Share.expires_at,
+            Share.created_at,
+            Share.updated_at,
+            Share.include_notes,
+            Folder.kind,
+            Folder.updated_at,
+            Folder.version,
+            shared_card.with_only_columns(Card.deleted_at).scalar_subquery(),
+            shared_card.with_only_columns(Card.updated_at).scalar_subquery(),
+            newest.c.pk,
+            newest.c.updated_at,
+        )
+        .outerjoin(Folder, Folder.id == Share.folder_id)
+        .outerjoin(newest, true())
+        .where(Share.token_hash == digest)
+        .order_by(newest.c.card_created_at.desc(), newest.c.order_pk.desc())
+    )
+
+
+_FEED_VERSION = _feed_version_statement()
+
+
+def feed_version(session: Session, *, token: str, shown: int) -> FeedVersion:
+    """open_share and version_of for a feed reader's poll, in one statement for the share of a
+    card or of a manual folder (a smart folder's takes the listing's statements too): the share,
+    its card's or its folder's state, and the ``shown`` newest cards of the folder. Raises as
+    open_share does, and NotFound for a deleted folder."""
+    if not credentials.is_well_formed(token, TOKEN_PREFIX):
+        raise NotFound("No such share.")
+    values = {"digest": credentials.digest(token), "shown": shown}
+    rows = session.connection().execute(_FEED_VERSION, values).all()
+    if not rows:
+        raise NotFound("No such share.")
+    share_id, card_pk, expires_at, created_at, updated_at, include_notes = rows[0][:6]
+    kind, folder_updated, folder_version, card_deleted, card_updated = rows[0][6:11]
+    if card_deleted is not None:
+        raise NotFound("No such share.")
+    if expires_at is not None and expires_at <= now_ms():
+        raise ShareExpired("This share has expired.")
+    if card_pk is not None:
+        changed, held, version = max(card_updated or 0, updated_at), str(card_pk), updated_at
+    elif kind is None:  # deleted in the meantime (the share goes with it)
+        raise NotFound("No such share.")
+    elif kind == "smart":
+        changed, held, version = version_of(session, open_share(session, token=token), shown)
+    else:
+        pks = [row[11] for row in rows if row[11] is not None]
+        latest = max((row[12] for row in rows if row[11] is not None), default=0)
+        changed = max(latest, updated_at, folder_updated)
+        held, version = hashlib.sha256(",".join(map(str, pks)).encode()).hexdigest()[:16], folder_version
+    return FeedVersion(share_id, created_at, updated_at, include_notes, changed, held, version)
 
 
 def shown_title(view: CardView | Any) -> str:

@@ -81,7 +81,6 @@ COVERED_ELSEWHERE = {
     "domain/annotations/placing.py": "tests/unit/handlers/test_annotations.py",
     "domain/annotations/records.py": "tests/unit/handlers/test_annotations.py",
     "domain/annotations/texts.py": "tests/unit/handlers/test_annotations.py",
-    "domain/shares.py": "tests/unit/handlers/test_shares.py",
     "domain/subscriptions.py": "tests/unit/workers/test_subscriptions.py",
     "domain/portability/imports/entries.py": "tests/unit/domain/portability/imports/test_jobs.py",
     "domain/portability/imports/turns.py": "tests/unit/workers/test_imports_bounds.py",

@@ -64,7 +64,9 @@ def _entry_id(share: Share, card_id: str | None = None) -> str:
     return f"tag:{host},{day}:shares/{share.id}" + (f"/cards/{card_id}" if card_id else "")
 
 
-def _validators(changed: int, held: str, version: int, share: Share, kind: str) -> tuple[str, str]:
+def _validators(
+    changed: int, held: str, version: int, share: Share | shares.FeedVersion, kind: str
+) -> tuple[str, str]:
     described = f"{kind}:{share.id}:{share.updated_at}:{share.include_notes}:{changed}:{held}:{version}"
     etag = 'W/"' + hashlib.sha256(described.encode()).hexdigest()[:32] + '"'
     return etag, email.utils.formatdate(changed / 1000, usegmt=True)
@@ -152,14 +154,18 @@ def _json_feed(feed: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-def _checked(request: Request, kind: str) -> Callable[[Any, Share], tuple[str, str] | None]:
+def _checked(request: Request, kind: str) -> Callable[[Any, shares.FeedVersion], tuple[str, str] | None]:
     """A conditional request's check: the validators, when they are the ones it sent."""
 
-    def check(session: Any, share: Share) -> tuple[str, str] | None:
-        etag, last_modified = _validators(*shares.version_of(session, share, FEED_SIZE), share, kind)
+    def check(session: Any, found: shares.FeedVersion) -> tuple[str, str] | None:
+        etag, last_modified = _validators(found.changed, found.held, found.version, found, kind)
         return (etag, last_modified) if _unchanged(request, etag, last_modified) else None
 
     return check
+
+
+def _feed_version(session: Any, token: str) -> shares.FeedVersion:
+    return shares.feed_version(session, token=token, shown=FEED_SIZE)
 
 
 async def _feed(request: Request, kind: str) -> Response:
@@ -168,11 +174,13 @@ async def _feed(request: Request, kind: str) -> Response:
     headers = {**_FEED_HEADERS, "Cache-Control": "no-cache"}
     conditional = "if-none-match" in request.headers or "if-modified-since" in request.headers
     if conditional:
-        # Most polls of a feed reader: answered from the share's lookup and the validators'
-        # statements, each read by itself (no snapshot to begin and end), before any card is
-        # read; a miss reads the feed in one snapshot below (counted once).
+        # Most polls of a feed reader: answered from one statement (the share, its folder or
+        # card, the feed's newest cards: shares.feed_version), read by itself (no snapshot to
+        # begin and end); a miss reads the feed in one snapshot below (counted once).
         try:
-            check = functools.partial(read_share, request, _checked(request, kind), snapshot=False)
+            check = functools.partial(
+                read_share, request, _checked(request, kind), snapshot=False, opener=_feed_version
+            )
             same = await anyio.to_thread.run_sync(check)
         except Refused as refused:
             return refusal(refused)

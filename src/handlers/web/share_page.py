@@ -76,20 +76,30 @@ def _spend(rt: runtime.Runtime, name: str, key: str) -> None:
         raise Refused(429, "Too many requests", "Try again in a moment.", retry_after=seconds) from None
 
 
+def _opened(session: Any, token: str) -> Share:
+    return shares.open_share(session, token=token)
+
+
 def read_share(
-    request: Request, read: Callable[[Any, Share], Read], *, snapshot: bool = True, counted: bool = True
+    request: Request,
+    read: Callable[[Any, Any], Read],
+    *,
+    snapshot: bool = True,
+    counted: bool = True,
+    opener: Callable[[Any, str], Any] = _opened,
 ) -> Read:
-    """Open the request's share and read from it in one transaction (in a worker thread):
-    counted per address before the token is looked up, per share after (unless ``counted``
-    is false: the request was counted by an earlier read). Without ``snapshot`` each
-    statement reads by itself (on PostgreSQL without BEGIN and COMMIT: a feed's validators)."""
+    """Open the request's share (``opener``: shares.open_share, or what else opens it and
+    has its ``id``) and read from it in one transaction (in a worker thread): counted per
+    address before the token is looked up, per share after (unless ``counted`` is false: the
+    request was counted by an earlier read). Without ``snapshot`` each statement reads by
+    itself (on PostgreSQL without BEGIN and COMMIT: a feed's validators)."""
     rt = runtime.current()
     if counted:
         address = request.client.host if request.client else "unknown"
         _spend(rt, "share-address", "address:" + address_key(address))
     with rt.db.transaction(write=False, snapshot=snapshot) as session:
         try:
-            share = shares.open_share(session, token=request.path_params["token"])
+            share = opener(session, request.path_params["token"])
         except ShareExpired:
             raise Refused(410, "This share has expired", "The link's owner set it to stop working.") from None
         except NotFound:
