@@ -14,7 +14,9 @@ with qualifiers, with highlights; a natural question (q_question: 10 words, comm
 of the data with stop words between, so few cards hold them all and the cards holding some are
 ranked); a typo (q_typo: a word of the data with one edit, so no card holds it as typed); and the
 longest q the spec allows (1,024 characters) of distinct misspellings, common words and rare
-words (q_longest_typos, q_longest_common, q_longest_rare: the first 48 words count). Each
+words (q_longest_typos, q_longest_common, q_longest_rare: the first 48 words count). Smart
+folders (smart_common, smart_rare, smart_qualifiers: saved searches of q_common's, q_rare's and
+q_qualifiers' queries) are listed with folder=, within the budget of their query. Each
 migration after BASE_REVISION is timed on its own (0030 counts the search vocabulary,
 ``search_words`` and ``cards.search_words``, from the index rows), and the vocabulary it made is
 checked against the generated data.
@@ -44,6 +46,7 @@ from sqlalchemy import create_engine, event, text
 
 from bench.load import LoadResult, run_load
 from bench.scale_load import BASE_REVISION, load_postgresql, load_sqlite
+from cardvault.domain import folders
 from cardvault.domain.auth import keys
 from cardvault.domain.cards import listing
 from cardvault.domain.database import open_database
@@ -67,7 +70,14 @@ TARGETS = {
     "q_longest_typos": 60.0,
     "q_longest_common": 60.0,
     "q_longest_rare": 60.0,
+    # A smart folder's cards are its query's matches: listed within the q budget of its query.
+    "smart_common": 60.0,
+    "smart_rare": 30.0,
+    "smart_qualifiers": 60.0,
 }
+# The smart folders of the measured account, each listed with folder= (made once the
+# migrations ran): the name of its workload and the q workload whose query it keeps.
+SMART = {"smart_common": "q_common", "smart_rare": "q_rare", "smart_qualifiers": "q_qualifiers"}
 MAX_Q = 1024  # the spec's maxLength of q
 # Stop words between a question's words (cardvault.domain.search.stopwords: they decide nothing).
 QUESTION = "how {0} the {1} with {2} for {3} in {4}"
@@ -275,11 +285,11 @@ def _explain(url: str, meta: dict[str, Any], name: str, params: dict[str, str]) 
         else:
             filters = listing.CardFilter(
                 sort=params.get("sort"),
-                card_type=params.get("type"),
-                tag=params.get("tag"),
+                card_types=tuple(filter(None, [params.get("type")])),
+                tags=tuple(filter(None, [params.get("tag")])),
                 q=params.get("q"),
                 favorited={"true": True, "false": False}.get(params.get("favorited", "")),
-                folder=params.get("folder"),
+                folders=tuple(filter(None, [params.get("folder")])),
             )
             listing.list_cards(
                 session,
@@ -344,9 +354,17 @@ def main() -> None:
         meta_file.write_text(json.dumps(meta))
     print(json.dumps({k: v for k, v in meta.items() if k != "folders" and not k.startswith("longest")}))
 
+    workloads = _workloads(meta)
     db = open_database(url)
     with db.transaction() as session:
         key = keys.issue_api_key(session, account_id=meta["account_id"])
+        made = int(time.time())
+        for name, of in SMART.items():
+            query = workloads[of]["q"]
+            smart = folders.create_folder(
+                session, account_id=meta["account_id"], name=f"{name} {made}", query=query
+            )
+            workloads[name] = {"folder": smart.id}
     db.dispose()
     env = {
         **os.environ,
@@ -358,7 +376,6 @@ def main() -> None:
         # migrations queued for every card).
         "CARDVAULT_REDIS_URL": REDIS_SCRATCH,
     }
-    workloads = _workloads(meta)
     if args.only:
         workloads = {k: v for k, v in workloads.items() if k in args.only}
     port = free_port()
@@ -420,7 +437,7 @@ def main() -> None:
 
 def _ratios(results: dict[str, tuple[LoadResult, LoadResult]]) -> None:
     """The new q workloads beside the one-word search (1 client): what a question, a typo and the
-    longest q cost against q_common."""
+    longest q cost against q_common; each smart folder against the q of its query."""
     if "q_common" not in results:
         return
     base = results["q_common"][0]
@@ -429,6 +446,11 @@ def _ratios(results: dict[str, tuple[LoadResult, LoadResult]]) -> None:
             one = results[name][0]
             ratio = {"p50": round(one.p50_ms / base.p50_ms, 2), "p99": round(one.p99_ms / base.p99_ms, 2)}
             print(json.dumps({"ratio": f"{name}/q_common", **ratio}))
+    for name, of in SMART.items():
+        if name in results and of in results:
+            one, base = results[name][0], results[of][0]
+            ratio = {"p50": round(one.p50_ms / base.p50_ms, 2), "p99": round(one.p99_ms / base.p99_ms, 2)}
+            print(json.dumps({"ratio": f"{name}/{of}", **ratio}))
 
 
 def _scored_ranking(url: str, meta: dict[str, Any]) -> None:
