@@ -260,6 +260,9 @@ class FeedVersion:
     changed: int
     held: str
     version: int
+    # A smart folder's share: its version (the listing's statements) is left to
+    # smart_feed_version, once the share's rate limit has counted the request.
+    smart: bool = False
 
 
 def _feed_version_statement() -> Any:
@@ -303,9 +306,10 @@ _FEED_VERSION = _feed_version_statement()
 
 def feed_version(session: Session, *, token: str, shown: int) -> FeedVersion:
     """open_share and version_of for a feed reader's poll, in one statement for the share of a
-    card or of a manual folder (a smart folder's takes the listing's statements too): the share,
-    its card's or its folder's state, and the ``shown`` newest cards of the folder. Raises as
-    open_share does, and NotFound for a deleted folder."""
+    card or of a manual folder: the share, its card's or its folder's state, and the ``shown``
+    newest cards of the folder (a bounded walk of one index). A smart folder's comes back
+    ``smart``, its version left to smart_feed_version. Raises as open_share does, and NotFound
+    for a deleted folder."""
     if not credentials.is_well_formed(token, TOKEN_PREFIX):
         raise NotFound("No such share.")
     values = {"digest": credentials.digest(token), "shown": shown}
@@ -323,13 +327,21 @@ def feed_version(session: Session, *, token: str, shown: int) -> FeedVersion:
     elif kind is None:  # deleted in the meantime (the share goes with it)
         raise NotFound("No such share.")
     elif kind == "smart":
-        changed, held, version = version_of(session, open_share(session, token=token), shown)
+        return FeedVersion(share_id, created_at, updated_at, include_notes, 0, "", 0, smart=True)
     else:
         pks = [row[11] for row in rows if row[11] is not None]
         latest = max((row[12] for row in rows if row[11] is not None), default=0)
         changed = max(latest, updated_at, folder_updated)
         held, version = hashlib.sha256(",".join(map(str, pks)).encode()).hexdigest()[:16], folder_version
     return FeedVersion(share_id, created_at, updated_at, include_notes, changed, held, version)
+
+
+def smart_feed_version(session: Session, found: FeedVersion, *, token: str, shown: int) -> FeedVersion:
+    """A smart folder's share's FeedVersion made whole: version_of, by the listing."""
+    if not found.smart:
+        return found
+    changed, held, version = version_of(session, open_share(session, token=token), shown)
+    return dataclasses.replace(found, changed=changed, held=held, version=version, smart=False)
 
 
 def shown_title(view: CardView | Any) -> str:

@@ -46,14 +46,28 @@ def _tool_error(code: str, message: str, field: str) -> types.CallToolResult:
     )
 
 
-def _oversized(name: str) -> types.CallToolResult:
+def _oversized(name: str, answer: mcp_calls.Answer, *, writes: bool, pages: bool) -> types.CallToolResult:
+    """An answer over MAX_ANSWER_BYTES: a tool error. A write that succeeded says it was done,
+    with the operation's status (the structured result its output schema promises cannot be
+    carried, so it cannot be a success; it must not read as a failure to make again)."""
     limit = mcp_calls.MAX_ANSWER_BYTES // (1024 * 1024)
-    return _tool_error(
-        "CONTENT_TOO_LARGE",
-        f"{name}'s answer is over {limit} MiB, more than a tool call carries: ask for less"
-        " (a smaller limit, fewer includes).",
-        "arguments",
+    too_large = f"{name}'s answer is over {limit} MiB, more than a tool call carries"
+    if writes and answer.status < 400:
+        where = answer.headers.get("location")
+        message = f"{name} was done ({answer.status}): do not send it again; only {too_large}."
+        result = _tool_error("CONTENT_TOO_LARGE", message, "arguments")
+        assert isinstance(result.structured_content, dict)
+        result.structured_content["status"] = answer.status
+        if where:
+            result.structured_content["details"]["location"] = where
+        result.content = [types.TextContent(text=json.dumps(result.structured_content))]
+        return result
+    advice = (
+        "ask for less (a smaller limit, fewer includes)"
+        if pages
+        else "read it over the HTTP API, which has no such limit"
     )
+    return _tool_error("CONTENT_TOO_LARGE", f"{too_large}: {advice}.", "arguments")
 
 
 async def _parsed(answer: mcp_calls.Answer) -> Any:
@@ -63,9 +77,12 @@ async def _parsed(answer: mcp_calls.Answer) -> Any:
     return await anyio.to_thread.run_sync(answer.json)
 
 
-async def _result(name: str, answer: mcp_calls.Answer) -> types.CallToolResult:
+async def _result(tool: Tool | None, name: str, answer: mcp_calls.Answer) -> types.CallToolResult:
+    """A tool's result from its operation's answer (``tool`` None: search's or fetch's read)."""
     if answer.oversized:
-        return _oversized(name)
+        writes = tool is not None and tool.writes
+        pages = tool is not None and any(argument.name == "limit" for argument in tool.arguments)
+        return _oversized(name, answer, writes=writes, pages=pages)
     body = await _parsed(answer)
     if answer.status >= 400:
         # The error body of the HTTP answer, with its status (a client may branch on 429 or 404).
@@ -154,7 +171,7 @@ class Agents:
         if unknown:  # the operation would never see them: say so, as strict validation would
             field = sorted(unknown)[0]
             return _tool_error("INVALID_INPUT", f"{tool.name} takes no argument {field!r}.", field)
-        return await _result(tool.name, await self.call(tool.name, arguments))
+        return await _result(tool, tool.name, await self.call(tool.name, arguments))
 
     async def _search(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         query = arguments.get("query")
@@ -162,7 +179,7 @@ class Agents:
             return _tool_error("INVALID_INPUT", "search takes a query: a non-empty string.", "query")
         answer = await self.call("listCards", {"q": query, "limit": SEARCH_RESULTS, "include": ["metadata"]})
         if answer.status >= 400 or answer.oversized:
-            return await _result("search", answer)
+            return await _result(None, "search", answer)
         results = [
             {"id": card["id"], "title": _title(card), "url": card["appUrl"]}
             for card in (await _parsed(answer))["items"]
@@ -175,7 +192,7 @@ class Agents:
             return _tool_error("INVALID_INPUT", "fetch takes an id: a card's id.", "id")
         answer = await self.call("getExtendedCard", {"cardId": card_id})
         if answer.status >= 400 or answer.oversized:
-            return await _result("fetch", answer)
+            return await _result(None, "fetch", answer)
         return _structured(self._document(await _parsed(answer)))
 
     def _document(self, card: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,12 +51,12 @@ CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 
 def resources(issuer: str) -> tuple[str, ...]:
     """What a token may be asked for (RFC 8707): the whole server, its API, its MCP endpoint."""
-    return (issuer, f"{issuer}/v1", f"{issuer}/mcp")
+    return (issuer, f"{issuer}/v1", mcp_resource(issuer))
 
 
-def is_mcp(resource: str) -> bool:
-    """Whether a resource (one of ``resources``) is the MCP endpoint."""
-    return resource.endswith("/mcp")
+def mcp_resource(issuer: str) -> str:
+    """The one of ``resources`` that is the MCP endpoint."""
+    return f"{issuer}/mcp"
 
 
 class InvalidTarget(OAuth2Error):
@@ -352,10 +352,13 @@ class _CodeGrant(AuthorizationCodeGrant):
         assert isinstance(self.request.authorization_code, _Code)  # super() found it, or raised
         code = self.request.authorization_code.row
         asked = asked_resource(self.request, self.server.issuer)
-        # A code asked for no resource is the API's: it may be spent for the API by name, never
-        # widened to /mcp, which the consent page did not name.
-        if asked is not None and asked != code.resource and (code.resource is not None or is_mcp(asked)):
-            raise InvalidTarget("resource must be the one the authorization request named.")
+        # A code asked for no resource is the API's: it may be spent for the API by name (the
+        # grant then keeps that name, which its refreshes may send again), never widened to
+        # /mcp, which the consent page did not name.
+        if asked is not None and asked != code.resource:
+            if code.resource is not None or asked == mcp_resource(self.server.issuer):
+                raise InvalidTarget("resource must be the one the authorization request named.")
+            code.resource = asked
 
     def delete_authorization_code(self, authorization_code: _Code) -> None:
         pass  # spent by query_authorization_code, in the same statement that found it

@@ -158,6 +158,8 @@ def _checked(request: Request, kind: str) -> Callable[[Any, shares.FeedVersion],
     """A conditional request's check: the validators, when they are the ones it sent."""
 
     def check(session: Any, found: shares.FeedVersion) -> tuple[str, str] | None:
+        token = request.path_params["token"]
+        found = shares.smart_feed_version(session, found, token=token, shown=FEED_SIZE)
         etag, last_modified = _validators(found.changed, found.held, found.version, found, kind)
         return (etag, last_modified) if _unchanged(request, etag, last_modified) else None
 

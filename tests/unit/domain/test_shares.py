@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from cardvault.domain import folders, shares
+from cardvault.domain.auth import credentials
 from cardvault.domain.cards import editing, trash
 from cardvault.domain.clock import now_ms
 from cardvault.domain.db import Database
@@ -20,6 +21,7 @@ SHOWN = 3
 def _both(database: Database, token: str) -> tuple[shares.FeedVersion, tuple[int, str, int]]:
     with database.transaction(write=False, snapshot=False) as session:
         found = shares.feed_version(session, token=token, shown=SHOWN)
+        found = shares.smart_feed_version(session, found, token=token, shown=SHOWN)
         share = shares.open_share(session, token=token)
         return found, shares.version_of(session, share, SHOWN)
 
@@ -47,6 +49,10 @@ def test_a_poll_says_what_the_share_and_its_version_say(database: Database, acco
             "empty": shares.create_share(session, account_id=account_id, folder_id=empty),
         }
     tokens = {name: token for name, (_, token) in made.items()}
+    with database.transaction(write=False, snapshot=False) as session:
+        # A smart folder's version waits for its share's rate limit: the listing is not run yet.
+        assert shares.feed_version(session, token=tokens["smart"], shown=SHOWN).smart
+        assert not shares.feed_version(session, token=tokens["manual"], shown=SHOWN).smart
     before = {name: _same(database, token) for name, token in tokens.items()}
     assert before["card"].id == made["card"][0].id and before["card"].held == str(made["card"][0].card_pk)
     # The newest shown card goes to Trash: the manual folder's feed holds other cards now.
@@ -71,7 +77,8 @@ def test_a_poll_refuses_as_opening_the_share_does(database: Database, account_id
         session.execute(update(Share).where(Share.expires_at.is_not(None)).values(expires_at=now_ms() - 1))
         trash.move_to_trash(session, account_id=account_id, card_id=card)
     with database.transaction(write=False, snapshot=False) as session:
-        for token in ("not-a-token", of_card[:-2] + "xx", of_card):
+        unknown = credentials.new_secret(shares.TOKEN_PREFIX)  # well formed, no share's
+        for token in ("not-a-token", of_card[:-2] + "xx", unknown, of_card):
             with pytest.raises(NotFound):
                 shares.feed_version(session, token=token, shown=SHOWN)
         with pytest.raises(ShareExpired):

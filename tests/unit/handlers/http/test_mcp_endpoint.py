@@ -270,3 +270,31 @@ def test_an_answer_over_the_cap_is_a_tool_error_and_a_smaller_one_is_not(
             assert not fetched.is_error and big in fetched.structured_content["text"]
 
     run(work)
+
+
+def test_a_write_whose_answer_is_over_the_cap_says_it_was_done_and_a_read_says_where_to_read(
+    app: Any, database: Database, account_id: str
+) -> None:
+    key = new_key(database, account_id)
+    # Each control character is six bytes of JSON: one card's answer is over the cap.
+    made = app_of(app).post(
+        "/v1/cards", json={"content": "\x01" * 400_000}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert made.status_code in (200, 201), made.status_code
+    card_id = made.json()["card"]["id"]
+
+    async def work() -> None:
+        async with mcp_session(app, key) as session:
+            done = await session.call_tool(
+                "setCardFavorite", {"cardId": card_id, "body": {"isFavorited": True}}
+            )
+            # Not a success (its card cannot be carried), but said to be done, with its status.
+            assert done.is_error and done.structured_content["status"] == 200
+            assert "was done (200): do not send it again" in done.structured_content["error"]
+            read = await session.call_tool("getCard", {"cardId": card_id})
+            assert read.is_error and read.structured_content["code"] == "CONTENT_TOO_LARGE"
+            assert "HTTP API" in read.structured_content["error"]
+
+    run(work)
+    got = app_of(app).get(f"/v1/cards/{card_id}", headers={"Authorization": f"Bearer {key}"})
+    assert got.json()["isFavorited"] is True  # the write was made, once

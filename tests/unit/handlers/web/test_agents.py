@@ -305,6 +305,17 @@ class TestAudience:
         token = tokens.json()["access_token"]
         assert browser.get("/v1/cards", headers={"Authorization": f"Bearer {token}"}).status_code == 200
         assert _mcp(browser, token, "tools/list").status_code == 401
+        # The grant keeps the resource it was spent for: a refresh naming it again is taken.
+        refreshed = browser.post(
+            "/oauth/token",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": tokens.json()["refresh_token"],
+                "client_id": client_id,
+                "resource": f"{PUBLIC_URL}/v1",
+            },
+        )
+        assert refreshed.status_code == 200, refreshed.text
 
     def test_the_token_request_cannot_change_the_resource(self, browser: TestClient, person: Person) -> None:
         client_id = _register(browser).json()["client_id"]
