@@ -154,6 +154,7 @@ COVERED_ELSEWHERE = {
     "domain/tags/rows.py": "tests/unit/domain/cards/test_editing.py",
     "handlers/http/auth.py": "tests/unit/handlers/http/test_errors.py",
     "handlers/web/oauth_server.py": "tests/unit/handlers/web/test_authorize.py",
+    "handlers/web/oauth_resources.py": "tests/unit/handlers/web/test_agents.py",
     "handlers/web/pages.py": "tests/unit/handlers/web/test_sign_in.py",
     "handlers/web/routes.py": "tests/unit/handlers/web/test_sign_in.py",
     "workers/broker.py": "tests/unit/workers/test_pipeline.py",

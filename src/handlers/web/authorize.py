@@ -24,7 +24,8 @@ from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.models import Account
 from cardvault.handlers.http import runtime
 from cardvault.handlers.web import pages
-from cardvault.handlers.web.oauth_server import Answer, Server, asked_resource
+from cardvault.handlers.web.oauth_resources import asked_resource
+from cardvault.handlers.web.oauth_server import Answer, Server
 from cardvault.handlers.web.oauth_server import Request as OAuthRequest
 
 # The authorization request's own parameters, carried through the consent form.

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from authlib.oauth2 import AuthorizationServer, OAuth2Error
+from authlib.oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import (
     AuthorizationCodeMixin,
     ClientMixin,
@@ -45,38 +45,9 @@ from sqlalchemy.orm import Session
 from cardvault.domain.auth import credentials, oauth
 from cardvault.domain.clock import now_ms
 from cardvault.domain.models import OAuthClient, OAuthCode, OAuthGrant
+from cardvault.handlers.web.oauth_resources import InvalidTarget, asked_resource, mcp_resource
 
 CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
-
-
-def resources(issuer: str) -> tuple[str, ...]:
-    """What a token may be asked for (RFC 8707): the whole server, its API, its MCP endpoint."""
-    return (issuer, f"{issuer}/v1", mcp_resource(issuer))
-
-
-def mcp_resource(issuer: str) -> str:
-    """The one of ``resources`` that is the MCP endpoint."""
-    return f"{issuer}/mcp"
-
-
-class InvalidTarget(OAuth2Error):
-    """RFC 8707 §2: a resource this server does not serve, or another than the grant's."""
-
-    error = "invalid_target"
-
-
-def asked_resource(request: OAuth2Request, issuer: str) -> str | None:
-    """The resource a request names (None: none); InvalidTarget for one not ours, or two."""
-    named = request.payload.datalist.get("resource") or [] if request.payload else []
-    if not named:
-        return None
-    if len(named) > 1 or named[0] not in resources(issuer):
-        raise InvalidTarget(
-            f"resource must be one of: {', '.join(resources(issuer))}.",
-            state=request.payload.state if request.payload else None,
-            redirect_uri=request.payload.redirect_uri if request.payload else None,
-        )
-    return str(named[0])
 
 
 class _Payload(OAuth2Payload):
